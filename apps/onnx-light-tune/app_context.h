@@ -1,0 +1,31 @@
+#pragma once
+// State shared by the verbs of one CLI invocation: global options and the output streams.
+// Verbs register their options in register_<verb>() and set `action`; main runs it and maps
+// exceptions to exit codes.
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <string>
+
+namespace onnx_light::cli {
+
+enum class ColorMode { automatic, always, never };
+
+struct AppContext {
+  std::string cache_path;  // --cache; empty means the default path
+  int verbosity = 0;       // -v raises, -q lowers
+  ColorMode color = ColorMode::automatic;
+  std::ostream* out = &std::cout;  // results only
+  std::ostream* err = &std::cerr;  // logs, progress, errors
+  // The selected verb's work; returns the exit code.
+  std::function<int()> action;
+
+  bool use_color(bool stream_is_tty) const;
+};
+
+// Exit codes shared by every verb.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+}  // namespace onnx_light::cli

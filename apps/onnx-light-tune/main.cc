@@ -1,0 +1,107 @@
+// onnx-light-tune: parses the command line, runs one verb, maps errors to exit codes
+// (0 ok, 1 the operation failed, 2 usage error). Results go to stdout, everything else to stderr.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "app_context.h"
+#include "onnx_light/runtime/error.h"
+#include "verbs.h"
+#include "version_info.h"
+
+namespace onnx_light::cli {
+
+bool AppContext::use_color(bool stream_is_tty) const {
+  switch (color) {
+    case ColorMode::always: return true;
+    case ColorMode::never: return false;
+    case ColorMode::automatic: break;
+  }
+  const char* no_color = std::getenv("NO_COLOR");
+  return stream_is_tty && (no_color == nullptr || no_color[0] == '\0');
+}
+
+namespace {
+
+void configure_logging(const AppContext& context) {
+  auto logger = spdlog::stderr_color_mt("onnx-light-tune");
+  logger->set_pattern(context.use_color(isatty(STDERR_FILENO) != 0) ? "%^%l%$: %v" : "%l: %v");
+  spdlog::level::level_enum level = spdlog::level::warn;
+  if (context.verbosity >= 2) level = spdlog::level::debug;
+  else if (context.verbosity == 1) level = spdlog::level::info;
+  else if (context.verbosity < 0) level = spdlog::level::err;
+  logger->set_level(level);
+  spdlog::set_default_logger(logger);
+}
+
+int run_main(int argc, char** argv) {
+  AppContext context;
+  CLI::App app{"onnx-light-tune: tune the CPU kernels of the onnx-light runtime and manage its tuning cache.",
+               "onnx-light-tune"};
+  app.footer(
+      "Exit status: 0 success, 1 the operation failed, 2 usage error.\n"
+      "Cache: --cache, else $ONNX_LIGHT_TUNING_CACHE, else $XDG_CACHE_HOME/onnx-light/kernel_tuning.cache,\n"
+      "else $HOME/.cache/onnx-light/kernel_tuning.cache.\n"
+      "Run 'onnx-light-tune <verb> --help' for a verb's options and examples.");
+  app.require_subcommand(1);
+  app.fallthrough();
+  bool show_version = false;
+  app.add_flag("--version", show_version, "Print the version, compiler, build type, kernels and host, then exit");
+  app.add_option("--cache", context.cache_path, "Tuning cache file (default: see below)");
+  app.add_flag_function("-v,--verbose", [&](int64_t count) { context.verbosity += static_cast<int>(count); },
+                        "More log output on stderr (repeatable)");
+  app.add_flag_function("-q,--quiet", [&](int64_t count) { context.verbosity -= static_cast<int>(count); },
+                        "Less log output on stderr");
+  std::map<std::string, ColorMode> color_names{
+      {"auto", ColorMode::automatic}, {"always", ColorMode::always}, {"never", ColorMode::never}};
+  app.add_option("--color", context.color, "Colour in human output: auto (default; honours NO_COLOR), always, never")
+      ->transform(CLI::CheckedTransformer(color_names, CLI::ignore_case));
+
+  register_run(app, context);
+
+  // --version works without a verb.
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--version") {
+      *context.out << version_text();
+      return kExitOk;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  configure_logging(context);
+  if (!context.action) {
+    *context.err << "onnx-light-tune: no verb given; see --help\n";
+    return kExitUsage;
+  }
+  return context.action();
+}
+
+}  // namespace
+}  // namespace onnx_light::cli
+
+int main(int argc, char** argv) {
+  try {
+    return onnx_light::cli::run_main(argc, argv);
+  } catch (const onnx_light::Error& e) {
+    fmt::print(stderr, "onnx-light-tune: error: {}\n", e.what());
+    return onnx_light::cli::kExitFailed;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "onnx-light-tune: internal error: {}\n", e.what());
+    return onnx_light::cli::kExitFailed;
+  }
+}

@@ -1,0 +1,189 @@
+// `onnx-light-tune run MODEL`: runs a model once or repeatedly, prints its outputs, latency
+// and (with --profile) the parallel regions and the tuning values each kernel ran with.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/model.h"
+#include "onnx_light/runtime/npy.h"
+#include "onnx_light/runtime/session.h"
+#include "onnx_light/runtime/tensor_format.h"
+#include "run_inputs.h"
+#include "verbs.h"
+
+namespace onnx_light::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string model_path;
+  std::vector<std::string> inputs;
+  std::vector<std::string> dims;
+  int threads = 0;
+  int repeat = 1;
+  int warmup = 0;
+  std::string output_dir;
+  bool profile = false;
+  bool json = false;
+};
+
+struct Latency {
+  double min = 0, median = 0, p90 = 0;
+  std::size_t runs = 0;
+};
+
+Latency summarize(std::vector<double> samples) {
+  Latency l;
+  l.runs = samples.size();
+  if (samples.empty()) return l;
+  std::sort(samples.begin(), samples.end());
+  l.min = samples.front();
+  l.median = samples.size() % 2 ? samples[samples.size() / 2]
+                                : (samples[samples.size() / 2 - 1] + samples[samples.size() / 2]) / 2;
+  std::size_t p90 = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(samples.size()))) - 1;
+  l.p90 = samples[std::min(p90, samples.size() - 1)];
+  return l;
+}
+
+int run_verb(const RunOptions& o, AppContext& context) {
+  using namespace runtime;
+  Model model = load_model_file(o.model_path);
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(o.threads);
+  if (o.profile) options.parallel_region_collector = std::make_shared<ParallelRegionCollector>(4096);
+  RuntimeSession session(model, options);
+
+  RuntimeContext run_context(KernelContext(default_opset(model.opset_version(""))));
+  bind_cli_inputs(session, o.inputs, o.dims, run_context);
+  const std::vector<std::string> input_names = run_context.names();
+
+  for (int i = 0; i < o.warmup; ++i) session.run(run_context);
+  if (options.parallel_region_collector) options.parallel_region_collector->clear();
+  std::vector<double> samples;
+  for (int i = 0; i < o.repeat; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    session.run(run_context);
+    samples.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
+  Latency latency = summarize(samples);
+
+  if (!o.output_dir.empty()) {
+    std::filesystem::create_directories(o.output_dir);
+    for (const auto& info : session.outputs())
+      write_npy(std::filesystem::path(o.output_dir) / (info.name + ".npy"), run_context.get(info.name));
+  }
+
+  ParallelRegionReport regions = session.parallel_region_report();
+  std::vector<ResolvedTuning> tuning = session.resolved_tuning();
+  if (o.json) {
+    nlohmann::json report;
+    report["model"] = o.model_path;
+    report["threads"] = session.threads();
+    report["outputs"] = nlohmann::json::array();
+    for (const auto& info : session.outputs()) {
+      const Tensor& t = run_context.get(info.name);
+      nlohmann::json preview = nlohmann::json::array();
+      for (int64_t i = 0; i < std::min<int64_t>(t.element_count(), 8); ++i) preview.push_back(element_as_double(t, i));
+      report["outputs"].push_back({{"name", info.name},
+                                   {"element_type", static_cast<int>(t.element_type())},
+                                   {"element_type_name", element_type_name(t.element_type())},
+                                   {"shape", t.shape()},
+                                   {"preview", preview}});
+    }
+    report["latency_us"] = {{"min", latency.min}, {"median", latency.median}, {"p90", latency.p90}, {"runs", latency.runs}};
+    if (o.profile) {
+      nlohmann::json events = nlohmann::json::array();
+      for (const auto& e : regions.events)
+        events.push_back({{"label", e.label},
+                          {"requested_threads", e.requested_threads},
+                          {"admitted_threads", e.admitted_threads},
+                          {"iterations", e.iterations},
+                          {"grain", e.grain},
+                          {"wall_time_ns", e.wall_time_ns}});
+      report["parallel_regions"] = {{"events", events}, {"dropped_events", regions.dropped_events}};
+      nlohmann::json kernels = nlohmann::json::array();
+      for (const auto& r : tuning) {
+        nlohmann::json values = nlohmann::json::object();
+        for (const auto& [name, value] : r.values)
+          std::visit([&](const auto& v) { values[name] = v; }, value);
+        kernels.push_back({{"node", r.node},
+                           {"kernel", r.key.kernel},
+                           {"implementation", r.key.implementation},
+                           {"element_type", r.key.element_type},
+                           {"tuning_abi", r.key.tuning_abi},
+                           {"active_values", values},
+                           {"active_source", tuning_source_name(r.source)}});
+      }
+      report["tuning"] = kernels;
+    }
+    *context.out << report.dump(2) << "\n";
+    return kExitOk;
+  }
+
+  auto& out = *context.out;
+  out << fmt::format("model: {} ({} thread{})\n", o.model_path, session.threads(), session.threads() == 1 ? "" : "s");
+  for (const auto& name : input_names)
+    if (std::none_of(session.outputs().begin(), session.outputs().end(), [&](const auto& i) { return i.name == name; }))
+      out << fmt::format("input  {}: {}\n", name, run_context.get(name).describe());
+  for (const auto& info : session.outputs()) {
+    const Tensor& t = run_context.get(info.name);
+    out << fmt::format("output {}: {} = {}\n", info.name, t.describe(), format_preview(t));
+  }
+  out << fmt::format("latency: min {:.1f} us, median {:.1f} us, p90 {:.1f} us over {} run{}\n", latency.min,
+                     latency.median, latency.p90, latency.runs, latency.runs == 1 ? "" : "s");
+  if (o.profile) {
+    out << "tuning in force:\n";
+    for (const auto& r : tuning) {
+      std::string values;
+      for (const auto& [name, value] : r.values) values += fmt::format("{}{}={}", values.empty() ? "" : " ", name, format_value(value));
+      out << fmt::format("  {:<28} {:<10} {} ({})\n", r.node, r.key.implementation, values, tuning_source_name(r.source));
+    }
+    out << fmt::format("parallel regions ({} recorded, {} dropped):\n", regions.events.size(), regions.dropped_events);
+    out << fmt::format("  {:<28} {:>9} {:>8} {:>12} {:>6} {:>10}\n", "label", "requested", "admitted", "iterations",
+                       "grain", "wall us");
+    for (const auto& e : regions.events)
+      out << fmt::format("  {:<28} {:>9} {:>8} {:>12} {:>6} {:>10.1f}\n", e.label, e.requested_threads,
+                         e.admitted_threads, e.iterations, e.grain, static_cast<double>(e.wall_time_ns) / 1000.0);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_run(CLI::App& app, AppContext& context) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* run = app.add_subcommand("run", "Run a model on the CPU runtime and report outputs and latency");
+  run->add_option("model", options->model_path, "Model file: binary .onnx or ONNX text syntax (.onnxtxt)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  run->add_option("-i,--input", options->inputs,
+                  "Input value: NAME=FILE.npy, NAME=random[:SEED] (seeded random data of the declared shape)")
+      ->type_name("NAME=SOURCE");
+  run->add_option("--dim", options->dims, "Bind a symbolic dimension for random inputs: SYMBOL=SIZE")
+      ->type_name("SYMBOL=SIZE");
+  run->add_option("-t,--threads", options->threads, "Threads (0 = one per physical core)")
+      ->check(CLI::Range(0, 1024))
+      ->default_val(0);
+  run->add_option("-r,--repeat", options->repeat, "Timed runs")->check(CLI::Range(1, 1000000))->default_val(1);
+  run->add_option("-w,--warmup", options->warmup, "Untimed runs before the timed ones")
+      ->check(CLI::Range(0, 1000000))
+      ->default_val(0);
+  run->add_option("-o,--output-dir", options->output_dir, "Write each output to DIR/<output name>.npy");
+  run->add_flag("--profile", options->profile, "Show parallel regions and the tuning values each kernel ran with");
+  run->add_flag("--json", options->json, "Print one JSON object (outputs, latency_us, parallel_regions, tuning)");
+  run->footer(
+      "Examples:\n"
+      "  onnx-light-tune run examples/abs.onnxtxt --input x=random:7 --dim N=65536 --repeat 100 --profile\n"
+      "  onnx-light-tune run model.onnx -i a=a.npy -i b=b.npy --output-dir out/ --json\n"
+      "A model file is read as the ONNX text syntax when its content is text, else as binary protobuf.");
+  run->callback([options, &context] { context.action = [options, &context] { return run_verb(*options, context); }; });
+}
+
+}  // namespace onnx_light::cli

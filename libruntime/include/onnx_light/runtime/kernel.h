@@ -1,0 +1,73 @@
+#pragma once
+// The kernel life cycle: create (validate attributes, once per node), apply_tuning (copy typed
+// tuning values, once per session initialisation), run (every call; reads nothing global).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "onnx_light/runtime/element_type.h"
+#include "onnx_light/runtime/tensor.h"
+#include "onnx_light/runtime/thread_pool.h"
+#include "onnx_light/runtime/tuning_value.h"
+
+namespace onnx_light::runtime {
+
+// What a kernel sees when it is created for one node.
+struct KernelCreateInfo {
+  const onnx::NodeProto& node;
+  int64_t opset = 0;                     // the node's domain opset version
+  std::vector<ElementType> input_types;  // undefined for omitted optional inputs
+  // Inputs whose values are known before any run (initializers, Constant outputs); nullptr otherwise.
+  std::vector<const Tensor*> constant_inputs;
+
+  // Attribute access; throw UnsupportedError/ModelError naming the node and attribute.
+  const onnx::AttributeProto* attribute(std::string_view name) const;
+  int64_t int_attribute(std::string_view name, int64_t fallback) const;
+  float float_attribute(std::string_view name, float fallback) const;
+  std::string string_attribute(std::string_view name, const std::string& fallback) const;
+  std::vector<int64_t> ints_attribute(std::string_view name) const;
+  bool has_attribute(std::string_view name) const { return attribute(name) != nullptr; }
+  // "Abs node 'n0'" for messages.
+  std::string node_label() const;
+};
+
+// Everything a kernel needs while it runs. Outputs are allocated through `output`, which reuses
+// the previous run's buffer when type and shape repeat and nobody else holds it.
+class KernelExecution {
+ public:
+  virtual ~KernelExecution() = default;
+  virtual std::size_t input_count() const = 0;
+  // nullptr for an omitted optional input.
+  virtual const Tensor* input(std::size_t index) const = 0;
+  virtual std::size_t output_count() const = 0;
+  virtual Tensor& output(std::size_t index, ElementType type, const Shape& shape) = 0;
+  // Threads of the session's pool.
+  virtual int threads() const = 0;
+  // A parallel region recorded under this node's label; returns admitted participants.
+  virtual int parallel_for(int64_t n, int64_t grain, int admitted,
+                           const std::function<void(int64_t, int64_t)>& fn) = 0;
+  // Node label for error messages ("Add node 'sum'").
+  virtual const std::string& label() const = 0;
+
+  const Tensor& required_input(std::size_t index) const;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Values are complete and validated against the kernel's schema.
+  virtual void apply_tuning(const TuningValues& values) { (void)values; }
+  virtual void run(KernelExecution& execution) = 0;
+};
+
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelCreateInfo&)>;
+// Output element types from the creation info (e.g. Cast reads `to`, Equal gives bool).
+using OutputTypeFunction = std::function<std::vector<ElementType>(const KernelCreateInfo&)>;
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,39 @@
+#pragma once
+// Loading ONNX models from binary protobuf, the ONNX text syntax, or bytes.
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <onnx/onnx_pb.h>
+
+namespace onnx_light::runtime {
+
+// An immutable, shared, loaded model. `origin` names where it came from for error messages.
+class Model {
+ public:
+  Model(std::shared_ptr<const onnx::ModelProto> proto, std::string origin);
+  const onnx::ModelProto& proto() const { return *proto_; }
+  const onnx::GraphProto& graph() const { return proto_->graph(); }
+  const std::string& origin() const { return origin_; }
+  // Opset version imported for a domain ("" and "ai.onnx" are the same); 0 when not imported.
+  int64_t opset_version(std::string_view domain = "") const;
+
+ private:
+  std::shared_ptr<const onnx::ModelProto> proto_;
+  std::string origin_;
+};
+
+// True when the bytes look like the ONNX text syntax rather than binary protobuf.
+bool looks_like_onnx_text(std::span<const std::byte> bytes);
+// Throws ModelError with line and column on a syntax error.
+Model parse_model_text(std::string_view text, const std::string& origin = "<text>");
+// Binary protobuf or text syntax, detected from the content.
+Model load_model_bytes(std::span<const std::byte> bytes, const std::string& origin = "<bytes>");
+// Throws IoError for a missing/unreadable file, ModelError for bad content; both name the file.
+Model load_model_file(const std::filesystem::path& path);
+Model model_from_proto(onnx::ModelProto proto, const std::string& origin = "<proto>");
+
+}  // namespace onnx_light::runtime

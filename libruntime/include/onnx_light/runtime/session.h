@@ -1,0 +1,109 @@
+#pragma once
+// A session runs one model. Construction checks the whole graph (every unsupported node is
+// listed at once); initialisation resolves tuning values once; run never reads the registry.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnx_light/runtime/model.h"
+#include "onnx_light/runtime/parallel_region_collector.h"
+#include "onnx_light/runtime/runtime_parameters.h"
+#include "onnx_light/runtime/tensor.h"
+#include "onnx_light/runtime/tuning_key.h"
+#include "onnx_light/runtime/tuning_value.h"
+
+namespace onnx_light::runtime {
+
+class KernelTable;
+class ThreadPool;
+class TuningRegistry;
+
+struct RuntimeSessionOptions {
+  RuntimeParameters parameters;
+  std::shared_ptr<ParallelRegionCollector> parallel_region_collector;
+  TuningRegistry* registry = nullptr;       // nullptr: process_tuning_registry()
+  const KernelTable* kernels = nullptr;     // nullptr: cpu_kernel_table()
+  std::shared_ptr<ThreadPool> thread_pool;  // nullptr: the session makes its own
+};
+
+// Opset imports by domain ("" is ai.onnx).
+using OpsetImports = std::map<std::string, int64_t>;
+OpsetImports default_opset(int64_t version);
+
+struct KernelContext {
+  OpsetImports opsets;
+  KernelContext() = default;
+  explicit KernelContext(OpsetImports imports) : opsets(std::move(imports)) {}
+};
+
+// Named tensors: inputs before a run, inputs and outputs after it.
+class RuntimeContext {
+ public:
+  RuntimeContext() = default;
+  explicit RuntimeContext(KernelContext kernel_context) : kernel_context_(std::move(kernel_context)) {}
+  void set(const std::string& name, Tensor tensor);
+  // Throws NotFoundError naming the value.
+  const Tensor& get(const std::string& name) const;
+  bool contains(const std::string& name) const;
+  void erase(const std::string& name);
+  std::vector<std::string> names() const;
+  const KernelContext& kernel_context() const { return kernel_context_; }
+  std::map<std::string, Tensor>& values() { return values_; }
+
+ private:
+  KernelContext kernel_context_;
+  std::map<std::string, Tensor> values_;
+};
+
+enum class TuningSource { portable_default, published_profile };
+std::string_view tuning_source_name(TuningSource source);
+
+// The values one node's kernel runs with, and where they came from.
+struct ResolvedTuning {
+  std::string node;
+  TuningKey key;
+  TuningValues values;
+  TuningSource source = TuningSource::portable_default;
+  uint64_t generation = 0;
+};
+
+struct ValueInfo {
+  std::string name;
+  ElementType element_type = ElementType::undefined;
+  // -1 for a symbolic or unknown dimension; `symbols` holds its name ("" when unnamed).
+  Shape shape;
+  std::vector<std::string> symbols;
+  bool has_shape = false;
+};
+
+class RuntimeSession {
+ public:
+  // Throws ModelError (bad graph) or UnsupportedError listing every offending node.
+  RuntimeSession(Model model, RuntimeSessionOptions options = {});
+  ~RuntimeSession();
+  RuntimeSession(const RuntimeSession&) = delete;
+  RuntimeSession& operator=(const RuntimeSession&) = delete;
+
+  // Resolves tuning from the registry and configures kernels; the first run does it implicitly.
+  void initialize();
+  bool initialized() const;
+  // Reads graph inputs from `context`, writes graph outputs into it.
+  // Throws InputError naming the input (missing, wrong type, rank or dims).
+  void run(RuntimeContext& context);
+
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+  int threads() const;
+  // Per node, after initialisation.
+  std::vector<ResolvedTuning> resolved_tuning() const;
+  ParallelRegionReport parallel_region_report() const;
+  const Model& model() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,71 @@
+#pragma once
+// A dense tensor: element type, shape and 64-byte aligned storage that is either owned
+// (shared, reference counted) or borrowed from the caller (a view that must outlive uses).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "onnx_light/runtime/element_type.h"
+
+namespace onnx_light::runtime {
+
+using Shape = std::vector<int64_t>;
+
+inline constexpr std::size_t kTensorAlignment = 64;
+
+// Number of elements of a shape; throws InvalidValueError on negative dims or overflow.
+int64_t shape_element_count(std::span<const int64_t> shape);
+// "[2, 3, 4]".
+std::string shape_to_string(std::span<const int64_t> shape);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Owned, zero-initialised storage.
+  Tensor(ElementType type, Shape shape);
+  // A view of caller memory; the caller keeps it alive and aligned for the element type.
+  static Tensor borrow(ElementType type, Shape shape, void* data);
+  // Owned copy of raw little-endian bytes (size must match).
+  static Tensor from_bytes(ElementType type, Shape shape, std::span<const std::byte> bytes);
+
+  ElementType element_type() const { return type_; }
+  const Shape& shape() const { return shape_; }
+  std::size_t rank() const { return shape_.size(); }
+  int64_t element_count() const { return count_; }
+  std::size_t byte_size() const { return static_cast<std::size_t>(count_) * element_size(type_); }
+  bool empty() const { return type_ == ElementType::undefined; }
+  bool is_view() const { return data_ != nullptr && !storage_; }
+  // True when this tensor's storage can be reused for a result without affecting anyone else.
+  bool exclusively_owned() const { return storage_ && storage_.use_count() == 1; }
+
+  void* raw_data() { return data_; }
+  const void* raw_data() const { return data_; }
+  std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(data_), byte_size()}; }
+  std::span<std::byte> mutable_bytes() { return {static_cast<std::byte*>(data_), byte_size()}; }
+  template <typename T>
+  T* data() { return static_cast<T*>(data_); }
+  template <typename T>
+  const T* data() const { return static_cast<const T*>(data_); }
+
+  // Deep copy into owned storage.
+  Tensor clone() const;
+  // Same storage, new shape with the same element count.
+  Tensor reshaped(Shape shape) const;
+  // "float[2, 3]".
+  std::string describe() const;
+
+ private:
+  ElementType type_ = ElementType::undefined;
+  Shape shape_;
+  int64_t count_ = 0;
+  std::shared_ptr<std::byte> storage_;
+  void* data_ = nullptr;
+};
+
+// Byte-for-byte equality of type, shape and contents.
+bool bitwise_equal(const Tensor& a, const Tensor& b);
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,102 @@
+#pragma once
+// A persistent pool: workers spin briefly then park, the calling thread takes part, and work is
+// split into contiguous deterministic blocks, so results never depend on timing. A ParallelFor
+// issued from inside a region (or while another caller holds the pool) runs inline, serially,
+// with the same blocks.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace onnx_light::runtime {
+
+class ParallelRegionCollector;
+
+// Where a parallel region reports itself; all optional.
+struct ParallelRegionTrace {
+  ParallelRegionCollector* collector = nullptr;
+  std::string_view label;
+};
+
+// Contiguous block b of `blocks` over [0, n) aligned to `grain`: deterministic for (n, blocks, grain).
+// [0, n) is cut into U = ceil(n / grain) units of `grain` indices (the last unit may be shorter).
+// Each block gets floor(U / blocks) units and the first U % blocks blocks one more, so block b
+// begins at index grain * (b * floor(U / blocks) + min(b, U % blocks)), clamped to n. Blocks are
+// contiguous, ordered and cover [0, n); every boundary but n is a multiple of grain. A block is
+// empty only when U < blocks, and then exactly the trailing blocks b >= U are (begin == end == n).
+// grain < 1 counts as 1. Throws InvalidValueError for n < 0, blocks < 1 or block outside [0, blocks).
+struct BlockRange {
+  int64_t begin;
+  int64_t end;
+};
+BlockRange partition_block(int64_t n, int64_t grain, int blocks, int block);
+
+class ThreadPool {
+ public:
+  // threads >= 1 participants, including the caller (threads - 1 workers are started).
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const { return threads_; }
+
+  // Runs fn(begin, end) over [0, n) as partition_block(n, grain, B, b) for b in [0, B), where
+  // B = min(admitted, threads(), ceil(n / grain)), so no block is ever empty. admitted <= 1,
+  // n <= grain, nesting, or a busy pool (another thread is in a region of this pool) run the same
+  // B blocks inline on the calling thread, in order. Every block runs even when one throws; the
+  // exception of the lowest-numbered throwing block is rethrown here after all blocks finished.
+  // n == 0 calls nothing; n < 0 throws InvalidValueError.
+  // Returns the participants used: B when the pool ran the region, 1 when it ran inline.
+  int parallel_for(int64_t n, int64_t grain, int admitted, const std::function<void(int64_t, int64_t)>& fn);
+
+  // True on a thread that is currently executing a block of this or any pool.
+  static bool in_parallel_region();
+
+ private:
+  using Job = std::function<void(int64_t, int64_t)>;
+  void worker_loop();
+  // Claims and runs blocks of the current job until none is left.
+  void run_claimed_blocks();
+  void run_block(int block);
+  void publish(int blocks);
+  void wait_for_completion();
+  void stop_workers() noexcept;
+
+  int threads_;
+  std::vector<std::thread> workers_;
+  std::mutex caller_mutex_;  // one region at a time; a second caller runs inline
+  // Current job. Written only while no block is claimable; read only by a thread that has
+  // claimed a block, which keeps the job alive until pending_ drops to 0.
+  const Job* job_fn_ = nullptr;
+  int64_t job_n_ = 0;
+  int64_t job_grain_ = 1;
+  int job_blocks_ = 0;
+  // (blocks << 32) | next block: a successful claim is always a block of the current job, so a
+  // worker that wakes late can never run a block of a finished job.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<uint64_t> generation_{0};  // bumped per job: what idle workers wait on
+  std::atomic<int> pending_{0};          // blocks of the current job not finished yet
+  std::atomic<bool> stop_{false};
+  std::mutex park_mutex_;
+  std::condition_variable park_cv_;  // parked workers wait for a new generation or stop
+  std::condition_variable done_cv_;  // the parked caller waits for pending_ == 0
+  std::atomic<int> parked_{0};
+  std::atomic<bool> caller_parked_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+  int error_block_ = 0;
+};
+
+// The cheap test kernels use before entering the pool: parallel only when n reaches the
+// tuned threshold and more than one thread is available.
+inline int admitted_threads_for(int64_t n, int64_t minimum_elements, int pool_threads) {
+  return (pool_threads > 1 && n >= minimum_elements && n > 1) ? pool_threads : 1;
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,46 @@
+#include "onnx_light/runtime/cpu_features.h"
+
+#include <cpuinfo.h>
+
+#include <algorithm>
+
+namespace onnx_light::runtime {
+
+std::vector<std::string> CpuFeatures::names() const {
+  std::vector<std::string> result;
+  const auto add = [&](bool present, const char* name) {
+    if (present) result.emplace_back(name);
+  };
+  add(sse4_2, "sse4.2");
+  add(avx, "avx");
+  add(avx2, "avx2");
+  add(fma3, "fma");
+  add(f16c, "f16c");
+  add(avx512f, "avx512f");
+  add(avx512bw, "avx512bw");
+  add(avx512vl, "avx512vl");
+  add(neon, "neon");
+  // Sorted so that feature sets compare equal as lists (they are part of a host's identity).
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+const CpuFeatures& host_cpu_features() {
+  static const CpuFeatures features = [] {
+    CpuFeatures f;
+    if (!cpuinfo_initialize()) return f;
+    f.sse4_2 = cpuinfo_has_x86_sse4_2();
+    f.avx = cpuinfo_has_x86_avx();
+    f.avx2 = cpuinfo_has_x86_avx2();
+    f.fma3 = cpuinfo_has_x86_fma3();
+    f.f16c = cpuinfo_has_x86_f16c();
+    f.avx512f = cpuinfo_has_x86_avx512f();
+    f.avx512bw = cpuinfo_has_x86_avx512bw();
+    f.avx512vl = cpuinfo_has_x86_avx512vl();
+    f.neon = cpuinfo_has_arm_neon();
+    return f;
+  }();
+  return features;
+}
+
+}  // namespace onnx_light::runtime

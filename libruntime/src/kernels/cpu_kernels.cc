@@ -1,0 +1,13 @@
+// The explicit CPU kernel table: every family is registered here, in preference order.
+#include "kernels/kernel_families.h"
+#include "onnx_light/runtime/kernel_table.h"
+
+namespace onnx_light::runtime {
+
+void RegisterCpuKernels(KernelTable& table) {
+  kernels::register_unary_kernels(table);
+  kernels::register_binary_kernels(table);
+  kernels::register_data_movement_kernels(table);
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,102 @@
+#include "onnx_light/runtime/model.h"
+
+#include <cctype>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include <fmt/format.h>
+#include <onnx/defs/parser.h>
+
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime {
+
+Model::Model(std::shared_ptr<const onnx::ModelProto> proto, std::string origin)
+    : proto_(std::move(proto)), origin_(std::move(origin)) {}
+
+int64_t Model::opset_version(std::string_view domain) const {
+  const bool default_domain = domain.empty() || domain == "ai.onnx";
+  for (const auto& import : proto_->opset_import()) {
+    const bool import_default = import.domain().empty() || import.domain() == "ai.onnx";
+    if ((default_domain && import_default) || import.domain() == domain) return import.version();
+  }
+  return 0;
+}
+
+bool looks_like_onnx_text(std::span<const std::byte> bytes) {
+  // Binary ModelProto starts with a field tag (a control byte such as 0x08); the text syntax
+  // starts with '<', a graph name or a comment, and contains no control bytes besides whitespace.
+  std::size_t i = 0;
+  while (i < bytes.size() && std::isspace(static_cast<unsigned char>(bytes[i]))) ++i;
+  if (i == bytes.size()) return false;
+  auto first = static_cast<unsigned char>(bytes[i]);
+  if (!(first == '<' || first == '#' || first == '_' || std::isalpha(first))) return false;
+  std::size_t limit = std::min<std::size_t>(bytes.size(), 4096);
+  for (std::size_t j = 0; j < limit; ++j) {
+    auto c = static_cast<unsigned char>(bytes[j]);
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The checks every model needs before a session looks at it; errors name the origin.
+void check_model_shape(const onnx::ModelProto& model, const std::string& origin) {
+  if (!model.has_graph()) throw ModelError(fmt::format("{}: not an ONNX model (no graph)", origin));
+  if (model.graph().output_size() == 0) throw ModelError(fmt::format("{}: the graph has no outputs", origin));
+  if (model.opset_import_size() == 0 && model.ir_version() >= 3)
+    throw ModelError(fmt::format("{}: the model imports no opset", origin));
+}
+
+}  // namespace
+
+Model model_from_proto(onnx::ModelProto proto, const std::string& origin) {
+  check_model_shape(proto, origin);
+  return Model(std::make_shared<const onnx::ModelProto>(std::move(proto)), origin);
+}
+
+Model parse_model_text(std::string_view text, const std::string& origin) {
+  auto proto = std::make_shared<onnx::ModelProto>();
+  std::string buffer(text);  // the parser wants a NUL-terminated string
+  onnx::Common::Status status;
+  try {
+    status = onnx::OnnxParser::Parse(*proto, buffer.c_str());
+  } catch (const std::exception& e) {
+    throw ModelError(fmt::format("{}: ONNX text syntax error: {}", origin, e.what()));
+  }
+  if (!status.IsOK()) {
+    std::string message = status.ErrorMessage();
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    throw ModelError(fmt::format("{}: ONNX text syntax error {}", origin, message));
+  }
+  check_model_shape(*proto, origin);
+  return Model(std::move(proto), origin);
+}
+
+Model load_model_bytes(std::span<const std::byte> bytes, const std::string& origin) {
+  if (bytes.empty()) throw ModelError(fmt::format("{}: the model is empty", origin));
+  if (looks_like_onnx_text(bytes))
+    return parse_model_text(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), origin);
+  if (bytes.size() > static_cast<std::size_t>(INT32_MAX))
+    throw ModelError(fmt::format("{}: models over 2 GiB (external data) are not supported", origin));
+  auto proto = std::make_shared<onnx::ModelProto>();
+  if (!proto->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw ModelError(fmt::format("{}: not a valid ONNX protobuf model (truncated or not protobuf)", origin));
+  check_model_shape(*proto, origin);
+  return Model(std::move(proto), origin);
+}
+
+Model load_model_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw IoError(fmt::format("{}: no such file", path.string()));
+  if (std::filesystem::is_directory(path, ec)) throw IoError(fmt::format("{}: is a directory, not a model", path.string()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(fmt::format("{}: cannot open for reading", path.string()));
+  std::vector<char> content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw IoError(fmt::format("{}: read failed", path.string()));
+  return load_model_bytes(std::as_bytes(std::span(content)), path.string());
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,498 @@
+#include "onnx_light/runtime/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "onnx_light/runtime/cpu_features.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/tensor_proto.h"
+#include "onnx_light/runtime/thread_pool.h"
+#include "onnx_light/runtime/tuning_registry.h"
+
+namespace onnx_light::runtime {
+
+OpsetImports default_opset(int64_t version) { return OpsetImports{{"", version}}; }
+
+void RuntimeContext::set(const std::string& name, Tensor tensor) { values_[name] = std::move(tensor); }
+
+const Tensor& RuntimeContext::get(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw NotFoundError(fmt::format("no value named '{}' in the context", name));
+  return it->second;
+}
+
+bool RuntimeContext::contains(const std::string& name) const { return values_.contains(name); }
+void RuntimeContext::erase(const std::string& name) { values_.erase(name); }
+
+std::vector<std::string> RuntimeContext::names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : values_) names.push_back(name);
+  return names;
+}
+
+std::string_view tuning_source_name(TuningSource source) {
+  return source == TuningSource::published_profile ? "published_profile" : "portable_default";
+}
+
+namespace {
+
+ValueInfo value_info_from_proto(const onnx::ValueInfoProto& proto) {
+  ValueInfo info;
+  info.name = proto.name();
+  if (proto.type().has_tensor_type()) {
+    const auto& tensor_type = proto.type().tensor_type();
+    info.element_type = static_cast<ElementType>(tensor_type.elem_type());
+    if (tensor_type.has_shape()) {
+      info.has_shape = true;
+      for (const auto& dim : tensor_type.shape().dim()) {
+        info.shape.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+        info.symbols.push_back(dim.has_dim_param() ? dim.dim_param() : std::string());
+      }
+    }
+  }
+  return info;
+}
+
+std::string describe_value_info(const ValueInfo& info) {
+  if (!info.has_shape) return std::string(element_type_name(info.element_type));
+  std::vector<std::string> dims;
+  for (std::size_t d = 0; d < info.shape.size(); ++d)
+    dims.push_back(info.shape[d] >= 0 ? std::to_string(info.shape[d]) : (info.symbols[d].empty() ? "?" : info.symbols[d]));
+  return fmt::format("{}[{}]", element_type_name(info.element_type), fmt::join(dims, ", "));
+}
+
+std::string node_label(const onnx::NodeProto& node, std::size_t index) {
+  if (!node.name().empty()) return fmt::format("{} node '{}'", node.op_type(), node.name());
+  return fmt::format("{} node #{}", node.op_type(), index);
+}
+
+// Evaluates a Constant node into a tensor.
+Tensor constant_value(const onnx::NodeProto& node, const std::string& label) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == "value") return tensor_from_proto(a.t());
+    if (a.name() == "value_float") {
+      Tensor t(ElementType::float32, {});
+      *t.data<float>() = a.f();
+      return t;
+    }
+    if (a.name() == "value_int") {
+      Tensor t(ElementType::int64, {});
+      *t.data<int64_t>() = a.i();
+      return t;
+    }
+    if (a.name() == "value_floats") {
+      Tensor t(ElementType::float32, {a.floats_size()});
+      std::copy(a.floats().begin(), a.floats().end(), t.data<float>());
+      return t;
+    }
+    if (a.name() == "value_ints") {
+      Tensor t(ElementType::int64, {a.ints_size()});
+      std::copy(a.ints().begin(), a.ints().end(), t.data<int64_t>());
+      return t;
+    }
+    if (a.name() == "sparse_value" || a.name() == "value_string" || a.name() == "value_strings")
+      throw UnsupportedError(fmt::format("{}: attribute '{}' is not supported", label, a.name()));
+  }
+  throw ModelError(fmt::format("{}: Constant has no value attribute", label));
+}
+
+}  // namespace
+
+struct RuntimeSession::Impl {
+  struct Step {
+    std::size_t node_index = 0;
+    std::string label;
+    const KernelDef* def = nullptr;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<int> inputs;   // slot ids; -1 for omitted
+    std::vector<int> outputs;  // slot ids; -1 for omitted
+  };
+
+  class Execution final : public KernelExecution {
+   public:
+    Execution(Impl& impl, Step& step) : impl_(impl), step_(step) {}
+    std::size_t input_count() const override { return step_.inputs.size(); }
+    const Tensor* input(std::size_t index) const override {
+      if (index >= step_.inputs.size() || step_.inputs[index] < 0) return nullptr;
+      const Tensor& t = impl_.slots[static_cast<std::size_t>(step_.inputs[index])];
+      return t.empty() ? nullptr : &t;
+    }
+    std::size_t output_count() const override { return step_.outputs.size(); }
+    Tensor& output(std::size_t index, ElementType type, const Shape& shape) override {
+      if (index >= step_.outputs.size() || step_.outputs[index] < 0) {
+        scratch_ = Tensor(type, shape);  // an omitted optional output: computed, then dropped
+        return scratch_;
+      }
+      Tensor& slot = impl_.slots[static_cast<std::size_t>(step_.outputs[index])];
+      // Reuse last run's buffer when nobody else holds it; steady-state runs allocate nothing.
+      if (slot.element_type() == type && slot.shape() == shape && slot.exclusively_owned()) return slot;
+      slot = Tensor(type, shape);
+      return slot;
+    }
+    int threads() const override { return impl_.pool->threads(); }
+    int parallel_for(int64_t n, int64_t grain, int admitted,
+                     const std::function<void(int64_t, int64_t)>& fn) override {
+      ParallelRegionCollector* collector = impl_.options.parallel_region_collector.get();
+      if (collector == nullptr) return impl_.pool->parallel_for(n, grain, admitted, fn);
+      auto start = std::chrono::steady_clock::now();
+      int used = impl_.pool->parallel_for(n, grain, admitted, fn);
+      auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+      collector->record(step_.label, impl_.pool->threads(), used, n, grain, wall.count());
+      return used;
+    }
+    const std::string& label() const override { return step_.label; }
+
+   private:
+    Impl& impl_;
+    Step& step_;
+    Tensor scratch_;
+  };
+
+  Impl(Model m, RuntimeSessionOptions o) : model(std::move(m)), options(std::move(o)) {}
+
+  Model model;
+  RuntimeSessionOptions options;
+  const KernelTable* table = nullptr;
+  TuningRegistry* registry = nullptr;
+  std::shared_ptr<ThreadPool> pool;
+  int thread_count = 1;
+
+  std::vector<Tensor> slots;                    // every value of the graph by slot id
+  std::unordered_map<std::string, int> slot_of;  // value name -> slot id
+  std::vector<bool> constant_slot;              // initializers and Constant outputs (kept across runs)
+  std::vector<ValueInfo> inputs;
+  std::vector<int> input_slots;
+  std::vector<Tensor> input_defaults;  // initializer values of inputs that have one (IR < 4 style)
+  std::vector<ValueInfo> outputs;
+  std::vector<int> output_slots;
+  std::vector<Step> steps;
+  bool is_initialized = false;
+  std::vector<ResolvedTuning> resolved;
+
+  int slot(const std::string& name) {
+    auto [it, inserted] = slot_of.emplace(name, static_cast<int>(slots.size()));
+    if (inserted) {
+      slots.emplace_back();
+      constant_slot.push_back(false);
+    }
+    return it->second;
+  }
+
+  void build();
+  void bind_inputs(RuntimeContext& context);
+};
+
+void RuntimeSession::Impl::build() {
+  const auto& graph = model.graph();
+  table = options.kernels != nullptr ? options.kernels : &cpu_kernel_table();
+  registry = options.registry != nullptr ? options.registry : &process_tuning_registry();
+  thread_count = effective_threads(options.parameters);
+  if (options.thread_pool && options.thread_pool->threads() != thread_count)
+    throw InvalidValueError(fmt::format("the shared thread pool has {} threads but the session asks for {}",
+                                        options.thread_pool->threads(), thread_count));
+
+  std::unordered_map<std::string, ElementType> types;
+  std::set<std::string> initializer_names;
+  for (const auto& init : graph.initializer()) {
+    if (init.name().empty()) throw ModelError(fmt::format("{}: an initializer has no name", model.origin()));
+    int id = slot(init.name());
+    try {
+      slots[static_cast<std::size_t>(id)] = tensor_from_proto(init);
+    } catch (const Error& e) {
+      throw ModelError(fmt::format("{}: initializer '{}': {}", model.origin(), init.name(), e.what()));
+    }
+    constant_slot[static_cast<std::size_t>(id)] = true;
+    types[init.name()] = slots[static_cast<std::size_t>(id)].element_type();
+    initializer_names.insert(init.name());
+  }
+  for (const auto& input : graph.input()) {
+    ValueInfo info = value_info_from_proto(input);
+    if (!input.type().has_tensor_type())
+      throw UnsupportedError(fmt::format("{}: input '{}' is not a tensor", model.origin(), input.name()));
+    if (!is_fixed_size(info.element_type))
+      throw UnsupportedError(fmt::format("{}: input '{}' has element type {} which the runtime does not hold",
+                                         model.origin(), input.name(), element_type_name(info.element_type)));
+    int id = slot(input.name());
+    Tensor fallback;
+    if (initializer_names.contains(input.name())) {
+      fallback = slots[static_cast<std::size_t>(id)];  // an overridable default
+      constant_slot[static_cast<std::size_t>(id)] = false;
+    }
+    types[input.name()] = info.element_type;
+    inputs.push_back(std::move(info));
+    input_slots.push_back(id);
+    input_defaults.push_back(std::move(fallback));
+  }
+
+  // Topological order (Kahn): a node is ready when all its named inputs exist.
+  const int node_count = graph.node_size();
+  std::set<std::string> available;
+  for (const auto& [name, _] : types) available.insert(name);
+  std::map<std::string, int> producer;
+  for (int i = 0; i < node_count; ++i)
+    for (const auto& out : graph.node(i).output()) {
+      if (out.empty()) continue;
+      if (available.contains(out) || !producer.emplace(out, i).second)
+        throw ModelError(fmt::format("{}: value '{}' is produced more than once ({})", model.origin(), out,
+                                     node_label(graph.node(i), static_cast<std::size_t>(i))));
+    }
+  std::vector<int> order;
+  std::vector<bool> placed(static_cast<std::size_t>(node_count), false);
+  std::deque<int> pending;
+  std::vector<int> missing_count(static_cast<std::size_t>(node_count), 0);
+  std::multimap<std::string, int> waiting;
+  for (int i = 0; i < node_count; ++i) {
+    for (const auto& in : graph.node(i).input()) {
+      if (in.empty() || available.contains(in)) continue;
+      if (!producer.contains(in))
+        throw ModelError(fmt::format("{}: {} reads '{}', which no node, graph input or initializer provides",
+                                     model.origin(), node_label(graph.node(i), static_cast<std::size_t>(i)), in));
+      ++missing_count[static_cast<std::size_t>(i)];
+      waiting.emplace(in, i);
+    }
+    if (missing_count[static_cast<std::size_t>(i)] == 0) pending.push_back(i);
+  }
+  while (!pending.empty()) {
+    int i = pending.front();
+    pending.pop_front();
+    order.push_back(i);
+    for (const auto& out : graph.node(i).output()) {
+      auto [begin, end] = waiting.equal_range(out);
+      for (auto it = begin; it != end; ++it)
+        if (--missing_count[static_cast<std::size_t>(it->second)] == 0) pending.push_back(it->second);
+    }
+  }
+  if (static_cast<int>(order.size()) != node_count)
+    throw ModelError(fmt::format("{}: the graph has a cycle ({} of {} nodes cannot be ordered)", model.origin(),
+                                 node_count - static_cast<int>(order.size()), node_count));
+
+  // Choose and create a kernel for every node; collect every problem before reporting.
+  const CpuFeatures& features = host_cpu_features();
+  std::vector<std::string> problems;
+  for (int i : order) {
+    const onnx::NodeProto& node = graph.node(i);
+    std::string label = node_label(node, static_cast<std::size_t>(i));
+    const int64_t opset = model.opset_version(node.domain());
+    bool inputs_known = true;
+    std::vector<ElementType> input_types;
+    std::vector<const Tensor*> constants;
+    for (const auto& in : node.input()) {
+      if (in.empty()) {
+        input_types.push_back(ElementType::undefined);
+        constants.push_back(nullptr);
+        continue;
+      }
+      auto it = types.find(in);
+      if (it == types.end()) {
+        inputs_known = false;  // its producer failed; that node is already reported
+        break;
+      }
+      input_types.push_back(it->second);
+      auto s = slot_of.find(in);
+      bool is_constant = s != slot_of.end() && constant_slot[static_cast<std::size_t>(s->second)];
+      constants.push_back(is_constant ? &slots[static_cast<std::size_t>(s->second)] : nullptr);
+    }
+    if (!inputs_known) continue;
+    if ((node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "Constant") {
+      try {
+        if (node.output_size() != 1) throw ModelError(fmt::format("{}: Constant must have one output", label));
+        int id = slot(node.output(0));
+        slots[static_cast<std::size_t>(id)] = constant_value(node, label);
+        constant_slot[static_cast<std::size_t>(id)] = true;
+        types[node.output(0)] = slots[static_cast<std::size_t>(id)].element_type();
+      } catch (const Error& e) {
+        problems.push_back(e.what());
+      }
+      continue;
+    }
+    if (opset == 0) {
+      problems.push_back(fmt::format("{}: the model imports no opset for domain '{}'", label, node.domain()));
+      continue;
+    }
+    KernelCreateInfo info{node, opset, input_types, constants};
+    ElementType selector = ElementType::undefined;
+    int type_input = 0;
+    // The selecting input index is per definition; probe with input 0 first, then the def's own.
+    if (!input_types.empty()) selector = input_types[0];
+    KernelChoice choice = table->choose(node.domain(), node.op_type(), opset, selector, features);
+    if (choice.def != nullptr && choice.def->type_input != 0) {
+      type_input = choice.def->type_input;
+      ElementType other = static_cast<std::size_t>(type_input) < input_types.size()
+                              ? input_types[static_cast<std::size_t>(type_input)]
+                              : ElementType::undefined;
+      choice = table->choose(node.domain(), node.op_type(), opset, other, features);
+      selector = other;
+    }
+    if (choice.def == nullptr) {
+      problems.push_back(fmt::format("{} (opset {}): {}", label, opset, choice.miss_reason));
+      continue;
+    }
+    Step step;
+    step.node_index = static_cast<std::size_t>(i);
+    step.label = label;
+    step.def = choice.def;
+    try {
+      step.kernel = choice.def->create(info);
+      std::vector<ElementType> out_types = choice.def->output_types
+                                               ? choice.def->output_types(info)
+                                               : std::vector<ElementType>(static_cast<std::size_t>(node.output_size()), selector);
+      for (int o = 0; o < node.output_size(); ++o) {
+        const std::string& name = node.output(o);
+        if (name.empty()) {
+          step.outputs.push_back(-1);
+          continue;
+        }
+        step.outputs.push_back(slot(name));
+        types[name] = static_cast<std::size_t>(o) < out_types.size() ? out_types[static_cast<std::size_t>(o)] : selector;
+      }
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+      continue;
+    }
+    for (const auto& in : node.input()) step.inputs.push_back(in.empty() ? -1 : slot(in));
+    steps.push_back(std::move(step));
+  }
+  for (const auto& output : graph.output()) {
+    ValueInfo info = value_info_from_proto(output);
+    if (!types.contains(output.name()) && problems.empty())
+      throw ModelError(fmt::format("{}: graph output '{}' is not produced by any node", model.origin(), output.name()));
+    if (info.element_type == ElementType::undefined && types.contains(output.name()))
+      info.element_type = types[output.name()];
+    outputs.push_back(std::move(info));
+    output_slots.push_back(slot(output.name()));
+  }
+  if (!problems.empty()) {
+    std::string list;
+    for (const auto& p : problems) list += fmt::format("\n  - {}", p);
+    throw UnsupportedError(fmt::format("{}: {} node{} cannot run:{}", model.origin(), problems.size(),
+                                       problems.size() == 1 ? "" : "s", list));
+  }
+}
+
+void RuntimeSession::Impl::bind_inputs(RuntimeContext& context) {
+  std::map<std::string, int64_t> symbols;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const ValueInfo& info = inputs[k];
+    Tensor& slot_tensor = slots[static_cast<std::size_t>(input_slots[k])];
+    auto it = context.values().find(info.name);
+    if (it == context.values().end()) {
+      if (!input_defaults[k].empty()) {
+        slot_tensor = input_defaults[k];
+        continue;
+      }
+      throw InputError(fmt::format("{}: missing input '{}' ({})", model.origin(), info.name, describe_value_info(info)));
+    }
+    const Tensor& given = it->second;
+    if (given.element_type() != info.element_type)
+      throw InputError(fmt::format("{}: input '{}' must be {} but is {}", model.origin(), info.name,
+                                   describe_value_info(info), given.describe()));
+    if (info.has_shape) {
+      if (given.rank() != info.shape.size())
+        throw InputError(fmt::format("{}: input '{}' must have rank {} ({}) but has shape {}", model.origin(), info.name,
+                                     info.shape.size(), describe_value_info(info), shape_to_string(given.shape())));
+      for (std::size_t d = 0; d < info.shape.size(); ++d) {
+        int64_t actual = given.shape()[d];
+        if (info.shape[d] >= 0 && info.shape[d] != actual)
+          throw InputError(fmt::format("{}: input '{}' dimension {} must be {} but is {} (shape {})", model.origin(),
+                                       info.name, d, info.shape[d], actual, shape_to_string(given.shape())));
+        if (info.shape[d] < 0 && !info.symbols[d].empty()) {
+          auto [sym, inserted] = symbols.emplace(info.symbols[d], actual);
+          if (!inserted && sym->second != actual)
+            throw InputError(fmt::format("{}: input '{}' dimension {} ('{}') is {} but '{}' is {} elsewhere",
+                                         model.origin(), info.name, d, info.symbols[d], actual, info.symbols[d],
+                                         sym->second));
+        }
+      }
+    }
+    slot_tensor = given;  // shares storage; kernels never write inputs
+  }
+}
+
+RuntimeSession::RuntimeSession(Model model, RuntimeSessionOptions options)
+    : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {
+  impl_->build();
+}
+
+RuntimeSession::~RuntimeSession() = default;
+
+void RuntimeSession::initialize() {
+  Impl& s = *impl_;
+  if (s.is_initialized) return;
+  s.pool = s.options.thread_pool ? s.options.thread_pool : std::make_shared<ThreadPool>(s.thread_count);
+  auto generation = s.registry->snapshot();
+  s.resolved.clear();
+  for (auto& step : s.steps) {
+    ResolvedTuning r;
+    r.node = step.label;
+    r.key = step.def->schema.key;
+    r.values = step.def->schema.defaults();
+    r.generation = generation->number();
+    if (const TuningValues* published = generation->find(r.key, s.thread_count)) {
+      // The publisher validated these; a stale or foreign set still must not reach a kernel.
+      if (step.def->schema.validate(*published).empty()) {
+        r.values = *published;
+        r.source = TuningSource::published_profile;
+      }
+    }
+    step.kernel->apply_tuning(r.values);
+    s.resolved.push_back(std::move(r));
+  }
+  s.is_initialized = true;
+}
+
+bool RuntimeSession::initialized() const { return impl_->is_initialized; }
+
+void RuntimeSession::run(RuntimeContext& context) {
+  Impl& s = *impl_;
+  initialize();
+  // Take back last run's output buffers when the caller let go of them (no allocation then).
+  for (std::size_t k = 0; k < s.outputs.size(); ++k) {
+    auto it = context.values().find(s.outputs[k].name);
+    int id = s.output_slots[k];
+    if (it != context.values().end() && !s.constant_slot[static_cast<std::size_t>(id)] &&
+        it->second.exclusively_owned())
+      s.slots[static_cast<std::size_t>(id)] = std::move(it->second);
+  }
+  s.bind_inputs(context);
+  for (auto& step : s.steps) {
+    Impl::Execution execution(s, step);
+    try {
+      step.kernel->run(execution);
+    } catch (const InputError& e) {
+      std::string what = e.what();
+      if (what.rfind(step.label, 0) == 0) throw;
+      throw InputError(fmt::format("{}: {}", step.label, what));
+    }
+  }
+  for (std::size_t k = 0; k < s.outputs.size(); ++k) {
+    std::size_t id = static_cast<std::size_t>(s.output_slots[k]);
+    // Graph outputs that are inputs or constants are shared; computed ones are handed over.
+    if (s.constant_slot[id] || std::find(s.input_slots.begin(), s.input_slots.end(), s.output_slots[k]) != s.input_slots.end())
+      context.set(s.outputs[k].name, s.slots[id]);
+    else
+      context.set(s.outputs[k].name, std::move(s.slots[id]));
+  }
+  // Inputs are only borrowed for the run; drop our references so callers own them again.
+  for (std::size_t k = 0; k < s.input_slots.size(); ++k) s.slots[static_cast<std::size_t>(s.input_slots[k])] = Tensor();
+}
+
+const std::vector<ValueInfo>& RuntimeSession::inputs() const { return impl_->inputs; }
+const std::vector<ValueInfo>& RuntimeSession::outputs() const { return impl_->outputs; }
+int RuntimeSession::threads() const { return impl_->thread_count; }
+std::vector<ResolvedTuning> RuntimeSession::resolved_tuning() const { return impl_->resolved; }
+const Model& RuntimeSession::model() const { return impl_->model; }
+
+ParallelRegionReport RuntimeSession::parallel_region_report() const {
+  if (!impl_->options.parallel_region_collector) return {};
+  return impl_->options.parallel_region_collector->report();
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,142 @@
+#include "onnx_light/runtime/tensor.h"
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime {
+namespace {
+
+struct AlignedDelete {
+  void operator()(std::byte* p) const noexcept { ::operator delete(p, std::align_val_t{kTensorAlignment}); }
+};
+
+// Throws for types without a fixed byte size and for byte counts that do not fit in memory.
+std::size_t checked_byte_size(ElementType type, const Shape& shape, int64_t count) {
+  if (!is_fixed_size(type)) {
+    throw InvalidValueError(fmt::format("cannot create a tensor of element type '{}' (number {}): only fixed-size "
+                                        "numeric and bool types are held in tensors",
+                                        element_type_name(type), static_cast<int32_t>(type)));
+  }
+  const std::size_t size = element_size(type);
+  constexpr auto kMaxBytes = static_cast<uint64_t>(std::numeric_limits<std::ptrdiff_t>::max());
+  if (static_cast<uint64_t>(count) > (kMaxBytes - kTensorAlignment) / size) {
+    throw InvalidValueError(fmt::format("tensor {}{} is too large to address ({} elements of {} bytes)",
+                                        element_type_name(type), shape_to_string(shape), count, size));
+  }
+  return static_cast<std::size_t>(count) * size;
+}
+
+std::shared_ptr<std::byte> allocate_zeroed(std::size_t bytes) {
+  // Round up to whole 64-byte blocks (at least one) so an empty tensor still has a unique
+  // address and vector kernels may read a full block at the tail.
+  const std::size_t padded = bytes == 0 ? kTensorAlignment : (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  auto* p = static_cast<std::byte*>(::operator new(padded, std::align_val_t{kTensorAlignment}));
+  std::memset(p, 0, padded);
+  return std::shared_ptr<std::byte>(p, AlignedDelete{});
+}
+
+std::size_t natural_alignment(ElementType type) {
+  // Complex numbers are pairs of their component type.
+  if (type == ElementType::complex64) return 4;
+  if (type == ElementType::complex128) return 8;
+  return element_size(type);
+}
+
+}  // namespace
+
+int64_t shape_element_count(std::span<const int64_t> shape) {
+  bool has_zero = false;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) {
+      throw InvalidValueError(
+          fmt::format("shape {}: dimension {} is negative ({})", shape_to_string(shape), i, shape[i]));
+    }
+    has_zero = has_zero || shape[i] == 0;
+  }
+  // Any zero dimension makes the tensor empty however large the other dimensions are (as in numpy).
+  if (has_zero) return 0;
+  int64_t count = 1;
+  for (const int64_t dim : shape) {
+    if (count > std::numeric_limits<int64_t>::max() / dim) {
+      throw InvalidValueError(
+          fmt::format("shape {}: the element count overflows 64 bits", shape_to_string(shape)));
+    }
+    count *= dim;
+  }
+  return count;
+}
+
+std::string shape_to_string(std::span<const int64_t> shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+Tensor::Tensor(ElementType type, Shape shape) : type_(type), shape_(std::move(shape)) {
+  count_ = shape_element_count(shape_);
+  storage_ = allocate_zeroed(checked_byte_size(type_, shape_, count_));
+  data_ = storage_.get();
+}
+
+Tensor Tensor::borrow(ElementType type, Shape shape, void* data) {
+  const int64_t count = shape_element_count(shape);
+  checked_byte_size(type, shape, count);
+  if (data == nullptr && count != 0) {
+    throw InvalidValueError(fmt::format("cannot borrow a null pointer as a tensor {}{} of {} elements",
+                                        element_type_name(type), shape_to_string(shape), count));
+  }
+  if (reinterpret_cast<std::uintptr_t>(data) % natural_alignment(type) != 0) {
+    throw InvalidValueError(fmt::format("cannot borrow memory at {} as a tensor of '{}': it is not aligned to {} bytes",
+                                        data, element_type_name(type), natural_alignment(type)));
+  }
+  Tensor view;
+  view.type_ = type;
+  view.shape_ = std::move(shape);
+  view.count_ = count;
+  view.data_ = data;
+  return view;
+}
+
+Tensor Tensor::from_bytes(ElementType type, Shape shape, std::span<const std::byte> bytes) {
+  const int64_t count = shape_element_count(shape);
+  const std::size_t expected = checked_byte_size(type, shape, count);
+  if (bytes.size() != expected) {
+    throw InvalidValueError(fmt::format("tensor {}{} needs {} bytes but {} were given", element_type_name(type),
+                                        shape_to_string(shape), expected, bytes.size()));
+  }
+  Tensor tensor(type, std::move(shape));
+  if (!bytes.empty()) std::memcpy(tensor.data_, bytes.data(), bytes.size());
+  return tensor;
+}
+
+Tensor Tensor::clone() const {
+  if (empty()) return {};
+  return from_bytes(type_, shape_, bytes());
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (empty()) throw InvalidValueError("cannot reshape an empty (undefined) tensor");
+  const int64_t count = shape_element_count(shape);
+  if (count != count_) {
+    throw InvalidValueError(fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", describe(), count_,
+                                        shape_to_string(shape), count));
+  }
+  Tensor result = *this;
+  result.shape_ = std::move(shape);
+  return result;
+}
+
+std::string Tensor::describe() const { return fmt::format("{}{}", element_type_name(type_), shape_to_string(shape_)); }
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  if (a.element_type() != b.element_type() || a.shape() != b.shape()) return false;
+  const auto x = a.bytes();
+  const auto y = b.bytes();
+  return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size()) == 0);
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,236 @@
+#include "onnx_light/runtime/thread_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime {
+namespace {
+
+thread_local bool t_in_region = false;
+
+// Marks the current thread as running a block; restores the previous state so that nested
+// inline regions unwind correctly.
+class RegionFlag {
+ public:
+  RegionFlag() : previous_(t_in_region) { t_in_region = true; }
+  ~RegionFlag() { t_in_region = previous_; }
+  RegionFlag(const RegionFlag&) = delete;
+  RegionFlag& operator=(const RegionFlag&) = delete;
+
+ private:
+  bool previous_;
+};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Long enough to catch back-to-back regions of one inference without a futex round trip (which
+// costs tens of microseconds to wake a parked thread), short enough that an idle pool goes to
+// sleep almost at once. Measured in time, not iterations, because `pause` ranges from ~10 to
+// ~150 cycles across x86 generations.
+constexpr std::chrono::nanoseconds kSpinBudget{std::chrono::microseconds(8)};
+
+// Spins until done() or the budget runs out; returns done().
+template <class Done>
+bool spin_until(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinBudget;
+  for (unsigned i = 1;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    // Reading the clock costs about as much as a few pauses: check it only now and then.
+    if ((i & 15u) == 0 && std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+int64_t unit_count(int64_t n, int64_t grain) { return n / grain + (n % grain != 0 ? 1 : 0); }
+
+// partition_block without argument checks, for callers that already validated them.
+BlockRange block_range(int64_t n, int64_t grain, int blocks, int block) {
+  const int64_t units = unit_count(n, grain);
+  const int64_t base = units / blocks;
+  const int64_t extra = units % blocks;
+  const auto first_unit = [&](int64_t b) { return b * base + std::min(b, extra); };
+  // u < units implies u * grain < n, so the product cannot overflow.
+  const auto index = [&](int64_t u) { return u >= units ? n : u * grain; };
+  return BlockRange{index(first_unit(block)), index(first_unit(int64_t{block} + 1))};
+}
+
+int run_inline(int64_t n, int64_t grain, int blocks, const std::function<void(int64_t, int64_t)>& fn) {
+  RegionFlag flag;
+  std::exception_ptr first;
+  for (int b = 0; b < blocks; ++b) {
+    const BlockRange r = block_range(n, grain, blocks, b);
+    try {
+      fn(r.begin, r.end);
+    } catch (...) {
+      // Same contract as the pooled path: every block runs, the lowest failing block wins.
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  return 1;
+}
+
+}  // namespace
+
+BlockRange partition_block(int64_t n, int64_t grain, int blocks, int block) {
+  if (n < 0) throw InvalidValueError("partition_block: n must be >= 0, got " + std::to_string(n));
+  if (blocks < 1) throw InvalidValueError("partition_block: blocks must be >= 1, got " + std::to_string(blocks));
+  if (block < 0 || block >= blocks) {
+    throw InvalidValueError("partition_block: block " + std::to_string(block) + " is outside [0, " +
+                            std::to_string(blocks) + ")");
+  }
+  return block_range(n, std::max<int64_t>(grain, 1), blocks, block);
+}
+
+ThreadPool::ThreadPool(int threads) : threads_(threads) {
+  if (threads < 1) throw InvalidValueError("ThreadPool: threads must be >= 1, got " + std::to_string(threads));
+  workers_.reserve(static_cast<std::size_t>(threads - 1));
+  try {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (const std::system_error& e) {
+    // Joinable threads left behind would terminate the process when workers_ is destroyed.
+    stop_workers();
+    throw Error("ThreadPool: cannot start " + std::to_string(threads - 1) + " worker threads (" + e.what() +
+                "); ask for fewer threads");
+  }
+}
+
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() noexcept {
+  stop_.store(true, std::memory_order_seq_cst);
+  // A worker between its predicate check and its wait holds park_mutex_; taking it here means
+  // it either sees stop_ or is already waiting and gets the notification.
+  { std::lock_guard<std::mutex> lock(park_mutex_); }
+  park_cv_.notify_all();
+  for (auto& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
+}
+
+bool ThreadPool::in_parallel_region() { return t_in_region; }
+
+int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, const Job& fn) {
+  if (n < 0) throw InvalidValueError("parallel_for: n must be >= 0, got " + std::to_string(n));
+  if (n == 0) return 1;
+  grain = std::max<int64_t>(grain, 1);
+  const int blocks = static_cast<int>(std::min<int64_t>({std::max(admitted, 1), threads_, unit_count(n, grain)}));
+  if (blocks == 1) {
+    RegionFlag flag;
+    fn(0, n);
+    return 1;
+  }
+  // Checked before try_lock: this thread may already hold caller_mutex_ (a nested call).
+  if (t_in_region) return run_inline(n, grain, blocks, fn);
+  std::unique_lock<std::mutex> caller(caller_mutex_, std::try_to_lock);
+  if (!caller.owns_lock()) return run_inline(n, grain, blocks, fn);
+
+  job_fn_ = &fn;
+  job_n_ = n;
+  job_grain_ = grain;
+  job_blocks_ = blocks;
+  publish(blocks);
+  run_claimed_blocks();
+  wait_for_completion();
+  if (error_) {
+    std::exception_ptr error = std::exchange(error_, nullptr);
+    caller.unlock();
+    std::rethrow_exception(error);
+  }
+  return blocks;
+}
+
+void ThreadPool::publish(int blocks) {
+  pending_.store(blocks, std::memory_order_relaxed);
+  // Released here and acquired by every claim, so a claimer sees the job fields and pending_.
+  claim_.store(static_cast<uint64_t>(blocks) << 32, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  // seq_cst pairs with the worker's parked_ increment followed by its generation_ check: either
+  // the worker sees the new generation or we see it parked (Dekker).
+  const int parked = parked_.load(std::memory_order_seq_cst);
+  if (parked == 0) return;
+  { std::lock_guard<std::mutex> lock(park_mutex_); }
+  // The caller takes a block itself, so at most blocks - 1 helpers are useful.
+  if (blocks - 1 >= parked) {
+    park_cv_.notify_all();
+  } else {
+    for (int i = 0; i < blocks - 1; ++i) park_cv_.notify_one();
+  }
+}
+
+void ThreadPool::run_claimed_blocks() {
+  for (;;) {
+    // A late worker's increment either lands on an exhausted word (and is overwritten by the
+    // next publish) or is a genuine claim on the current job: it can never run a stale block.
+    const uint64_t word = claim_.fetch_add(1, std::memory_order_acq_rel);
+    const auto block = static_cast<uint32_t>(word);
+    const auto blocks = static_cast<uint32_t>(word >> 32);
+    if (block >= blocks) return;
+    run_block(static_cast<int>(block));
+  }
+}
+
+void ThreadPool::run_block(int block) {
+  const BlockRange r = block_range(job_n_, job_grain_, job_blocks_, block);
+  try {
+    RegionFlag flag;
+    (*job_fn_)(r.begin, r.end);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    // The lowest failing block wins, so which exception the caller sees does not depend on timing.
+    if (!error_ || block < error_block_) {
+      error_ = std::current_exception();
+      error_block_ = block;
+    }
+  }
+  // Past this decrement the job (and the caller's fn) may be gone: touch only pool members.
+  if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_parked_.load(std::memory_order_seq_cst)) {
+    { std::lock_guard<std::mutex> lock(park_mutex_); }
+    done_cv_.notify_one();
+  }
+}
+
+void ThreadPool::wait_for_completion() {
+  if (spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) return;
+  // seq_cst pairs with the last finisher's decrement followed by its caller_parked_ check.
+  caller_parked_.store(true, std::memory_order_seq_cst);
+  {
+    std::unique_lock<std::mutex> lock(park_mutex_);
+    done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_seq_cst) == 0; });
+  }
+  caller_parked_.store(false, std::memory_order_relaxed);
+}
+
+void ThreadPool::worker_loop() {
+  // Generation 0 is the constructor's, so a worker that starts late still joins the first job.
+  uint64_t seen = 0;
+  const auto has_news = [&] {
+    return generation_.load(std::memory_order_seq_cst) != seen || stop_.load(std::memory_order_seq_cst);
+  };
+  for (;;) {
+    if (!spin_until(has_news)) {
+      parked_.fetch_add(1, std::memory_order_seq_cst);
+      {
+        std::unique_lock<std::mutex> lock(park_mutex_);
+        park_cv_.wait(lock, has_news);
+      }
+      parked_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    run_claimed_blocks();
+  }
+}
+
+}  // namespace onnx_light::runtime

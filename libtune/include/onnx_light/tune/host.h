@@ -1,0 +1,55 @@
+#pragma once
+// The execution descriptor ("host") a tuning profile was measured on. Profiles are only trusted
+// on the machine that wrote them: the same CPU model, ISA features, caches and cores.
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace onnx_light::tune {
+
+struct HostDescriptor {
+  std::string architecture;       // uname machine: "x86_64", "aarch64"
+  std::string vendor;             // "intel", "amd", "arm", ...; "" when unknown
+  int64_t family = 0;             // x86: CPUID family; Arm: implementer
+  int64_t model = 0;              // x86: CPUID model; Arm: part number
+  int64_t stepping = 0;           // x86: CPUID stepping; Arm: variant << 4 | revision
+  std::string microarchitecture;  // "zen3", "skylake", ...; "" when cpuinfo does not know it
+  std::vector<std::string> features;  // ISA features kernels care about, sorted ("avx2", "fma")
+  int64_t l1d_cache_bytes = 0;
+  int64_t l2_cache_bytes = 0;
+  int64_t l3_cache_bytes = 0;
+  int64_t physical_cores = 0;
+  int64_t logical_cores = 0;
+  int64_t effective_threads = 0;  // threads of the sessions the profile is for
+
+  auto operator<=>(const HostDescriptor&) const = default;
+  bool operator==(const HostDescriptor&) const = default;
+
+  // Equal apart from effective_threads: the same machine. This is what `load` requires.
+  bool same_machine(const HostDescriptor& other) const;
+  HostDescriptor with_threads(int64_t threads) const;
+  // "x86_64 amd zen3 (family 25 model 33 stepping 0), 8 cores, 2 threads".
+  std::string summary() const;
+  // Every field, flat, with the names used in the cache file and in inspect reports.
+  void to_json(nlohmann::json& object) const;
+};
+
+// This machine (cpuinfo + uname), detected once; effective_threads is 0. Never throws: fields
+// cpuinfo cannot provide stay empty.
+const HostDescriptor& this_machine();
+// This machine running sessions on `effective_threads` threads.
+HostDescriptor detect_host(int64_t effective_threads);
+
+// Name of a cpuinfo_uarch value ("zen3", "skylake"), "" for unknown values.
+std::string microarchitecture_name(uint32_t cpuinfo_uarch);
+// Name of a cpuinfo_vendor value ("intel", "amd"), "" for unknown values.
+std::string vendor_name(uint32_t cpuinfo_vendor);
+
+// Threads a session with `num_threads` runs on (0 or unset: one per physical core), as the runtime
+// resolves them. Throws InvalidValueError for negative counts.
+int64_t resolve_threads(int64_t num_threads);
+
+}  // namespace onnx_light::tune

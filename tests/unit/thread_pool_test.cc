@@ -1,0 +1,456 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/thread_pool.h"
+
+using onnx_light::InvalidValueError;
+using onnx_light::runtime::BlockRange;
+using onnx_light::runtime::partition_block;
+using onnx_light::runtime::ThreadPool;
+
+namespace {
+
+// Counts how often each index is visited and remembers the blocks handed out.
+class Coverage {
+ public:
+  explicit Coverage(int64_t n) : hits_(static_cast<std::size_t>(n)) {}
+
+  void visit(int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) hits_[static_cast<std::size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocks_.push_back({begin, end});
+  }
+  bool each_index_once() const {
+    return std::all_of(hits_.begin(), hits_.end(), [](const std::atomic<int>& h) { return h.load() == 1; });
+  }
+  // Blocks in index order (workers may finish them in any order).
+  std::vector<BlockRange> sorted_blocks() const {
+    std::vector<BlockRange> blocks = blocks_;
+    std::sort(blocks.begin(), blocks.end(), [](const BlockRange& a, const BlockRange& b) { return a.begin < b.begin; });
+    return blocks;
+  }
+
+ private:
+  std::vector<std::atomic<int>> hits_;
+  std::mutex mutex_;
+  std::vector<BlockRange> blocks_;
+};
+
+std::vector<BlockRange> expected_blocks(int64_t n, int64_t grain, int blocks) {
+  std::vector<BlockRange> result;
+  for (int b = 0; b < blocks; ++b) result.push_back(partition_block(n, grain, blocks, b));
+  return result;
+}
+
+bool same_blocks(const std::vector<BlockRange>& a, const std::vector<BlockRange>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const BlockRange& x, const BlockRange& y) { return x.begin == y.begin && x.end == y.end; });
+}
+
+int64_t units(int64_t n, int64_t grain) { return (n + grain - 1) / grain; }
+
+int expected_participants(int64_t n, int64_t grain, int admitted, int threads) {
+  if (n == 0) return 1;
+  return static_cast<int>(std::min<int64_t>({std::max(admitted, 1), threads, units(n, grain)}));
+}
+
+// Hang guard only: generous, so that a loaded machine never trips it.
+bool wait_until(const std::atomic<bool>& flag) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!flag.load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+const int64_t kSizes[] = {1, 2, 3, 5, 7, 8, 9, 16, 31, 63, 64, 65, 100, 127, 1000, 1023, 4099};
+const int64_t kGrains[] = {1, 2, 3, 8, 64, 1000, 5000};
+
+}  // namespace
+
+TEST_CASE("partition_block: contiguous, ordered, grain-aligned and covering [0,n) for many (n, grain, blocks)") {
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{7}, int64_t{64}, int64_t{65}, int64_t{1000},
+                    int64_t{4099}}) {
+    for (int64_t grain : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{64}, int64_t{5000}}) {
+      for (int blocks = 1; blocks <= 9; ++blocks) {
+        CAPTURE(n);
+        CAPTURE(grain);
+        CAPTURE(blocks);
+        const int64_t u = units(n, grain);
+        int64_t expected_begin = 0;
+        int64_t smallest_units = INT64_MAX;
+        int64_t largest_units = 0;
+        for (int b = 0; b < blocks; ++b) {
+          const BlockRange r = partition_block(n, grain, blocks, b);
+          CHECK(r.begin == expected_begin);
+          CHECK(r.end >= r.begin);
+          if (r.end < n) CHECK(r.end % grain == 0);
+          // Empty blocks only when there are fewer units than blocks, and only at the tail.
+          if (r.begin == r.end) CHECK(b >= u);
+          if (b < u) CHECK(r.end > r.begin);
+          const int64_t block_units = units(r.end - r.begin, grain);
+          smallest_units = std::min(smallest_units, block_units);
+          largest_units = std::max(largest_units, block_units);
+          expected_begin = r.end;
+        }
+        CHECK(expected_begin == n);
+        CHECK(largest_units - smallest_units <= 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("partition_block: the same (n, grain, blocks) gives the same boundaries every call") {
+  const auto first = expected_blocks(1000, 7, 3);
+  for (int i = 0; i < 100; ++i) CHECK(same_blocks(expected_blocks(1000, 7, 3), first));
+  // The exact cut for a documented case: 143 units of 7 over 3 blocks -> 48, 48, 47 units.
+  REQUIRE(first.size() == 3);
+  CHECK(first[0].begin == 0);
+  CHECK(first[0].end == 336);
+  CHECK(first[1].end == 672);
+  CHECK(first[2].end == 1000);
+}
+
+TEST_CASE("partition_block: grain below 1 counts as 1, bad n or block index throws InvalidValueError") {
+  CHECK(same_blocks(expected_blocks(10, 0, 3), expected_blocks(10, 1, 3)));
+  CHECK(same_blocks(expected_blocks(10, -5, 3), expected_blocks(10, 1, 3)));
+  CHECK_THROWS_AS(partition_block(-1, 1, 2, 0), InvalidValueError);
+  CHECK_THROWS_AS(partition_block(10, 1, 0, 0), InvalidValueError);
+  CHECK_THROWS_AS(partition_block(10, 1, 2, 2), InvalidValueError);
+  CHECK_THROWS_AS(partition_block(10, 1, 2, -1), InvalidValueError);
+}
+
+TEST_CASE("partition_block: huge n with a huge grain does not overflow") {
+  const int64_t n = INT64_MAX - 3;
+  const int64_t grain = INT64_MAX / 2;
+  const auto blocks = expected_blocks(n, grain, 4);
+  CHECK(blocks[0].begin == 0);
+  CHECK(blocks[0].end == grain);
+  // Two units (one full, one partial) over four blocks: the trailing two are empty.
+  CHECK(blocks[1].begin == grain);
+  CHECK(blocks[1].end == n);
+  for (int b = 2; b < 4; ++b) {
+    CHECK(blocks[static_cast<std::size_t>(b)].begin == n);
+    CHECK(blocks[static_cast<std::size_t>(b)].end == n);
+  }
+}
+
+TEST_CASE("thread pool: parallel_for visits every index exactly once for many (n, grain, threads, admitted)") {
+  for (int threads : {1, 2, 3, 4, 5, 8}) {
+    ThreadPool pool(threads);
+    CHECK(pool.threads() == threads);
+    for (int64_t n : kSizes) {
+      for (int64_t grain : kGrains) {
+        for (int admitted : {0, 1, 2, threads, threads + 3}) {
+          CAPTURE(threads);
+          CAPTURE(n);
+          CAPTURE(grain);
+          CAPTURE(admitted);
+          Coverage coverage(n);
+          const int used = pool.parallel_for(n, grain, admitted, [&](int64_t b, int64_t e) { coverage.visit(b, e); });
+          CHECK(coverage.each_index_once());
+          const int blocks = expected_participants(n, grain, admitted, threads);
+          CHECK(used == blocks);
+          // The pool hands out exactly partition_block's cut.
+          CHECK(same_blocks(coverage.sorted_blocks(), expected_blocks(n, grain, blocks)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("thread pool: an empty range calls nothing and uses one participant") {
+  ThreadPool pool(4);
+  std::atomic<int> calls{0};
+  CHECK(pool.parallel_for(0, 1, 4, [&](int64_t, int64_t) { calls.fetch_add(1); }) == 1);
+  CHECK(calls.load() == 0);
+}
+
+TEST_CASE("thread pool: negative n throws InvalidValueError and the pool stays usable") {
+  ThreadPool pool(2);
+  CHECK_THROWS_AS(pool.parallel_for(-1, 1, 2, [](int64_t, int64_t) {}), InvalidValueError);
+  Coverage coverage(10);
+  CHECK(pool.parallel_for(10, 1, 2, [&](int64_t b, int64_t e) { coverage.visit(b, e); }) == 2);
+  CHECK(coverage.each_index_once());
+}
+
+TEST_CASE("thread pool: zero or negative thread counts throw InvalidValueError") {
+  CHECK_THROWS_AS(ThreadPool(0), InvalidValueError);
+  CHECK_THROWS_AS(ThreadPool(-2), InvalidValueError);
+}
+
+TEST_CASE("thread pool: n not divisible by threads gives blocks one unit apart") {
+  ThreadPool pool(3);
+  Coverage coverage(10);
+  CHECK(pool.parallel_for(10, 1, 3, [&](int64_t b, int64_t e) { coverage.visit(b, e); }) == 3);
+  CHECK(coverage.each_index_once());
+  const auto blocks = coverage.sorted_blocks();
+  REQUIRE(blocks.size() == 3);
+  CHECK(blocks[0].end - blocks[0].begin == 4);
+  CHECK(blocks[1].end - blocks[1].begin == 3);
+  CHECK(blocks[2].end - blocks[2].begin == 3);
+}
+
+TEST_CASE("thread pool: n smaller than threads uses n participants of one index each") {
+  ThreadPool pool(8);
+  Coverage coverage(3);
+  CHECK(pool.parallel_for(3, 1, 8, [&](int64_t b, int64_t e) { coverage.visit(b, e); }) == 3);
+  CHECK(coverage.each_index_once());
+  for (const BlockRange& r : coverage.sorted_blocks()) CHECK(r.end - r.begin == 1);
+}
+
+TEST_CASE("thread pool: grain larger than n runs one block inline on the caller") {
+  ThreadPool pool(4);
+  const auto caller = std::this_thread::get_id();
+  std::vector<std::thread::id> ran_on;
+  std::vector<BlockRange> seen;
+  CHECK(pool.parallel_for(50, 64, 4, [&](int64_t b, int64_t e) {
+    ran_on.push_back(std::this_thread::get_id());
+    seen.push_back({b, e});
+  }) == 1);
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].begin == 0);
+  CHECK(seen[0].end == 50);
+  CHECK(ran_on[0] == caller);
+}
+
+TEST_CASE("thread pool: more threads than cores (8 participants) still covers everything") {
+  const int threads = std::max(8, 4 * static_cast<int>(std::thread::hardware_concurrency()));
+  ThreadPool pool(threads);
+  for (int64_t n : {int64_t{8}, int64_t{1000}, int64_t{100003}}) {
+    Coverage coverage(n);
+    const int used = pool.parallel_for(n, 1, threads, [&](int64_t b, int64_t e) { coverage.visit(b, e); });
+    CHECK(used == std::min<int64_t>(threads, n));
+    CHECK(coverage.each_index_once());
+  }
+}
+
+TEST_CASE("thread pool: nested parallel_for runs inline on the same thread with the same partition") {
+  ThreadPool pool(4);
+  CHECK_FALSE(ThreadPool::in_parallel_region());
+  constexpr int64_t kOuter = 4;
+  constexpr int64_t kInner = 103;
+  std::deque<Coverage> inner;
+  for (int i = 0; i < kOuter; ++i) inner.emplace_back(kInner);
+  std::atomic<int> wrong_thread{0};
+  std::atomic<int> not_inline{0};
+  std::atomic<int> outside_region{0};
+  std::mutex mutex;
+  std::vector<std::vector<BlockRange>> inner_order(kOuter);
+  pool.parallel_for(kOuter, 1, 4, [&](int64_t ob, int64_t oe) {
+    for (int64_t o = ob; o < oe; ++o) {
+      if (!ThreadPool::in_parallel_region()) outside_region.fetch_add(1);
+      const auto outer_thread = std::this_thread::get_id();
+      const int used = pool.parallel_for(kInner, 5, 3, [&](int64_t b, int64_t e) {
+        if (std::this_thread::get_id() != outer_thread) wrong_thread.fetch_add(1);
+        inner[static_cast<std::size_t>(o)].visit(b, e);
+        std::lock_guard<std::mutex> lock(mutex);
+        inner_order[static_cast<std::size_t>(o)].push_back({b, e});
+      });
+      if (used != 1) not_inline.fetch_add(1);
+    }
+  });
+  CHECK(wrong_thread.load() == 0);
+  CHECK(not_inline.load() == 0);
+  CHECK(outside_region.load() == 0);
+  CHECK_FALSE(ThreadPool::in_parallel_region());
+  for (int i = 0; i < kOuter; ++i) {
+    CHECK(inner[static_cast<std::size_t>(i)].each_index_once());
+    // Inline blocks run in order, cut exactly as the pool would have cut them.
+    CHECK(same_blocks(inner_order[static_cast<std::size_t>(i)], expected_blocks(kInner, 5, 3)));
+  }
+}
+
+TEST_CASE("thread pool: an exception thrown in a worker block reaches the caller; the pool stays usable") {
+  ThreadPool pool(2);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<bool> worker_started{false};
+  std::atomic<int> blocks_run{0};
+  std::atomic<bool> hang_guard_tripped{false};
+  // Blocks on a worker throw; the caller's block holds on until a worker has started one, so at
+  // least one block is guaranteed to run (and throw) on a worker.
+  CHECK_THROWS_WITH_AS(pool.parallel_for(2, 1, 2,
+                                         [&](int64_t, int64_t) {
+                                           blocks_run.fetch_add(1);
+                                           if (std::this_thread::get_id() != caller) {
+                                             worker_started.store(true, std::memory_order_release);
+                                             throw std::runtime_error("worker failed");
+                                           }
+                                           if (!wait_until(worker_started)) hang_guard_tripped = true;
+                                         }),
+                       "worker failed", std::runtime_error);
+  CHECK_FALSE(hang_guard_tripped.load());
+  CHECK(blocks_run.load() == 2);
+  Coverage coverage(1000);
+  CHECK(pool.parallel_for(1000, 1, 2, [&](int64_t b, int64_t e) { coverage.visit(b, e); }) == 2);
+  CHECK(coverage.each_index_once());
+}
+
+TEST_CASE("thread pool: an exception thrown in the caller's block reaches the caller; the pool stays usable") {
+  ThreadPool pool(2);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<bool> caller_started{false};
+  std::atomic<int> blocks_run{0};
+  std::atomic<bool> hang_guard_tripped{false};
+  // A worker's block holds on until the caller has started one, so the caller must claim the other.
+  CHECK_THROWS_WITH_AS(pool.parallel_for(2, 1, 2,
+                                         [&](int64_t, int64_t) {
+                                           blocks_run.fetch_add(1);
+                                           if (std::this_thread::get_id() == caller) {
+                                             caller_started.store(true, std::memory_order_release);
+                                             throw InvalidValueError("caller failed");
+                                           }
+                                           if (!wait_until(caller_started)) hang_guard_tripped = true;
+                                         }),
+                       "caller failed", InvalidValueError);
+  CHECK_FALSE(hang_guard_tripped.load());
+  CHECK(blocks_run.load() == 2);
+  Coverage coverage(999);
+  CHECK(pool.parallel_for(999, 7, 2, [&](int64_t b, int64_t e) { coverage.visit(b, e); }) == 2);
+  CHECK(coverage.each_index_once());
+}
+
+TEST_CASE("thread pool: when several blocks throw, every block still runs and the lowest block's exception wins") {
+  ThreadPool pool(4);
+  for (int round = 0; round < 50; ++round) {
+    std::atomic<int> blocks_run{0};
+    CHECK_THROWS_WITH(pool.parallel_for(4, 1, 4,
+                                        [&](int64_t b, int64_t) {
+                                          blocks_run.fetch_add(1);
+                                          throw std::runtime_error("block " + std::to_string(b));
+                                        }),
+                      "block 0");
+    CHECK(blocks_run.load() == 4);
+  }
+  // Inline (nested) runs keep the same rule.
+  std::string nested_message;
+  pool.parallel_for(1, 1, 1, [&](int64_t, int64_t) {
+    try {
+      pool.parallel_for(3, 1, 3, [](int64_t b, int64_t) { throw std::runtime_error("block " + std::to_string(b)); });
+    } catch (const std::runtime_error& e) {
+      nested_message = e.what();
+    }
+  });
+  CHECK(nested_message == "block 0");
+}
+
+TEST_CASE("thread pool: a second caller of a busy pool runs inline with the same partition") {
+  ThreadPool pool(2);
+  std::atomic<bool> first_inside{false};
+  std::atomic<bool> second_done{false};
+  std::atomic<bool> hang_guard_tripped{false};
+  int second_used = 0;
+  std::thread::id second_thread_id;
+  std::vector<std::thread::id> second_ran_on;
+  std::vector<BlockRange> second_blocks;
+  Coverage first(2);
+
+  std::thread second([&] {
+    second_thread_id = std::this_thread::get_id();
+    if (!wait_until(first_inside)) hang_guard_tripped = true;
+    second_used = pool.parallel_for(101, 4, 2, [&](int64_t b, int64_t e) {
+      second_ran_on.push_back(std::this_thread::get_id());
+      second_blocks.push_back({b, e});
+    });
+    second_done.store(true, std::memory_order_release);
+  });
+  // Both blocks of the first region stay busy until the second caller is done, so the pool
+  // is provably taken while the second caller asks for it.
+  CHECK(pool.parallel_for(2, 1, 2, [&](int64_t b, int64_t e) {
+    first_inside.store(true, std::memory_order_release);
+    if (!wait_until(second_done)) hang_guard_tripped = true;
+    first.visit(b, e);
+  }) == 2);
+  second.join();
+  CHECK_FALSE(hang_guard_tripped.load());
+  CHECK(first.each_index_once());
+  CHECK(second_used == 1);
+  CHECK(same_blocks(second_blocks, expected_blocks(101, 4, 2)));
+  for (const auto& id : second_ran_on) CHECK(id == second_thread_id);
+}
+
+TEST_CASE("thread pool: two threads hammering the same pool both get complete results") {
+  ThreadPool pool(2);
+  std::atomic<int> failures{0};
+  const auto hammer = [&](int64_t n) {
+    for (int i = 0; i < 300; ++i) {
+      Coverage coverage(n + i % 7);
+      pool.parallel_for(n + i % 7, 1 + i % 3, 2, [&](int64_t b, int64_t e) { coverage.visit(b, e); });
+      if (!coverage.each_index_once()) failures.fetch_add(1);
+    }
+  };
+  std::thread a([&] { hammer(37); });
+  std::thread b([&] { hammer(64); });
+  a.join();
+  b.join();
+  CHECK(failures.load() == 0);
+}
+
+TEST_CASE("thread pool: 10000 back-to-back calls, some after the workers parked, lose no wake-up") {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    std::atomic<int64_t> total{0};
+    int64_t expected = 0;
+    for (int i = 0; i < 10000; ++i) {
+      const int64_t n = 1 + i % 17;
+      expected += n;
+      // Every so often, pause long enough for the workers to stop spinning and park.
+      if (i % 500 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      pool.parallel_for(n, 1, threads, [&](int64_t b, int64_t e) { total.fetch_add(e - b, std::memory_order_relaxed); });
+    }
+    CHECK(total.load() == expected);
+  }
+}
+
+TEST_CASE("thread pool: destroying a never-used pool stops and joins its workers") {
+  for (int i = 0; i < 50; ++i) {
+    ThreadPool pool(1 + i % 6);
+    CHECK(pool.threads() == 1 + i % 6);
+  }
+}
+
+TEST_CASE("thread pool: destroying a pool right after a region, while workers still spin, is clean") {
+  for (int i = 0; i < 50; ++i) {
+    std::atomic<int64_t> total{0};
+    {
+      ThreadPool pool(3);
+      pool.parallel_for(30, 1, 3, [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
+    }
+    CHECK(total.load() == 30);
+  }
+}
+
+TEST_CASE("thread pool: per-block float sums are bit-identical to a serial run of the same blocks") {
+  std::vector<float> data(10007);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = 1.0f / static_cast<float>(i + 1);
+  const int64_t n = static_cast<int64_t>(data.size());
+  const auto block_sum = [&](int64_t b, int64_t e) {
+    float s = 0.0f;
+    for (int64_t i = b; i < e; ++i) s += data[static_cast<std::size_t>(i)];
+    return s;
+  };
+  std::vector<float> serial;
+  for (const BlockRange& r : expected_blocks(n, 16, 3)) serial.push_back(block_sum(r.begin, r.end));
+  ThreadPool pool(3);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<float> partial(3, -1.0f);
+    pool.parallel_for(n, 16, 3, [&](int64_t b, int64_t e) {
+      for (std::size_t k = 0; k < 3; ++k) {
+        if (partition_block(n, 16, 3, static_cast<int>(k)).begin == b) partial[k] = block_sum(b, e);
+      }
+    });
+    CHECK(partial == serial);
+  }
+}
