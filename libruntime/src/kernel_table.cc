@@ -90,6 +90,11 @@ std::vector<std::string> KernelTable::op_types() const {
   return {names.begin(), names.end()};
 }
 
+bool KernelTable::implements(std::string_view domain, std::string_view op_type) const {
+  const std::string d = normalise_domain(domain);
+  return std::any_of(defs_.begin(), defs_.end(), [&](const KernelDef& k) { return k.domain == d && k.op_type == op_type; });
+}
+
 const KernelDef* KernelTable::find_by_key(const TuningKey& key) const {
   for (const auto& d : defs_)
     if (d.schema.key == key) return &d;

@@ -201,6 +201,7 @@ void RuntimeSession::Impl::build() {
 
   std::unordered_map<std::string, ElementType> types;
   std::set<std::string> initializer_names;
+  std::vector<std::string> problems;  // every unsupported input or node, reported together
   for (const auto& init : graph.initializer()) {
     if (init.name().empty()) throw ModelError(fmt::format("{}: an initializer has no name", model.origin()));
     int id = slot(init.name());
@@ -215,11 +216,15 @@ void RuntimeSession::Impl::build() {
   }
   for (const auto& input : graph.input()) {
     ValueInfo info = value_info_from_proto(input);
-    if (!input.type().has_tensor_type())
-      throw UnsupportedError(fmt::format("{}: input '{}' is not a tensor", model.origin(), input.name()));
-    if (!is_fixed_size(info.element_type))
-      throw UnsupportedError(fmt::format("{}: input '{}' has element type {} which the runtime does not hold",
-                                         model.origin(), input.name(), element_type_name(info.element_type)));
+    if (!input.type().has_tensor_type()) {
+      problems.push_back(fmt::format("graph input '{}' is not a tensor", input.name()));
+      continue;
+    }
+    if (!is_fixed_size(info.element_type)) {
+      problems.push_back(fmt::format("graph input '{}' has element type {}, which the runtime does not hold",
+                                     input.name(), element_type_name(info.element_type)));
+      continue;
+    }
     int id = slot(input.name());
     Tensor fallback;
     if (initializer_names.contains(input.name())) {
@@ -236,6 +241,7 @@ void RuntimeSession::Impl::build() {
   const int node_count = graph.node_size();
   std::set<std::string> available;
   for (const auto& [name, _] : types) available.insert(name);
+  for (const auto& input : graph.input()) available.insert(input.name());  // rejected ones too
   std::map<std::string, int> producer;
   for (int i = 0; i < node_count; ++i)
     for (const auto& out : graph.node(i).output()) {
@@ -276,7 +282,6 @@ void RuntimeSession::Impl::build() {
 
   // Choose and create a kernel for every node; collect every problem before reporting.
   const CpuFeatures& features = host_cpu_features();
-  std::vector<std::string> problems;
   for (int i : order) {
     const onnx::NodeProto& node = graph.node(i);
     std::string label = node_label(node, static_cast<std::size_t>(i));
@@ -300,7 +305,13 @@ void RuntimeSession::Impl::build() {
       bool is_constant = s != slot_of.end() && constant_slot[static_cast<std::size_t>(s->second)];
       constants.push_back(is_constant ? &slots[static_cast<std::size_t>(s->second)] : nullptr);
     }
-    if (!inputs_known) continue;
+    if (!inputs_known) {
+      // Its input's producer is already reported; still report an operator we lack entirely.
+      bool is_constant_op = node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx");
+      if (!is_constant_op && !table->implements(node.domain(), node.op_type()))
+        problems.push_back(fmt::format("{} (opset {}): operator {} is not implemented", label, opset, node.op_type()));
+      continue;
+    }
     if ((node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "Constant") {
       try {
         if (node.output_size() != 1) throw ModelError(fmt::format("{}: Constant must have one output", label));

@@ -49,6 +49,8 @@ class KernelTable {
   // Every definition, in registration order.
   const std::vector<KernelDef>& definitions() const { return defs_; }
   std::vector<std::string> op_types() const;
+  // True when some definition exists for (domain, op type), whatever the type or opset.
+  bool implements(std::string_view domain, std::string_view op_type) const;
   // The definition whose schema key is `key`, or nullptr.
   const KernelDef* find_by_key(const TuningKey& key) const;
   // The implementation this host dispatches to for (op, type) at the newest opset; empty when none.

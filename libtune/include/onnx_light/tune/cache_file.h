@@ -1,0 +1,78 @@
+#pragma once
+// The cache file, TOML format version 1 (DESIGN.md section 4): reading into profiles (one bad
+// profile never discards the others) and writing in a stable sorted order.
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "onnx_light/runtime/tuning_key.h"
+#include "onnx_light/runtime/tuning_value.h"
+#include "onnx_light/tune/diagnostic.h"
+#include "onnx_light/tune/host.h"
+
+namespace onnx_light::tune {
+
+inline constexpr std::string_view kCacheFormat = "onnx-light-kernel-tuning";
+inline constexpr int64_t kCacheFormatVersion = 1;
+
+struct Provenance {
+  std::string source;        // "set", "calibrate", "import"
+  std::string written;       // RFC 3339 UTC, "2026-12-02T11:39:29Z"
+  std::string tool_version;  // "0.1.0"
+
+  auto operator<=>(const Provenance&) const = default;
+  bool operator==(const Provenance&) const = default;
+};
+
+// A structural problem of one profile (a missing or mistyped field).
+struct ProfileProblem {
+  std::string field;  // "kernel", "host.effective_threads", "values.x"
+  std::string message;
+};
+
+struct CacheProfile {
+  runtime::TuningKey key;
+  HostDescriptor host;
+  runtime::TuningValues values;
+  Provenance provenance;
+  // Non-empty when the profile could not be read as written (see `problems`). Key and host then
+  // hold what could be read; `raw_toml` keeps the whole [[profile]] so rewriting never drops it.
+  std::vector<ProfileProblem> problems;
+  std::string raw_toml;
+
+  bool readable() const { return problems.empty(); }
+};
+
+// Whole-file states.
+enum class FileStatus { not_found, unreadable, malformed, loaded };
+std::string_view file_status_name(FileStatus status);
+
+struct CacheFile {
+  std::filesystem::path path;
+  FileStatus status = FileStatus::not_found;
+  std::vector<CacheProfile> profiles;  // in file order
+  std::string error;                   // why unreadable or malformed
+};
+
+// Parses cache text. Never throws on bad input: a file that is not TOML, has another `format`,
+// or a newer `format_version` is `malformed`; inside a good file each profile stands alone. An
+// empty (whitespace-only) file is an empty cache.
+CacheFile parse_cache_text(std::string_view text, const std::filesystem::path& path);
+// Reads and parses a file: not_found, unreadable (permissions, not a regular file, I/O error), or
+// as parse_cache_text.
+CacheFile read_cache_file(const std::filesystem::path& path);
+
+// The file text for `profiles`: a header comment, then readable profiles sorted by (key, host),
+// then unreadable ones verbatim in their given order.
+std::string serialize_cache(std::vector<CacheProfile> profiles);
+
+// Orders profiles the way the file stores them; also the identity for merging: (key, host).
+bool profile_less(const CacheProfile& a, const CacheProfile& b);
+bool same_profile_identity(const CacheProfile& a, const CacheProfile& b);
+
+// The current time as an RFC 3339 UTC timestamp with second precision.
+std::string utc_timestamp_now();
+
+}  // namespace onnx_light::tune

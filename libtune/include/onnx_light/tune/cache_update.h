@@ -1,0 +1,71 @@
+#pragma once
+// The one way the cache is written (DESIGN.md section 4): exclusive flock on <cache>.lock,
+// re-read, merge by (key, host), write a temporary file in the same directory, fsync, rename over
+// the cache, fsync the directory. A malformed or unreadable cache is never overwritten.
+// Used by `set`, `remove --kernel ...`, and (later) `calibrate --save` and `import`.
+#include <filesystem>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/tune/cache_file.h"
+#include "onnx_light/tune/diagnostic.h"
+
+namespace onnx_light::tune {
+
+enum class UpdateStatus { updated, read_only, unreadable, malformed, write_failed };
+std::string_view update_status_name(UpdateStatus status);
+
+// What to change, decided from the cache as re-read under the lock.
+struct CacheEdit {
+  // Added, or replacing every profile of the same (key, host).
+  std::vector<CacheProfile> upserts;
+  // Profiles of the file to drop (reported as `removed`); null keeps all.
+  std::function<bool(const CacheProfile&)> erase;
+};
+// Called once, under the lock, with the current file (status loaded or not_found). May throw;
+// nothing is written then and the exception propagates.
+using EditFunction = std::function<CacheEdit(const CacheFile& current)>;
+
+struct UpdateOptions {
+  // Drop profiles whose key identity is registered under another tuning_abi.
+  bool prune_stale = false;
+  // Needed by prune_stale; nullptr: cpu_kernel_table().
+  const runtime::KernelTable* kernels = nullptr;
+};
+
+struct UpdateResult {
+  UpdateStatus status = UpdateStatus::write_failed;
+  std::filesystem::path path;
+  std::vector<CacheProfile> updated;    // written by this update
+  std::vector<CacheProfile> preserved;  // kept from the file as they were
+  std::vector<CacheProfile> pruned;     // stale profiles dropped on request
+  std::vector<CacheProfile> removed;    // dropped by the edit's `erase`
+  std::vector<Diagnostic> diagnostics;  // why not updated, and warnings
+  bool ok() const { return status == UpdateStatus::updated; }
+};
+
+// Runs one locked update. Creates the cache's directory when missing. When the edit changes
+// nothing the file is left as it is (status updated). On any failure the cache keeps its bytes and
+// no temporary file, lock file or directory created by this call is left behind. Blocks while
+// another process holds the lock. Returns a status, never throws for I/O problems.
+UpdateResult update_cache(const std::filesystem::path& path, const EditFunction& edit,
+                          const UpdateOptions& options = {});
+
+// Convenience: merges `profiles` (many at once, e.g. a calibration run) in one locked update.
+UpdateResult write_profiles(const std::filesystem::path& path, std::vector<CacheProfile> profiles,
+                            const UpdateOptions& options = {});
+
+// Deletes the cache and its lock file under the lock. Status updated (deleted), read_only,
+// write_failed; `removed` lists nothing (whole-file removal), `path` says what was deleted.
+// Returns not_found through `existed` = false when there was no cache.
+struct RemoveFileResult {
+  UpdateStatus status = UpdateStatus::write_failed;
+  bool existed = false;
+  std::vector<std::filesystem::path> removed_files;
+  std::vector<Diagnostic> diagnostics;
+};
+RemoveFileResult remove_cache_file(const std::filesystem::path& path);
+
+}  // namespace onnx_light::tune

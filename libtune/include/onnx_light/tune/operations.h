@@ -1,0 +1,116 @@
+#pragma once
+// The operations behind the CLI verbs and the Python module, each returning a report.
+//
+// Wherever an implementation is not given it means the one this host dispatches to for that
+// kernel and element type, so kernel + element type name one key. `num_threads` unset or 0 means
+// one thread per physical core, as a session with default parameters runs.
+//
+// Errors: an unknown kernel, parameter or element type throws NotFoundError, a value of the wrong
+// type TypeMismatchError, a value breaking its rule InvalidValueError. A cache that cannot be read
+// or written is not an exception: the report's status says so.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnx_light/runtime/cpu_features.h"
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/tuning_registry.h"
+#include "onnx_light/tune/host.h"
+#include "onnx_light/tune/kernel_selection.h"
+#include "onnx_light/tune/reports.h"
+
+namespace onnx_light::tune {
+
+// What the operations work against. Every member has a process default; tests pass their own.
+struct OperationContext {
+  const runtime::KernelTable* kernels = nullptr;   // nullptr: runtime::cpu_kernel_table()
+  runtime::TuningRegistry* registry = nullptr;     // nullptr: runtime::process_tuning_registry()
+  const runtime::CpuFeatures* features = nullptr;  // dispatch features; nullptr: host_cpu_features()
+  std::optional<HostDescriptor> machine;           // unset: this_machine() (threads ignored)
+  // unset: system_kernel_tuning_cache_path(); an empty path: no system layer.
+  std::optional<std::filesystem::path> system_cache_path;
+  std::string tool_version;  // "" : this library's version
+};
+
+// The version written into provenance.tool_version.
+std::string_view tool_version();
+
+struct ParametersOptions {
+  KeySelection selection;
+  std::string path;  // "": default_kernel_tuning_cache_path()
+  std::optional<int64_t> num_threads;
+};
+// Schemas, defaults, cached and active values of the selected keys. Reads only.
+KernelParametersReport kernel_tuning_parameters(const ParametersOptions& options,
+                                                const OperationContext& context = {});
+
+struct ProposeOptions {
+  KeySelection selection;  // empty: every kernel
+  std::string path;
+  std::optional<int64_t> num_threads;
+};
+// Which selected keys lack a local profile and which of those can be calibrated. Reads only.
+ProposalReport propose_kernel_tuning_updates(const ProposeOptions& options, const OperationContext& context = {});
+
+struct SetOptions {
+  std::string kernel;
+  int32_t element_type = 1;
+  // Partial: omitted names come from the matching cached profile (user, else system layer), else
+  // the defaults. An int64 is accepted for a double parameter.
+  runtime::TuningValues values;
+  std::string path;
+  std::optional<int64_t> num_threads;
+  bool load = true;  // publish the cache into the registry after writing
+  std::string implementation;                    // "": dispatched
+  std::string library = runtime::kLibraryName;
+  int32_t device = runtime::kCpuDevice;
+  bool prune_stale = false;
+  std::string source = "set";  // provenance.source
+};
+// Validates every value (unknown name, type, rule) before anything is written, then writes the
+// profile for (key, this host at the resolved threads) with the locked update.
+SetReport set_kernel_tuning_parameters(const SetOptions& options, const OperationContext& context = {});
+
+// Parses "name=value" texts with the types of `schema` (integers take K/M/G suffixes). Throws
+// NotFoundError for an unknown name, InvalidValueError for text that does not parse or a name
+// given twice.
+runtime::TuningValues parse_assignments(const runtime::TuningSchema& schema,
+                                        const std::vector<std::string>& assignments);
+
+struct InspectOptions {
+  std::string path;
+  KeySelection filter;                 // literal filter on the profiles' keys
+  std::optional<int64_t> threads;      // only profiles of this thread count, and `local` against it
+};
+// Every profile of both layers with host, values, local, classification and provenance.
+// Changes neither the file nor the registry.
+InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const OperationContext& context = {});
+
+struct LoadOptions {
+  std::string path;
+  // Empty: every profile is considered and no key is selected (`missing` stays empty). Otherwise
+  // only profiles matching the filter, and `missing` lists the selected keys without a local
+  // loaded profile.
+  KeySelection selection;
+  // Set: only profiles of this thread count are published; also the threads `missing` is about
+  // (unset: one per physical core).
+  std::optional<int64_t> num_threads;
+};
+// Classifies both layers and publishes every loaded profile (user over system for the same
+// (key, threads)) into the registry with its effective_threads; bumps published_generation.
+// Nothing is published when no layer could be read.
+LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationContext& context = {});
+
+struct RemoveOptions {
+  std::string path;
+  // Empty and no threads: delete the cache file and its lock. Otherwise drop the matching
+  // profiles with a locked update and keep the file.
+  KeySelection filter;
+  std::optional<int64_t> threads;
+};
+// Never touches the system layer.
+RemoveReport remove_kernel_tuning_cache(const RemoveOptions& options, const OperationContext& context = {});
+
+}  // namespace onnx_light::tune

@@ -1,0 +1,422 @@
+#include "onnx_light/tune/cache_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <limits>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "cache_text.h"
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::tune {
+
+std::string_view file_status_name(FileStatus status) {
+  switch (status) {
+    case FileStatus::not_found: return "not_found";
+    case FileStatus::unreadable: return "unreadable";
+    case FileStatus::malformed: return "malformed";
+    case FileStatus::loaded: return "loaded";
+  }
+  return "unknown";
+}
+
+bool profile_less(const CacheProfile& a, const CacheProfile& b) {
+  if (a.key != b.key) return a.key < b.key;
+  return a.host < b.host;
+}
+
+bool same_profile_identity(const CacheProfile& a, const CacheProfile& b) {
+  return a.readable() && b.readable() && a.key == b.key && a.host == b.host;
+}
+
+std::string utc_timestamp_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
+                     utc.tm_hour, utc.tm_min, utc.tm_sec);
+}
+
+namespace {
+
+std::string format_date_time(const toml::date_time& value) {
+  std::string text = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", value.date.year, value.date.month,
+                                 value.date.day, value.time.hour, value.time.minute, value.time.second);
+  if (value.time.nanosecond != 0) {
+    std::string fraction = fmt::format("{:09}", value.time.nanosecond);
+    while (fraction.back() == '0') fraction.pop_back();
+    text += "." + fraction;
+  }
+  if (value.offset) {
+    const int minutes = value.offset->minutes;
+    if (minutes == 0) {
+      text += "Z";
+    } else {
+      const int magnitude = std::abs(minutes);
+      text += fmt::format("{}{:02}:{:02}", minutes < 0 ? '-' : '+', magnitude / 60, magnitude % 60);
+    }
+  }
+  return text;
+}
+
+// Reads one [[profile]] table. Structural problems are collected, never thrown, so that one bad
+// profile cannot hide the others.
+class ProfileReader {
+ public:
+  ProfileReader(const toml::table& table, CacheProfile& profile) : table_(table), profile_(profile) {}
+
+  void read() {
+    read_string(table_, "library", "", profile_.key.library);
+    read_string(table_, "kernel", "", profile_.key.kernel);
+    read_string(table_, "implementation", "", profile_.key.implementation);
+    read_int32(table_, "element_type", "", profile_.key.element_type, std::numeric_limits<int32_t>::min());
+    read_int32(table_, "device", "", profile_.key.device, std::numeric_limits<int32_t>::min());
+    read_int32(table_, "tuning_abi", "", profile_.key.tuning_abi, 1);
+    read_host();
+    read_values();
+    read_provenance();
+  }
+
+ private:
+  void problem(std::string field, std::string message) {
+    profile_.problems.push_back({std::move(field), std::move(message)});
+  }
+
+  static std::string join(std::string_view prefix, std::string_view name) {
+    return prefix.empty() ? std::string(name) : fmt::format("{}.{}", prefix, name);
+  }
+
+  const toml::node* required(const toml::table& table, std::string_view prefix, std::string_view name) {
+    const toml::node* node = table.get(name);
+    if (node == nullptr) problem(join(prefix, name), fmt::format("'{}' is missing", join(prefix, name)));
+    return node;
+  }
+
+  void read_string(const toml::table& table, std::string_view name, std::string_view prefix, std::string& out,
+                   bool optional = false) {
+    const toml::node* node = optional ? table.get(name) : required(table, prefix, name);
+    if (node == nullptr) return;
+    if (const auto* value = node->as_string()) {
+      out = value->get();
+    } else {
+      problem(join(prefix, name), fmt::format("'{}' must be a string", join(prefix, name)));
+    }
+  }
+
+  bool read_int(const toml::table& table, std::string_view name, std::string_view prefix, int64_t& out,
+                int64_t minimum, int64_t maximum, bool optional) {
+    const toml::node* node = optional ? table.get(name) : required(table, prefix, name);
+    if (node == nullptr) return false;
+    const auto* value = node->as_integer();
+    if (value == nullptr) {
+      problem(join(prefix, name), fmt::format("'{}' must be an integer", join(prefix, name)));
+      return false;
+    }
+    if (value->get() < minimum || value->get() > maximum) {
+      problem(join(prefix, name),
+              fmt::format("'{}' = {} is out of range [{}, {}]", join(prefix, name), value->get(), minimum, maximum));
+      return false;
+    }
+    out = value->get();
+    return true;
+  }
+
+  void read_int32(const toml::table& table, std::string_view name, std::string_view prefix, int32_t& out,
+                  int64_t minimum) {
+    int64_t value = 0;
+    if (read_int(table, name, prefix, value, minimum, std::numeric_limits<int32_t>::max(), false)) {
+      out = static_cast<int32_t>(value);
+    }
+  }
+
+  void read_host() {
+    const toml::node* node = required(table_, "", "host");
+    if (node == nullptr) return;
+    const toml::table* host = node->as_table();
+    if (host == nullptr) {
+      problem("host", "'host' must be a table ([profile.host])");
+      return;
+    }
+    HostDescriptor& h = profile_.host;
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    read_string(*host, "architecture", "host", h.architecture);
+    read_string(*host, "vendor", "host", h.vendor);
+    // The rest may be absent (an older or hand-written profile); it then differs from this host.
+    read_int(*host, "family", "host", h.family, 0, kMax, true);
+    read_int(*host, "model", "host", h.model, 0, kMax, true);
+    read_int(*host, "stepping", "host", h.stepping, 0, kMax, true);
+    read_string(*host, "microarchitecture", "host", h.microarchitecture, true);
+    if (const toml::node* features = host->get("features")) {
+      const toml::array* array = features->as_array();
+      bool ok = array != nullptr;
+      if (ok) {
+        for (const toml::node& item : *array) {
+          if (const auto* name = item.as_string()) {
+            h.features.push_back(name->get());
+          } else {
+            ok = false;
+          }
+        }
+      }
+      if (!ok) problem("host.features", "'host.features' must be an array of strings");
+      std::sort(h.features.begin(), h.features.end());
+      h.features.erase(std::unique(h.features.begin(), h.features.end()), h.features.end());
+    }
+    read_int(*host, "l1d_cache_bytes", "host", h.l1d_cache_bytes, 0, kMax, true);
+    read_int(*host, "l2_cache_bytes", "host", h.l2_cache_bytes, 0, kMax, true);
+    read_int(*host, "l3_cache_bytes", "host", h.l3_cache_bytes, 0, kMax, true);
+    read_int(*host, "physical_cores", "host", h.physical_cores, 0, kMax, true);
+    read_int(*host, "logical_cores", "host", h.logical_cores, 0, kMax, true);
+    read_int(*host, "effective_threads", "host", h.effective_threads, 1, kMax, false);
+  }
+
+  // Unquoted dotted keys (parallel.minimum_elements = 1) parse as nested tables; flattening them
+  // gives the same parameter name as the quoted form we write.
+  void read_value_table(const toml::table& table, const std::string& prefix) {
+    for (auto&& [key, node] : table) {
+      const std::string name = prefix.empty() ? std::string(key.str()) : prefix + "." + std::string(key.str());
+      const std::string field = "values." + name;
+      runtime::TuningValue value;
+      if (const auto* integer = node.as_integer()) {
+        value = integer->get();
+      } else if (const auto* floating = node.as_floating_point()) {
+        value = floating->get();
+      } else if (const auto* boolean = node.as_boolean()) {
+        value = boolean->get();
+      } else if (const auto* text = node.as_string()) {
+        value = text->get();
+      } else if (const auto* nested = node.as_table()) {
+        read_value_table(*nested, name);
+        continue;
+      } else {
+        problem(field, fmt::format("'{}' must be an integer, float, boolean or string", field));
+        continue;
+      }
+      if (!profile_.values.emplace(name, std::move(value)).second) {
+        problem(field, fmt::format("'{}' is given twice", field));
+      }
+    }
+  }
+
+  void read_values() {
+    const toml::node* node = required(table_, "", "values");
+    if (node == nullptr) return;
+    const toml::table* values = node->as_table();
+    if (values == nullptr) {
+      problem("values", "'values' must be a table ([profile.values])");
+      return;
+    }
+    read_value_table(*values, "");
+  }
+
+  void read_provenance() {
+    const toml::node* node = table_.get("provenance");
+    if (node == nullptr) return;
+    const toml::table* provenance = node->as_table();
+    if (provenance == nullptr) {
+      problem("provenance", "'provenance' must be a table ([profile.provenance])");
+      return;
+    }
+    read_string(*provenance, "source", "provenance", profile_.provenance.source, true);
+    read_string(*provenance, "tool_version", "provenance", profile_.provenance.tool_version, true);
+    if (const toml::node* written = provenance->get("written")) {
+      if (const auto* date_time = written->as_date_time()) {
+        profile_.provenance.written = format_date_time(date_time->get());
+      } else if (const auto* text = written->as_string()) {
+        profile_.provenance.written = text->get();
+      } else {
+        problem("provenance.written", "'provenance.written' must be a date-time (2026-12-02T11:39:29Z)");
+      }
+    }
+  }
+
+  const toml::table& table_;
+  CacheProfile& profile_;
+};
+
+std::string raw_profile_text(const toml::table& table) {
+  toml::table wrapper;
+  toml::array array;
+  array.push_back(table);
+  wrapper.insert("profile", std::move(array));
+  std::ostringstream out;
+  out << toml::toml_formatter{wrapper};
+  return out.str();
+}
+
+}  // namespace
+
+CacheFile parse_cache_text(std::string_view text, const std::filesystem::path& path) {
+  CacheFile file;
+  file.path = path;
+  toml::table root;
+  try {
+    root = toml::parse(text, path.string());
+  } catch (const toml::parse_error& error) {
+    file.status = FileStatus::malformed;
+    file.error = fmt::format("not valid TOML at line {}, column {}: {}", error.source().begin.line,
+                             error.source().begin.column, error.description());
+    return file;
+  }
+  if (root.empty()) {  // whitespace or comments only: an empty cache, nothing to lose
+    file.status = FileStatus::loaded;
+    return file;
+  }
+  file.status = FileStatus::malformed;
+  const toml::node* format = root.get("format");
+  if (format == nullptr) {
+    file.error = fmt::format("not an onnx-light kernel tuning cache: no 'format = \"{}\"' key", kCacheFormat);
+    return file;
+  }
+  if (const auto* name = format->as_string(); name == nullptr || name->get() != kCacheFormat) {
+    file.error = fmt::format("'format' is {}, expected \"{}\"", toml_value_text(*format), kCacheFormat);
+    return file;
+  }
+  const toml::node* version_node = root.get("format_version");
+  const auto* version = version_node != nullptr ? version_node->as_integer() : nullptr;
+  if (version == nullptr) {
+    file.error = "'format_version' is missing or not an integer";
+    return file;
+  }
+  if (version->get() > kCacheFormatVersion) {
+    file.error = fmt::format(
+        "format_version {} is newer than this tool reads ({}); upgrade onnx-light-tune or use another --cache",
+        version->get(), kCacheFormatVersion);
+    return file;
+  }
+  if (version->get() < 1) {
+    file.error = fmt::format("format_version {} is not a valid version (expected {})", version->get(),
+                             kCacheFormatVersion);
+    return file;
+  }
+  if (const toml::node* profiles = root.get("profile")) {
+    const toml::array* array = profiles->as_array();
+    if (array == nullptr || !array->is_array_of_tables()) {
+      file.error = "'profile' must be an array of tables ([[profile]])";
+      return file;
+    }
+    file.profiles.reserve(array->size());
+    for (const toml::node& node : *array) {
+      const toml::table& table = *node.as_table();
+      CacheProfile& profile = file.profiles.emplace_back();
+      ProfileReader(table, profile).read();
+      if (!profile.readable()) profile.raw_toml = raw_profile_text(table);
+    }
+  }
+  file.status = FileStatus::loaded;
+  return file;
+}
+
+CacheFile read_cache_file(const std::filesystem::path& path) {
+  CacheFile file;
+  file.path = path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    file.status = error == ENOENT ? FileStatus::not_found : FileStatus::unreadable;
+    file.error = fmt::format("cannot open {}: {}", path.string(), std::strerror(error));
+    return file;
+  }
+  std::string text;
+  struct stat info {};
+  std::string failure;
+  constexpr off_t kMaximumBytes = off_t{256} << 20;
+  if (::fstat(fd, &info) != 0) {
+    failure = fmt::format("cannot stat {}: {}", path.string(), std::strerror(errno));
+  } else if (!S_ISREG(info.st_mode)) {
+    failure = fmt::format("{} is not a regular file", path.string());
+  } else if (info.st_size > kMaximumBytes) {
+    failure = fmt::format("{} is {} bytes, more than a tuning cache can be (256 MiB)", path.string(), info.st_size);
+  } else {
+    text.resize(static_cast<std::size_t>(info.st_size));
+    std::size_t done = 0;
+    while (failure.empty()) {
+      if (done == text.size()) text.resize(text.size() + 4096 + text.size() / 2);  // the file may have grown
+      const ssize_t got = ::read(fd, text.data() + done, text.size() - done);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) failure = fmt::format("cannot read {}: {}", path.string(), std::strerror(errno));
+      if (got <= 0) break;
+      done += static_cast<std::size_t>(got);
+      if (static_cast<off_t>(done) > kMaximumBytes) failure = fmt::format("{} is larger than 256 MiB", path.string());
+    }
+    text.resize(done);
+  }
+  ::close(fd);
+  if (!failure.empty()) {
+    file.status = FileStatus::unreadable;
+    file.error = std::move(failure);
+    return file;
+  }
+  return parse_cache_text(text, path);
+}
+
+std::string serialize_cache(std::vector<CacheProfile> profiles) {
+  const auto unreadable = std::stable_partition(profiles.begin(), profiles.end(),
+                                                [](const CacheProfile& p) { return p.readable(); });
+  std::stable_sort(profiles.begin(), unreadable, profile_less);
+  std::string out;
+  out.reserve(512 + profiles.size() * 700);
+  out += "# onnx-light kernel tuning cache. Change it with 'onnx-light-tune set' (locked and atomic);\n";
+  out += "# profiles are sorted by key, then host, so that two caches diff cleanly.\n";
+  fmt::format_to(std::back_inserter(out), "format = {}\nformat_version = {}\n", toml_quote(kCacheFormat),
+                 kCacheFormatVersion);
+  for (auto it = profiles.begin(); it != unreadable; ++it) {
+    const CacheProfile& p = *it;
+    const HostDescriptor& h = p.host;
+    auto o = std::back_inserter(out);
+    fmt::format_to(o, "\n[[profile]]\nlibrary = {}\nkernel = {}\nimplementation = {}\n", toml_quote(p.key.library),
+                   toml_quote(p.key.kernel), toml_quote(p.key.implementation));
+    fmt::format_to(o, "element_type = {}\ndevice = {}\ntuning_abi = {}\n", p.key.element_type, p.key.device,
+                   p.key.tuning_abi);
+    fmt::format_to(o, "[profile.host]\narchitecture = {}\nvendor = {}\nfamily = {}\nmodel = {}\nstepping = {}\n",
+                   toml_quote(h.architecture), toml_quote(h.vendor), h.family, h.model, h.stepping);
+    fmt::format_to(o, "microarchitecture = {}\nfeatures = [", toml_quote(h.microarchitecture));
+    for (std::size_t i = 0; i < h.features.size(); ++i) {
+      if (i != 0) out += ", ";
+      out += toml_quote(h.features[i]);
+    }
+    fmt::format_to(o,
+                   "]\nl1d_cache_bytes = {}\nl2_cache_bytes = {}\nl3_cache_bytes = {}\nphysical_cores = {}\n"
+                   "logical_cores = {}\neffective_threads = {}\n",
+                   h.l1d_cache_bytes, h.l2_cache_bytes, h.l3_cache_bytes, h.physical_cores, h.logical_cores,
+                   h.effective_threads);
+    out += "[profile.values]\n";
+    for (const auto& [name, value] : p.values) {
+      out += toml_quote(name);
+      out += " = ";
+      out += toml_value_literal(value);
+      out += '\n';
+    }
+    const Provenance& provenance = p.provenance;
+    if (!provenance.source.empty() || !provenance.written.empty() || !provenance.tool_version.empty()) {
+      out += "[profile.provenance]\n";
+      if (!provenance.source.empty()) fmt::format_to(o, "source = {}\n", toml_quote(provenance.source));
+      if (!provenance.written.empty()) {
+        fmt::format_to(o, "written = {}\n",
+                       is_canonical_date_time(provenance.written) ? provenance.written : toml_quote(provenance.written));
+      }
+      if (!provenance.tool_version.empty()) {
+        fmt::format_to(o, "tool_version = {}\n", toml_quote(provenance.tool_version));
+      }
+    }
+  }
+  for (auto it = unreadable; it != profiles.end(); ++it) {
+    out += "\n";
+    out += it->raw_toml;
+    if (!out.ends_with('\n')) out += '\n';
+  }
+  return out;
+}
+
+}  // namespace onnx_light::tune

@@ -1,0 +1,48 @@
+#include "onnx_light/tune/cache_path.h"
+
+#include <cstdlib>
+
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::tune {
+
+namespace {
+
+const char* non_empty_env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && value[0] != '\0' ? value : nullptr;
+}
+
+}  // namespace
+
+std::filesystem::path default_kernel_tuning_cache_path() {
+  if (const char* explicit_path = non_empty_env("ONNX_LIGHT_TUNING_CACHE")) return explicit_path;
+  if (const char* xdg = non_empty_env("XDG_CACHE_HOME")) {
+    return std::filesystem::path(xdg) / "onnx-light" / "kernel_tuning.cache";
+  }
+  if (const char* home = non_empty_env("HOME")) {
+    return std::filesystem::path(home) / ".cache" / "onnx-light" / "kernel_tuning.cache";
+  }
+  throw NotFoundError(
+      "no tuning cache path: set ONNX_LIGHT_TUNING_CACHE, XDG_CACHE_HOME or HOME, or pass a path (--cache)");
+}
+
+std::filesystem::path resolve_cache_path(std::string_view explicit_path) {
+  if (!explicit_path.empty()) return std::filesystem::path(explicit_path);
+  return default_kernel_tuning_cache_path();
+}
+
+std::optional<std::filesystem::path> system_kernel_tuning_cache_path() {
+  const char* value = std::getenv("ONNX_LIGHT_SYSTEM_TUNING_CACHE");
+  if (value == nullptr) return std::filesystem::path("/etc/onnx-light/kernel_tuning.cache");
+  if (value[0] == '\0') return std::nullopt;  // explicitly disabled
+  return std::filesystem::path(value);
+}
+
+std::filesystem::path lock_path_for(const std::filesystem::path& cache) {
+  std::filesystem::path lock = cache;
+  lock += ".lock";
+  return lock;
+}
+
+}  // namespace onnx_light::tune

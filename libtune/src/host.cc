@@ -1,0 +1,306 @@
+#include "onnx_light/tune/host.h"
+
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include <cpuinfo.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/runtime_parameters.h"
+
+namespace onnx_light::tune {
+
+bool HostDescriptor::same_machine(const HostDescriptor& other) const {
+  return with_threads(0) == other.with_threads(0);
+}
+
+HostDescriptor HostDescriptor::with_threads(int64_t threads) const {
+  HostDescriptor copy = *this;
+  copy.effective_threads = threads;
+  return copy;
+}
+
+std::string HostDescriptor::summary() const {
+  std::string cpu = fmt::format("{} {}", architecture.empty() ? "?" : architecture, vendor.empty() ? "?" : vendor);
+  if (!microarchitecture.empty()) cpu += " " + microarchitecture;
+  return fmt::format("{} (family {} model {} stepping {}), {} cores, {} threads", cpu, family, model, stepping,
+                     physical_cores, effective_threads);
+}
+
+void HostDescriptor::to_json(nlohmann::json& object) const {
+  object["architecture"] = architecture;
+  object["vendor"] = vendor;
+  object["family"] = family;
+  object["model"] = model;
+  object["stepping"] = stepping;
+  object["microarchitecture"] = microarchitecture;
+  object["features"] = features;
+  object["l1d_cache_bytes"] = l1d_cache_bytes;
+  object["l2_cache_bytes"] = l2_cache_bytes;
+  object["l3_cache_bytes"] = l3_cache_bytes;
+  object["physical_cores"] = physical_cores;
+  object["logical_cores"] = logical_cores;
+  object["effective_threads"] = effective_threads;
+}
+
+std::string microarchitecture_name(uint32_t value) {
+  // Names follow GCC's -march spelling where one exists, so they read familiar to operators.
+  switch (static_cast<cpuinfo_uarch>(value)) {
+    case cpuinfo_uarch_p5: return "p5";
+    case cpuinfo_uarch_quark: return "quark";
+    case cpuinfo_uarch_p6: return "p6";
+    case cpuinfo_uarch_dothan: return "dothan";
+    case cpuinfo_uarch_yonah: return "yonah";
+    case cpuinfo_uarch_conroe: return "conroe";
+    case cpuinfo_uarch_penryn: return "penryn";
+    case cpuinfo_uarch_nehalem: return "nehalem";
+    case cpuinfo_uarch_sandy_bridge: return "sandybridge";
+    case cpuinfo_uarch_ivy_bridge: return "ivybridge";
+    case cpuinfo_uarch_haswell: return "haswell";
+    case cpuinfo_uarch_broadwell: return "broadwell";
+    case cpuinfo_uarch_sky_lake: return "skylake";  // also kaby_lake (same value)
+    case cpuinfo_uarch_palm_cove: return "cannonlake";
+    case cpuinfo_uarch_sunny_cove: return "icelake";
+    case cpuinfo_uarch_willamette: return "willamette";
+    case cpuinfo_uarch_prescott: return "prescott";
+    case cpuinfo_uarch_bonnell: return "bonnell";
+    case cpuinfo_uarch_saltwell: return "saltwell";
+    case cpuinfo_uarch_silvermont: return "silvermont";
+    case cpuinfo_uarch_airmont: return "airmont";
+    case cpuinfo_uarch_goldmont: return "goldmont";
+    case cpuinfo_uarch_goldmont_plus: return "goldmont-plus";
+    case cpuinfo_uarch_knights_ferry: return "knights-ferry";
+    case cpuinfo_uarch_knights_corner: return "knights-corner";
+    case cpuinfo_uarch_knights_landing: return "knl";
+    case cpuinfo_uarch_knights_hill: return "knights-hill";
+    case cpuinfo_uarch_knights_mill: return "knm";
+    case cpuinfo_uarch_xscale: return "xscale";
+    case cpuinfo_uarch_k5: return "k5";
+    case cpuinfo_uarch_k6: return "k6";
+    case cpuinfo_uarch_k7: return "k7";
+    case cpuinfo_uarch_k8: return "k8";
+    case cpuinfo_uarch_k10: return "k10";
+    case cpuinfo_uarch_bulldozer: return "bulldozer";
+    case cpuinfo_uarch_piledriver: return "piledriver";
+    case cpuinfo_uarch_steamroller: return "steamroller";
+    case cpuinfo_uarch_excavator: return "excavator";
+    case cpuinfo_uarch_zen: return "zen";
+    case cpuinfo_uarch_zen2: return "zen2";
+    case cpuinfo_uarch_zen3: return "zen3";
+    case cpuinfo_uarch_geode: return "geode";
+    case cpuinfo_uarch_bobcat: return "bobcat";
+    case cpuinfo_uarch_jaguar: return "jaguar";
+    case cpuinfo_uarch_puma: return "puma";
+    case cpuinfo_uarch_arm7: return "arm7";
+    case cpuinfo_uarch_arm9: return "arm9";
+    case cpuinfo_uarch_arm11: return "arm11";
+    case cpuinfo_uarch_cortex_a5: return "cortex-a5";
+    case cpuinfo_uarch_cortex_a7: return "cortex-a7";
+    case cpuinfo_uarch_cortex_a8: return "cortex-a8";
+    case cpuinfo_uarch_cortex_a9: return "cortex-a9";
+    case cpuinfo_uarch_cortex_a12: return "cortex-a12";
+    case cpuinfo_uarch_cortex_a15: return "cortex-a15";
+    case cpuinfo_uarch_cortex_a17: return "cortex-a17";
+    case cpuinfo_uarch_cortex_a32: return "cortex-a32";
+    case cpuinfo_uarch_cortex_a35: return "cortex-a35";
+    case cpuinfo_uarch_cortex_a53: return "cortex-a53";
+    case cpuinfo_uarch_cortex_a55r0: return "cortex-a55r0";
+    case cpuinfo_uarch_cortex_a55: return "cortex-a55";
+    case cpuinfo_uarch_cortex_a57: return "cortex-a57";
+    case cpuinfo_uarch_cortex_a65: return "cortex-a65";
+    case cpuinfo_uarch_cortex_a72: return "cortex-a72";
+    case cpuinfo_uarch_cortex_a73: return "cortex-a73";
+    case cpuinfo_uarch_cortex_a75: return "cortex-a75";
+    case cpuinfo_uarch_cortex_a76: return "cortex-a76";
+    case cpuinfo_uarch_cortex_a77: return "cortex-a77";
+    case cpuinfo_uarch_cortex_a78: return "cortex-a78";
+    case cpuinfo_uarch_neoverse_n1: return "neoverse-n1";
+    case cpuinfo_uarch_neoverse_e1: return "neoverse-e1";
+    case cpuinfo_uarch_neoverse_v1: return "neoverse-v1";
+    case cpuinfo_uarch_neoverse_n2: return "neoverse-n2";
+    case cpuinfo_uarch_cortex_x1: return "cortex-x1";
+    case cpuinfo_uarch_scorpion: return "scorpion";
+    case cpuinfo_uarch_krait: return "krait";
+    case cpuinfo_uarch_kryo: return "kryo";
+    case cpuinfo_uarch_falkor: return "falkor";
+    case cpuinfo_uarch_saphira: return "saphira";
+    case cpuinfo_uarch_denver: return "denver";
+    case cpuinfo_uarch_denver2: return "denver2";
+    case cpuinfo_uarch_carmel: return "carmel";
+    case cpuinfo_uarch_exynos_m1: return "exynos-m1";
+    case cpuinfo_uarch_exynos_m2: return "exynos-m2";
+    case cpuinfo_uarch_exynos_m3: return "exynos-m3";
+    case cpuinfo_uarch_exynos_m4: return "exynos-m4";
+    case cpuinfo_uarch_exynos_m5: return "exynos-m5";
+    case cpuinfo_uarch_swift: return "swift";
+    case cpuinfo_uarch_cyclone: return "cyclone";
+    case cpuinfo_uarch_typhoon: return "typhoon";
+    case cpuinfo_uarch_twister: return "twister";
+    case cpuinfo_uarch_hurricane: return "hurricane";
+    case cpuinfo_uarch_monsoon: return "monsoon";
+    case cpuinfo_uarch_mistral: return "mistral";
+    case cpuinfo_uarch_vortex: return "vortex";
+    case cpuinfo_uarch_tempest: return "tempest";
+    case cpuinfo_uarch_lightning: return "lightning";
+    case cpuinfo_uarch_thunder: return "thunder";
+    case cpuinfo_uarch_firestorm: return "firestorm";
+    case cpuinfo_uarch_icestorm: return "icestorm";
+    case cpuinfo_uarch_thunderx: return "thunderx";
+    case cpuinfo_uarch_thunderx2: return "thunderx2";
+    case cpuinfo_uarch_pj4: return "pj4";
+    case cpuinfo_uarch_brahma_b15: return "brahma-b15";
+    case cpuinfo_uarch_brahma_b53: return "brahma-b53";
+    case cpuinfo_uarch_xgene: return "xgene";
+    case cpuinfo_uarch_dhyana: return "dhyana";
+    case cpuinfo_uarch_taishan_v110: return "taishan-v110";
+    case cpuinfo_uarch_unknown: break;
+  }
+  return "";
+}
+
+std::string vendor_name(uint32_t value) {
+  switch (static_cast<cpuinfo_vendor>(value)) {
+    case cpuinfo_vendor_intel: return "intel";
+    case cpuinfo_vendor_amd: return "amd";
+    case cpuinfo_vendor_arm: return "arm";
+    case cpuinfo_vendor_qualcomm: return "qualcomm";
+    case cpuinfo_vendor_apple: return "apple";
+    case cpuinfo_vendor_samsung: return "samsung";
+    case cpuinfo_vendor_nvidia: return "nvidia";
+    case cpuinfo_vendor_mips: return "mips";
+    case cpuinfo_vendor_ibm: return "ibm";
+    case cpuinfo_vendor_ingenic: return "ingenic";
+    case cpuinfo_vendor_via: return "via";
+    case cpuinfo_vendor_cavium: return "cavium";
+    case cpuinfo_vendor_broadcom: return "broadcom";
+    case cpuinfo_vendor_apm: return "apm";
+    case cpuinfo_vendor_huawei: return "huawei";
+    case cpuinfo_vendor_hygon: return "hygon";
+    case cpuinfo_vendor_texas_instruments: return "texas_instruments";
+    case cpuinfo_vendor_marvell: return "marvell";
+    case cpuinfo_vendor_rdc: return "rdc";
+    case cpuinfo_vendor_dmp: return "dmp";
+    case cpuinfo_vendor_motorola: return "motorola";
+    case cpuinfo_vendor_transmeta: return "transmeta";
+    case cpuinfo_vendor_cyrix: return "cyrix";
+    case cpuinfo_vendor_rise: return "rise";
+    case cpuinfo_vendor_nsc: return "nsc";
+    case cpuinfo_vendor_sis: return "sis";
+    case cpuinfo_vendor_nexgen: return "nexgen";
+    case cpuinfo_vendor_umc: return "umc";
+    case cpuinfo_vendor_dec: return "dec";
+    case cpuinfo_vendor_unknown: break;
+  }
+  return "";
+}
+
+namespace {
+
+// Only the ISA extensions that change which code kernels run or how fast; crypto and system
+// features would split profiles between machines that tune identically.
+std::vector<std::string> detect_features() {
+  std::vector<std::pair<bool, const char*>> candidates;
+#if CPUINFO_ARCH_X86 || CPUINFO_ARCH_X86_64
+  candidates = {
+      {cpuinfo_has_x86_sse3(), "sse3"},
+      {cpuinfo_has_x86_ssse3(), "ssse3"},
+      {cpuinfo_has_x86_sse4_1(), "sse4_1"},
+      {cpuinfo_has_x86_sse4_2(), "sse4_2"},
+      {cpuinfo_has_x86_avx(), "avx"},
+      {cpuinfo_has_x86_avx2(), "avx2"},
+      {cpuinfo_has_x86_fma3(), "fma"},
+      {cpuinfo_has_x86_fma4(), "fma4"},
+      {cpuinfo_has_x86_f16c(), "f16c"},
+      {cpuinfo_has_x86_bmi2(), "bmi2"},
+      {cpuinfo_has_x86_popcnt(), "popcnt"},
+      {cpuinfo_has_x86_avx512f(), "avx512f"},
+      {cpuinfo_has_x86_avx512cd(), "avx512cd"},
+      {cpuinfo_has_x86_avx512dq(), "avx512dq"},
+      {cpuinfo_has_x86_avx512bw(), "avx512bw"},
+      {cpuinfo_has_x86_avx512vl(), "avx512vl"},
+      {cpuinfo_has_x86_avx512ifma(), "avx512ifma"},
+      {cpuinfo_has_x86_avx512vbmi(), "avx512vbmi"},
+      {cpuinfo_has_x86_avx512vbmi2(), "avx512vbmi2"},
+      {cpuinfo_has_x86_avx512vnni(), "avx512vnni"},
+      {cpuinfo_has_x86_avx512bf16(), "avx512bf16"},
+      {cpuinfo_has_x86_avx512vpopcntdq(), "avx512vpopcntdq"},
+  };
+#elif CPUINFO_ARCH_ARM || CPUINFO_ARCH_ARM64
+  candidates = {
+      {cpuinfo_has_arm_neon(), "neon"},
+      {cpuinfo_has_arm_neon_fp16(), "fp16"},
+      {cpuinfo_has_arm_fp16_arith(), "fp16arith"},
+      {cpuinfo_has_arm_neon_fma(), "fma"},
+      {cpuinfo_has_arm_neon_dot(), "dotprod"},
+      {cpuinfo_has_arm_bf16(), "bf16"},
+      {cpuinfo_has_arm_sve(), "sve"},
+      {cpuinfo_has_arm_sve2(), "sve2"},
+  };
+#endif
+  std::vector<std::string> names;
+  for (const auto& [present, name] : candidates) {
+    if (present) names.emplace_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+HostDescriptor detect_machine() {
+  HostDescriptor host;
+  struct utsname names {};
+  if (uname(&names) == 0) host.architecture = names.machine;
+  if (!cpuinfo_initialize()) return host;  // keep what uname gave; never abort
+  if (const cpuinfo_core* core = cpuinfo_get_cores_count() > 0 ? cpuinfo_get_core(0) : nullptr) {
+    host.vendor = vendor_name(core->vendor);
+    host.microarchitecture = microarchitecture_name(core->uarch);
+#if CPUINFO_ARCH_X86 || CPUINFO_ARCH_X86_64
+    // CPUID leaf 1 EAX: the displayed family/model include the extended fields.
+    const uint32_t eax = core->cpuid;
+    int64_t family = (eax >> 8) & 0xF;
+    int64_t model = (eax >> 4) & 0xF;
+    if (family == 0xF) family += (eax >> 20) & 0xFF;
+    if (family == 0x6 || family >= 0xF) model += ((eax >> 16) & 0xF) << 4;
+    host.family = family;
+    host.model = model;
+    host.stepping = eax & 0xF;
+#elif CPUINFO_ARCH_ARM || CPUINFO_ARCH_ARM64
+    const uint32_t midr = core->midr;
+    host.family = (midr >> 24) & 0xFF;
+    host.model = (midr >> 4) & 0xFFF;
+    host.stepping = (((midr >> 20) & 0xF) << 4) | (midr & 0xF);
+#endif
+  }
+  host.features = detect_features();
+  if (cpuinfo_get_l1d_caches_count() > 0) host.l1d_cache_bytes = cpuinfo_get_l1d_cache(0)->size;
+  if (cpuinfo_get_l2_caches_count() > 0) host.l2_cache_bytes = cpuinfo_get_l2_cache(0)->size;
+  if (cpuinfo_get_l3_caches_count() > 0) host.l3_cache_bytes = cpuinfo_get_l3_cache(0)->size;
+  host.physical_cores = cpuinfo_get_cores_count();
+  host.logical_cores = cpuinfo_get_processors_count();
+  return host;
+}
+
+}  // namespace
+
+const HostDescriptor& this_machine() {
+  static const HostDescriptor machine = detect_machine();
+  return machine;
+}
+
+HostDescriptor detect_host(int64_t effective_threads) { return this_machine().with_threads(effective_threads); }
+
+int64_t resolve_threads(int64_t num_threads) {
+  if (num_threads < 0) {
+    throw InvalidValueError(
+        fmt::format("num_threads must be 0 (one per physical core) or positive, got {}", num_threads));
+  }
+  if (num_threads > (1 << 16)) {
+    throw InvalidValueError(fmt::format("num_threads {} is too large; use at most 65536", num_threads));
+  }
+  return runtime::effective_threads(runtime::RuntimeParameters(static_cast<int>(num_threads)));
+}
+
+}  // namespace onnx_light::tune

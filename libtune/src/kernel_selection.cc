@@ -1,0 +1,161 @@
+#include "onnx_light/tune/kernel_selection.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "onnx_light/runtime/element_type.h"
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::tune {
+
+using runtime::TuningKey;
+using runtime::TuningSchema;
+
+bool KeySelection::empty() const {
+  return kernels.empty() && element_types.empty() && implementation.empty() && library.empty() && !device;
+}
+
+bool KeySelection::matches(const TuningKey& key) const {
+  if (!kernels.empty() && std::find(kernels.begin(), kernels.end(), key.kernel) == kernels.end()) return false;
+  if (!element_types.empty() &&
+      std::find(element_types.begin(), element_types.end(), key.element_type) == element_types.end()) {
+    return false;
+  }
+  if (!implementation.empty() && implementation != kAllImplementations && implementation != key.implementation) {
+    return false;
+  }
+  if (!library.empty() && library != key.library) return false;
+  return !device || *device == key.device;
+}
+
+bool is_calibratable(const TuningSchema& schema) { return schema.has_threshold(); }
+
+namespace {
+
+TuningKey identity_of(TuningKey key) {
+  key.tuning_abi = 0;
+  return key;
+}
+
+std::string type_label(int32_t element_type) {
+  if (runtime::is_valid_element_type(element_type)) {
+    return fmt::format("{} ({})", runtime::element_type_name(static_cast<runtime::ElementType>(element_type)),
+                       element_type);
+  }
+  return fmt::format("{}", element_type);
+}
+
+}  // namespace
+
+SchemaIndex::SchemaIndex(const runtime::KernelTable& table) {
+  for (const auto& def : table.definitions()) {
+    by_key_.emplace(def.schema.key, &def.schema);
+    abis_[identity_of(def.schema.key)].insert(def.schema.key.tuning_abi);
+  }
+}
+
+const TuningSchema* SchemaIndex::find(const TuningKey& key) const {
+  const auto it = by_key_.find(key);
+  return it == by_key_.end() ? nullptr : it->second;
+}
+
+const std::set<int32_t>* SchemaIndex::registered_abis(const TuningKey& key) const {
+  const auto it = abis_.find(identity_of(key));
+  return it == abis_.end() ? nullptr : &it->second;
+}
+
+bool SchemaIndex::is_stale(const TuningKey& key) const {
+  const auto* abis = registered_abis(key);
+  return abis != nullptr && !abis->contains(key.tuning_abi);
+}
+
+std::vector<const TuningSchema*> select_schemas(const runtime::KernelTable& table, const KeySelection& selection,
+                                                const runtime::CpuFeatures& features) {
+  std::map<TuningKey, const TuningSchema*> chosen;
+  std::map<std::pair<std::string, int32_t>, std::string> dispatched;  // (op, type) -> implementation
+  for (const auto& def : table.definitions()) {
+    const TuningKey& key = def.schema.key;
+    KeySelection literal = selection;
+    literal.implementation.clear();  // implementation is checked below (dispatch aware)
+    if (!literal.matches(key)) continue;
+    if (selection.implementation.empty()) {
+      const auto element = static_cast<runtime::ElementType>(key.element_type);
+      auto [it, inserted] = dispatched.try_emplace({def.op_type, key.element_type});
+      if (inserted) it->second = table.dispatched_implementation(def.op_type, element, features);
+      if (it->second != key.implementation) continue;
+    } else if (selection.implementation != kAllImplementations && selection.implementation != key.implementation) {
+      continue;
+    }
+    chosen.emplace(key, &def.schema);
+  }
+  // A kernel the caller named must select something; say why not.
+  for (const auto& kernel : selection.kernels) {
+    const bool found = std::any_of(chosen.begin(), chosen.end(), [&](const auto& e) { return e.first.kernel == kernel; });
+    if (found) continue;
+    std::set<std::string> known;
+    std::set<std::string> near;
+    std::set<int32_t> types;
+    std::set<std::string> implementations;
+    for (const auto& def : table.definitions()) {
+      known.insert(def.schema.key.kernel);
+      if (def.schema.key.kernel.size() == kernel.size() &&
+          std::equal(kernel.begin(), kernel.end(), def.schema.key.kernel.begin(),
+                     [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) ==
+                                                 std::tolower(static_cast<unsigned char>(b)); })) {
+        near.insert(def.schema.key.kernel);
+      }
+      if (def.schema.key.kernel == kernel) {
+        types.insert(def.schema.key.element_type);
+        implementations.insert(def.schema.key.implementation);
+      }
+    }
+    if (types.empty()) {
+      std::string hint = near.empty() ? fmt::format("{} kernels are registered; 'onnx-light-tune list' shows them",
+                                                    known.size())
+                                      : fmt::format("did you mean {}?", fmt::join(near, ", "));
+      throw NotFoundError(fmt::format("unknown kernel '{}': {}", kernel, hint));
+    }
+    std::vector<std::string> type_names;
+    for (const int32_t t : types) type_names.push_back(type_label(t));
+    std::vector<std::string> filters;
+    if (!selection.element_types.empty()) {
+      std::vector<std::string> wanted;
+      for (const int32_t t : selection.element_types) wanted.push_back(type_label(t));
+      filters.push_back(fmt::format("element type {}", fmt::join(wanted, ", ")));
+    }
+    if (!selection.implementation.empty()) filters.push_back(fmt::format("implementation {}", selection.implementation));
+    if (!selection.library.empty()) filters.push_back(fmt::format("library {}", selection.library));
+    if (selection.device) filters.push_back(fmt::format("device {}", *selection.device));
+    throw NotFoundError(fmt::format("kernel '{}' has no variant with {}; it has element types {} and implementations {}",
+                                    kernel, filters.empty() ? "this host's dispatch" : fmt::format("{}", fmt::join(filters, ", ")),
+                                    fmt::join(type_names, ", "), fmt::join(implementations, ", ")));
+  }
+  std::vector<const TuningSchema*> result;
+  result.reserve(chosen.size());
+  for (const auto& [key, schema] : chosen) result.push_back(schema);
+  return result;
+}
+
+const TuningSchema& resolve_schema(const runtime::KernelTable& table, const std::string& kernel, int32_t element_type,
+                                   const std::string& implementation, const std::string& library, int32_t device,
+                                   const runtime::CpuFeatures& features) {
+  KeySelection selection;
+  selection.kernels = {kernel};
+  selection.element_types = {element_type};
+  selection.implementation = implementation == kAllImplementations ? std::string() : implementation;
+  selection.library = library;
+  selection.device = device;
+  const auto schemas = select_schemas(table, selection, features);
+  if (schemas.size() != 1) {  // several libraries or ABIs registered for one kernel: ask for more detail
+    std::vector<std::string> keys;
+    for (const auto* schema : schemas) keys.push_back(schema->key.to_string());
+    throw NotFoundError(fmt::format("{} and element type {} name {} keys ({}); pass the implementation and library",
+                                    kernel, type_label(element_type), schemas.size(), fmt::join(keys, ", ")));
+  }
+  return *schemas.front();
+}
+
+}  // namespace onnx_light::tune

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs every build, test and benchmark dependency from Debian 12's archive (nothing else).
+set -euo pipefail
+PACKAGES=(
+  cmake ninja-build g++ pkg-config git
+  libcli11-dev libprotobuf-dev protobuf-compiler libfmt-dev libspdlog-dev libtomlplusplus-dev
+  doctest-dev nlohmann-json3-dev libcpuinfo-dev libonnx-dev
+  pybind11-dev python3-dev python3-numpy python3-onnx python3-pytest
+  libbenchmark-dev
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  echo "install-deps: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,314 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/session.h"
+#include "onnx_light/runtime/tuning_registry.h"
+#include "test_models.h"
+
+using namespace onnx_light;
+using namespace onnx_light::runtime;
+
+namespace {
+
+Tensor filled(const Shape& shape, float start, float step) {
+  Tensor t(ElementType::float32, shape);
+  for (int64_t i = 0; i < t.element_count(); ++i) t.data<float>()[i] = start + step * static_cast<float>(i);
+  return t;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TuningKey abs_float_key() {
+  const KernelDef* def = cpu_kernel_table().choose("", "Abs", 18, ElementType::float32, host_cpu_features()).def;
+  REQUIRE(def != nullptr);
+  return def->schema.key;
+}
+
+RuntimeSessionOptions options_with(int threads, TuningRegistry* registry,
+                                   std::shared_ptr<ParallelRegionCollector> collector = nullptr) {
+  RuntimeSessionOptions o;
+  o.parameters = RuntimeParameters(threads);
+  o.registry = registry;
+  o.parallel_region_collector = std::move(collector);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("seed_scenario_session_copies_threshold_once") {
+  // The user's gallery in C++: a profile above N keeps an N-element Abs serial; publishing the
+  // lower value changes only sessions created afterwards.
+  TuningRegistry registry;
+  const int64_t n = 32768;
+  registry.publish({{abs_float_key(), 2, {{"parallel.minimum_elements", n + 1}}}});
+  Model model = test::parse(test::kSeedAbsModel);
+  RuntimeContext context(KernelContext(default_opset(18)));
+  Tensor x(ElementType::float32, {n});
+  for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = -1.0f;
+
+  auto serial_collector = std::make_shared<ParallelRegionCollector>(4);
+  RuntimeSession serial(model, options_with(2, &registry, serial_collector));
+  context.set("x", x);
+  serial.run(context);
+  auto events = serial.parallel_region_report().events;
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].admitted_threads == 1);
+  CHECK(events[0].requested_threads == 2);
+
+  registry.publish({{abs_float_key(), 2, {{"parallel.minimum_elements", n / 2}}}});
+  serial.run(context);
+  events = serial.parallel_region_report().events;
+  REQUIRE(events.size() == 2);
+  CHECK(events[1].admitted_threads == 1);
+
+  auto tuned_collector = std::make_shared<ParallelRegionCollector>(4);
+  RuntimeSession tuned(model, options_with(2, &registry, tuned_collector));
+  RuntimeContext tuned_context;
+  tuned_context.set("x", x);
+  tuned.run(tuned_context);
+  events = tuned.parallel_region_report().events;
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].requested_threads == 2);
+  CHECK(events[0].admitted_threads == 2);
+  const Tensor& y = tuned_context.get("y");
+  for (int64_t i = 0; i < n; ++i) REQUIRE(y.data<float>()[i] == 1.0f);
+
+  auto resolved = tuned.resolved_tuning();
+  REQUIRE(resolved.size() == 1);
+  CHECK(resolved[0].source == TuningSource::published_profile);
+  CHECK(std::get<int64_t>(resolved[0].values.at("parallel.minimum_elements")) == n / 2);
+}
+
+TEST_CASE("profile_for_other_thread_count_is_not_used") {
+  TuningRegistry registry;
+  registry.publish({{abs_float_key(), 4, {{"parallel.minimum_elements", int64_t{1}}}}});
+  RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(2, &registry));
+  session.initialize();
+  CHECK(session.resolved_tuning()[0].source == TuningSource::portable_default);
+  CHECK(std::get<int64_t>(session.resolved_tuning()[0].values.at("parallel.minimum_elements")) == 32768);
+}
+
+TEST_CASE("invalid_published_values_fall_back_to_defaults") {
+  TuningRegistry registry;
+  registry.publish({{abs_float_key(), 2, {{"parallel.minimum_elements", int64_t{-5}}}}});
+  RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(2, &registry));
+  session.initialize();
+  CHECK(session.resolved_tuning()[0].source == TuningSource::portable_default);
+}
+
+TEST_CASE("unsupported_nodes_are_all_listed_at_creation") {
+  const char* text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[4] x, string[4] s) => (float[4] y, float[4] z, string[4] t) {\n"
+      "  a = FancyOp(x)\n  y = Abs(a)\n  z = OtherOp(x)\n  t = Identity(s)\n}";
+  std::string message;
+  try {
+    RuntimeSession session(test::parse(text));
+    FAIL("created");
+  } catch (const UnsupportedError& e) {
+    message = e.what();
+  }
+  CHECK(message.find("FancyOp") != std::string::npos);
+  CHECK(message.find("OtherOp") != std::string::npos);
+}
+
+TEST_CASE("unsupported_element_type_names_node_and_type") {
+  const char* text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (bool[4] x) => (bool[4] y) { y = Abs(x) }";
+  auto message = error_of([&] { RuntimeSession session(test::parse(text)); });
+  CHECK(message.find("Abs node") != std::string::npos);
+  CHECK(message.find("bool") != std::string::npos);
+}
+
+TEST_CASE("missing_input_names_input_and_type") {
+  RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(1, nullptr));
+  RuntimeContext context;
+  auto message = error_of([&] { session.run(context); });
+  CHECK(message.find("missing input 'x'") != std::string::npos);
+  CHECK(message.find("float[N]") != std::string::npos);
+  CHECK_THROWS_AS(session.run(context), InputError);
+}
+
+TEST_CASE("input_of_wrong_type_or_rank_is_rejected") {
+  RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(1, nullptr));
+  RuntimeContext context;
+  context.set("x", Tensor(ElementType::float64, {4}));
+  auto message = error_of([&] { session.run(context); });
+  CHECK(message.find("input 'x' must be float[N]") != std::string::npos);
+  context.set("x", Tensor(ElementType::float32, {2, 2}));
+  message = error_of([&] { session.run(context); });
+  CHECK(message.find("rank 1") != std::string::npos);
+}
+
+TEST_CASE("fixed_dimension_mismatch_and_symbol_conflict") {
+  const char* text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[N, 3] a, float[N, 3] b) => (float[N, 3] y) { y = Add(a, b) }";
+  RuntimeSession session(test::parse(text), options_with(1, nullptr));
+  RuntimeContext context;
+  context.set("a", Tensor(ElementType::float32, {2, 4}));
+  context.set("b", Tensor(ElementType::float32, {2, 3}));
+  CHECK(error_of([&] { session.run(context); }).find("dimension 1 must be 3") != std::string::npos);
+  context.set("a", Tensor(ElementType::float32, {2, 3}));
+  context.set("b", Tensor(ElementType::float32, {5, 3}));
+  CHECK(error_of([&] { session.run(context); }).find("'N'") != std::string::npos);
+}
+
+TEST_CASE("broadcast_mismatch_names_node_and_shapes") {
+  const char* text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[A, B] a, float[C] b) => (float[A, B] y) { y = Add(a, b) }";
+  RuntimeSession session(test::parse(text), options_with(1, nullptr));
+  RuntimeContext context;
+  context.set("a", Tensor(ElementType::float32, {2, 3}));
+  context.set("b", Tensor(ElementType::float32, {4}));
+  auto message = error_of([&] { session.run(context); });
+  CHECK(message.find("Add node") != std::string::npos);
+  CHECK(message.find("[2, 3]") != std::string::npos);
+  CHECK(message.find("[4]") != std::string::npos);
+  CHECK_THROWS_AS(session.run(context), InputError);
+}
+
+TEST_CASE("add_broadcasts_like_numpy") {
+  const char* text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[A, 1, C] a, float[B, 1] b) => (float[A, B, C] y) { y = Add(a, b) }";
+  RuntimeSession session(test::parse(text), options_with(1, nullptr));
+  RuntimeContext context;
+  context.set("a", filled({2, 1, 3}, 0, 1));      // a[i,0,k] = 3i + k
+  context.set("b", filled({4, 1}, 100, 100));     // b[j,0] = 100 + 100j
+  session.run(context);
+  const Tensor& y = context.get("y");
+  REQUIRE(y.shape() == Shape{2, 4, 3});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 3; ++k)
+        CHECK(y.data<float>()[(i * 4 + j) * 3 + k] == static_cast<float>(3 * i + k + 100 + 100 * j));
+}
+
+TEST_CASE("nodes_out_of_order_initializers_and_constants") {
+  const char* text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[3] x) => (float[3] y) <float[3] w = {1, 2, 3}> {\n"
+      "  y = Mul(t, k)\n  t = Sub(x, w)\n  k = Constant <value = float[1] {-2}> ()\n}";
+  RuntimeSession session(test::parse(text), options_with(1, nullptr));
+  RuntimeContext context;
+  context.set("x", filled({3}, 10, 10));  // 10 20 30
+  session.run(context);
+  const Tensor& y = context.get("y");
+  CHECK(y.data<float>()[0] == -18.0f);
+  CHECK(y.data<float>()[1] == -36.0f);
+  CHECK(y.data<float>()[2] == -54.0f);
+}
+
+TEST_CASE("graph_cycle_and_dangling_input_are_model_errors") {
+  const char* cycle =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[3] x) => (float[3] y) { a = Add(x, b)\n b = Abs(a)\n y = Abs(b) }";
+  CHECK(error_of([&] { RuntimeSession s(test::parse(cycle)); }).find("cycle") != std::string::npos);
+  const char* dangling =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[3] x) => (float[3] y) { y = Add(x, nowhere) }";
+  CHECK(error_of([&] { RuntimeSession s(test::parse(dangling)); }).find("'nowhere'") != std::string::npos);
+}
+
+TEST_CASE("integer_division_by_zero_is_an_input_error_not_a_crash") {
+  const char* text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (int32[2] a, int32[2] b) => (int32[2] y) { y = Div(a, b) }";
+  RuntimeSession session(test::parse(text), options_with(2, nullptr));
+  RuntimeContext context;
+  Tensor a(ElementType::int32, {2});
+  Tensor b(ElementType::int32, {2});
+  a.data<int32_t>()[0] = 7;
+  b.data<int32_t>()[0] = 2;
+  context.set("a", a);
+  context.set("b", b);
+  auto message = error_of([&] { session.run(context); });
+  CHECK(message.find("Div node") != std::string::npos);
+  CHECK(message.find("division by zero") != std::string::npos);
+}
+
+TEST_CASE("steady_state_reuses_output_buffer") {
+  RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(1, nullptr));
+  RuntimeContext context;
+  context.set("x", filled({64}, -3, 0.1f));
+  session.run(context);
+  const void* first = context.get("y").raw_data();
+  session.run(context);
+  CHECK(context.get("y").raw_data() == first);
+  Tensor held = context.get("y");  // a caller holding the result forces a fresh buffer
+  session.run(context);
+  CHECK(context.get("y").raw_data() != held.raw_data());
+  CHECK(held.data<float>()[0] == doctest::Approx(3.0));
+}
+
+TEST_CASE("bit_exact_serial_and_parallel_across_threads_and_block_edges") {
+  const char* text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[N] a, float[N] b, float[1] s) => (float[N] y, float[N] z, float[N] w) {\n"
+      "  y = Abs(a)\n  z = Add(a, b)\n  w = Div(a, s)\n}";
+  Model model = test::parse(text);
+  TuningRegistry registry;
+  std::vector<PublishedProfile> always_parallel;
+  for (const char* op : {"Abs", "Add", "Div"}) {
+    const KernelDef* def = cpu_kernel_table().choose("", op, 17, ElementType::float32, host_cpu_features()).def;
+    for (int threads = 1; threads <= 4; ++threads)
+      always_parallel.push_back({def->schema.key, threads, {{"parallel.minimum_elements", int64_t{1}}}});
+  }
+  registry.publish(always_parallel);
+  for (int64_t n : {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000, 4099}) {
+    Tensor a(ElementType::float32, {n});
+    Tensor b(ElementType::float32, {n});
+    for (int64_t i = 0; i < n; ++i) {
+      a.data<float>()[i] = std::sin(static_cast<float>(i)) * 1e3f;
+      b.data<float>()[i] = std::cos(static_cast<float>(i) * 0.37f);
+    }
+    Tensor s(ElementType::float32, {1});
+    s.data<float>()[0] = 3.7f;
+    Tensor reference[3];
+    for (int threads = 1; threads <= 4; ++threads) {
+      CAPTURE(n);
+      CAPTURE(threads);
+      RuntimeSession session(model, options_with(threads, &registry));
+      RuntimeContext context;
+      context.set("a", a);
+      context.set("b", b);
+      context.set("s", s);
+      session.run(context);
+      const char* names[] = {"y", "z", "w"};
+      for (int k = 0; k < 3; ++k) {
+        if (threads == 1) {
+          reference[k] = context.get(names[k]).clone();
+          continue;
+        }
+        CHECK(bitwise_equal(context.get(names[k]), reference[k]));
+      }
+    }
+  }
+}
+
+TEST_CASE("collector_records_only_up_to_capacity_per_session") {
+  auto collector = std::make_shared<ParallelRegionCollector>(2);
+  RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(1, nullptr, collector));
+  RuntimeContext context;
+  context.set("x", filled({8}, -1, 0.5f));
+  for (int i = 0; i < 5; ++i) session.run(context);
+  auto report = session.parallel_region_report();
+  CHECK(report.events.size() == 2);
+  CHECK(report.dropped_events == 3);
+  CHECK(report.events[0].label.find("Abs") == 0);
+  CHECK(report.events[0].iterations == 8);
+}
