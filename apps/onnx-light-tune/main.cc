@@ -64,6 +64,13 @@ int run_main(int argc, char** argv) {
   app.add_option("--color", context.color, "Colour in human output: auto (default; honours NO_COLOR), always, never")
       ->transform(CLI::CheckedTransformer(color_names, CLI::ignore_case));
 
+  register_list(app, context);
+  register_propose(app, context);
+  register_set(app, context);
+  register_inspect(app, context);
+  register_load(app, context);
+  register_remove(app, context);
+  register_calibrate(app, context);
   register_run(app, context);
 
   // --version works without a verb.

@@ -15,6 +15,8 @@
 #include "onnx_light/runtime/npy.h"
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tensor_format.h"
+#include "cli_common.h"
+#include "onnx_light/tune/operations.h"
 #include "run_inputs.h"
 #include "verbs.h"
 
@@ -55,6 +57,14 @@ Latency summarize(std::vector<double> samples) {
 int run_verb(const RunOptions& o, AppContext& context) {
   using namespace runtime;
   Model model = load_model_file(o.model_path);
+  // Sessions resolve tuning from the registry, so publish this host's cached profiles first.
+  tune::LoadOptions load;
+  load.path = context.cache_path;
+  load.num_threads = effective_threads(RuntimeParameters(o.threads));
+  tune::LoadReport loaded = tune::load_kernel_tuning_cache(load, operation_context(context));
+  for (const auto& d : loaded.diagnostics) spdlog::warn("{}", d.message);
+  spdlog::info("tuning cache {}: {}, {} profile(s) published", loaded.path, tune::file_status_name(loaded.status),
+               loaded.published_profiles);
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(o.threads);
   if (o.profile) options.parallel_region_collector = std::make_shared<ParallelRegionCollector>(4096);

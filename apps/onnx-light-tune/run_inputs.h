@@ -11,8 +11,4 @@ namespace onnx_light::cli {
 void bind_cli_inputs(const runtime::RuntimeSession& session, const std::vector<std::string>& specs,
                      const std::vector<std::string>& dims, runtime::RuntimeContext& context);
 
-// Deterministic test data: floats uniform in [-1, 1) (xorshift32, as the peer harness), small
-// integers, random booleans.
-runtime::Tensor random_tensor(runtime::ElementType type, const runtime::Shape& shape, uint32_t seed);
-
 }  // namespace onnx_light::cli

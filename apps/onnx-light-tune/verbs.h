@@ -7,5 +7,12 @@
 namespace onnx_light::cli {
 
 void register_run(CLI::App& app, AppContext& context);
+void register_list(CLI::App& app, AppContext& context);
+void register_propose(CLI::App& app, AppContext& context);
+void register_set(CLI::App& app, AppContext& context);
+void register_inspect(CLI::App& app, AppContext& context);
+void register_load(CLI::App& app, AppContext& context);
+void register_remove(CLI::App& app, AppContext& context);
+void register_calibrate(CLI::App& app, AppContext& context);
 
 }  // namespace onnx_light::cli

@@ -545,10 +545,19 @@ void write_npy(const std::filesystem::path& path, const Tensor& tensor) {
   const std::string preamble = npy_preamble(tensor, origin);  // validate before touching the file
   FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
   if (fd.get() < 0) throw IoError(fmt::format("{}: cannot create: {}", origin, errno_text(errno)));
-  write_all(fd.get(), preamble.data(), preamble.size(), path);
-  const auto data = tensor.bytes();
-  if (!data.empty()) write_all(fd.get(), data.data(), data.size(), path);
-  if (::close(fd.release()) != 0) throw IoError(fmt::format("{}: cannot write: {}", origin, errno_text(errno)));
+  struct stat st {};
+  const bool regular = ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode);
+  try {
+    write_all(fd.get(), preamble.data(), preamble.size(), path);
+    const auto data = tensor.bytes();
+    if (!data.empty()) write_all(fd.get(), data.data(), data.size(), path);
+    if (::close(fd.release()) != 0) throw IoError(fmt::format("{}: cannot write: {}", origin, errno_text(errno)));
+  } catch (const IoError&) {
+    // A partial file would later fail as "truncated"; better no file at all (but never unlink a
+    // device or pipe such as /dev/full that we were merely writing into).
+    if (regular) ::unlink(path.c_str());
+    throw;
+  }
 }
 
 }  // namespace onnx_light::runtime

@@ -178,7 +178,7 @@ class ProfileReader {
     read_int(*host, "l3_cache_bytes", "host", h.l3_cache_bytes, 0, kMax, true);
     read_int(*host, "physical_cores", "host", h.physical_cores, 0, kMax, true);
     read_int(*host, "logical_cores", "host", h.logical_cores, 0, kMax, true);
-    read_int(*host, "effective_threads", "host", h.effective_threads, 1, kMax, false);
+    read_int(*host, "effective_threads", "host", h.effective_threads, 1, int64_t{1} << 20, false);
   }
 
   // Unquoted dotted keys (parallel.minimum_elements = 1) parse as nested tables; flattening them

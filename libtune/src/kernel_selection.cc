@@ -31,7 +31,9 @@ bool KeySelection::matches(const TuningKey& key) const {
   return !device || *device == key.device;
 }
 
-bool is_calibratable(const TuningSchema& schema) { return schema.has_threshold(); }
+bool is_calibratable(const runtime::KernelDef& def) {
+  return def.schema.has_threshold() && static_cast<bool>(def.calibration_workload);
+}
 
 namespace {
 
@@ -74,7 +76,15 @@ bool SchemaIndex::is_stale(const TuningKey& key) const {
 
 std::vector<const TuningSchema*> select_schemas(const runtime::KernelTable& table, const KeySelection& selection,
                                                 const runtime::CpuFeatures& features) {
-  std::map<TuningKey, const TuningSchema*> chosen;
+  std::vector<const TuningSchema*> result;
+  for (const auto* def : select_definitions(table, selection, features)) result.push_back(&def->schema);
+  return result;
+}
+
+std::vector<const runtime::KernelDef*> select_definitions(const runtime::KernelTable& table,
+                                                          const KeySelection& selection,
+                                                          const runtime::CpuFeatures& features) {
+  std::map<TuningKey, const runtime::KernelDef*> chosen;
   std::map<std::pair<std::string, int32_t>, std::string> dispatched;  // (op, type) -> implementation
   for (const auto& def : table.definitions()) {
     const TuningKey& key = def.schema.key;
@@ -89,7 +99,7 @@ std::vector<const TuningSchema*> select_schemas(const runtime::KernelTable& tabl
     } else if (selection.implementation != kAllImplementations && selection.implementation != key.implementation) {
       continue;
     }
-    chosen.emplace(key, &def.schema);
+    chosen.emplace(key, &def);
   }
   // A kernel the caller named must select something; say why not.
   for (const auto& kernel : selection.kernels) {
@@ -133,9 +143,9 @@ std::vector<const TuningSchema*> select_schemas(const runtime::KernelTable& tabl
                                     kernel, filters.empty() ? "this host's dispatch" : fmt::format("{}", fmt::join(filters, ", ")),
                                     fmt::join(type_names, ", "), fmt::join(implementations, ", ")));
   }
-  std::vector<const TuningSchema*> result;
+  std::vector<const runtime::KernelDef*> result;
   result.reserve(chosen.size());
-  for (const auto& [key, schema] : chosen) result.push_back(schema);
+  for (const auto& [key, def] : chosen) result.push_back(def);
   return result;
 }
 

@@ -441,6 +441,13 @@ TEST_CASE("npy: missing files, directories and unwritable paths raise IoError na
                        doctest::Contains("dir.npy: cannot create"), IoError);
 }
 
+TEST_CASE("npy: a failed write raises IoError and leaves devices alone (/dev/full)") {
+  if (!std::filesystem::is_character_file("/dev/full")) return;  // not every sandbox has it
+  CHECK_THROWS_WITH_AS(write_npy("/dev/full", Tensor(ElementType::float32, {4})),
+                       doctest::Contains("/dev/full: cannot write"), IoError);
+  CHECK(std::filesystem::is_character_file("/dev/full"));
+}
+
 TEST_CASE("npy: read_npy reads from a FIFO (no size up front) and still rejects short data") {
   TempDir dir;
   const auto fifo = dir / "pipe.npy";

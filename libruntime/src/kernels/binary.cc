@@ -1,7 +1,13 @@
 // Binary arithmetic operators with numpy broadcasting.
+#include <cmath>
+
+#include <fmt/format.h>
+
 #include "kernels/elementwise.h"
 #include "kernels/integer_math.h"
 #include "kernels/kernel_families.h"
+#include "kernels/kernel_util.h"
+#include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
 
@@ -24,16 +30,134 @@ struct DivOp {
   T operator()(T a, T b) const { return checked_div(a, b); }
 };
 
+// Integer power by squaring with wrap-around; a negative exponent truncates the real result
+// toward zero (only 1 and -1 keep a non-zero value).
+template <typename T, typename E>
+T integer_power(T base, E exponent) {
+  if constexpr (std::is_signed_v<E>) {
+    if (exponent < 0) {
+      if (base == T(1)) return T(1);
+      if constexpr (std::is_signed_v<T>)
+        if (base == T(-1)) return exponent % 2 != 0 ? T(-1) : T(1);
+      return T(0);
+    }
+  }
+  T result = T(1);
+  auto e = static_cast<std::make_unsigned_t<E>>(exponent);
+  while (e != 0) {
+    if (e & 1u) result = wrap_mul(result, base);
+    base = wrap_mul(base, base);
+    e >>= 1;
+  }
+  return result;
+}
+
+struct PowOp {
+  template <typename A, typename B>
+  A operator()(A a, B b) const {
+    if constexpr (std::is_integral_v<A> && std::is_integral_v<B>) {
+      return integer_power(a, b);
+    } else if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float>) {
+      return std::pow(a, b);
+    } else {
+      // Mixed types compute in double and convert back, as numpy's type promotion does.
+      return saturate_cast<A>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+    }
+  }
+};
+
+struct ModOp {
+  bool fmod = false;
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::fmod(a, b);
+    } else {
+      if (b == T(0)) throw InputError("integer modulo by zero");
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return T(0);  // also avoids INT_MIN % -1
+        T r = static_cast<T>(a % b);
+        // fmod = 0: the result takes the divisor's sign (Python's %).
+        if (!fmod && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+        return r;
+      } else {
+        return static_cast<T>(a % b);
+      }
+    }
+  }
+};
+
+struct BitShiftOp {
+  bool left = true;
+  template <typename T>
+  T operator()(T a, T b) const {
+    if (b >= static_cast<T>(sizeof(T) * 8)) return T(0);  // shifting out every bit, without UB
+    return left ? static_cast<T>(a << b) : static_cast<T>(a >> b);
+  }
+};
+
+struct PReluOp {
+  template <typename T>
+  T operator()(T x, T slope) const { return x < T(0) ? wrap_mul(slope, x) : x; }
+};
+
+// Pow's exponent may have another type than its base: one definition per base type whose
+// factory picks the kernel for the exponent type of this node.
+template <typename T>
+void add_pow(KernelTable& table) {
+  constexpr ElementType type = ElementTraits<T>::type;
+  KernelDef def = make_def("Pow", {7}, type, parallel_threshold_schema(elementwise_key("Pow", type, 1), kDefaultMinimumElements));
+  def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+    check_attributes(info, {});
+    const ElementType exponent = info.input_types.size() > 1 ? info.input_types[1] : ElementType::undefined;
+    std::unique_ptr<Kernel> kernel;
+    for_each_type<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
+                  uint64_t>([&](auto e) {
+      using E = decltype(e);
+      if (ElementTraits<E>::type == exponent)
+        kernel = std::make_unique<BinaryKernel<T, T, PowOp, E>>(PowOp{}, kDefaultMinimumElements);
+    });
+    if (!kernel)
+      throw UnsupportedError(fmt::format("{}: exponent type {} is not supported", info.node_label(),
+                                         element_type_name(exponent)));
+    return kernel;
+  };
+  def.calibration_workload = binary_workload("Pow", type, 17);
+  def.calibration_variants = 3;
+  table.add(std::move(def));
+}
+
 }  // namespace
 
 void register_binary_kernels(KernelTable& table) {
   for_each_type<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
                 uint64_t>([&](auto t) {
     using T = decltype(t);
-    add_binary<T>(table, {"Add", {7}}, stateless(AddOp{}));
-    add_binary<T>(table, {"Sub", {7}}, stateless(SubOp{}));
-    add_binary<T>(table, {"Mul", {7}}, stateless(MulOp{}));
-    add_binary<T>(table, {"Div", {7}}, stateless(DivOp{}));
+    add_binary<T>(table, {"Add", {7}}, no_attributes(AddOp{}));
+    add_binary<T>(table, {"Sub", {7}}, no_attributes(SubOp{}));
+    add_binary<T>(table, {"Mul", {7}}, no_attributes(MulOp{}));
+    add_binary<T>(table, {"Div", {7}}, no_attributes(DivOp{}));
+    add_binary<T>(table, {"Mod", {10}}, [](const KernelCreateInfo& info) {
+      check_attributes(info, {"fmod"});
+      const bool fmod = info.int_attribute("fmod", 0) != 0;
+      if (is_floating_v<T> && !fmod)
+        throw ModelError(fmt::format("{}: attribute 'fmod' must be 1 for floating-point inputs", info.node_label()));
+      return ModOp{fmod};
+    });
+  });
+  for_each_type<float, double, Float16, BFloat16, int32_t, int64_t>([&](auto t) { add_pow<decltype(t)>(table); });
+  for_each_type<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>([&](auto t) {
+    add_binary<decltype(t)>(table, {"PRelu", {7}}, no_attributes(PReluOp{}));
+  });
+  for_each_type<uint8_t, uint16_t, uint32_t, uint64_t>([&](auto t) {
+    add_binary<decltype(t)>(table, {"BitShift", {11}}, [](const KernelCreateInfo& info) {
+      check_attributes(info, {"direction"});
+      const std::string direction = info.string_attribute("direction", "");
+      if (direction != "LEFT" && direction != "RIGHT")
+        throw ModelError(fmt::format("{}: attribute 'direction' must be \"LEFT\" or \"RIGHT\", not \"{}\"",
+                                     info.node_label(), direction));
+      return BitShiftOp{direction == "LEFT"};
+    });
   });
 }
 

@@ -7,6 +7,9 @@ namespace onnx_light::runtime {
 void RegisterCpuKernels(KernelTable& table) {
   kernels::register_unary_kernels(table);
   kernels::register_binary_kernels(table);
+  kernels::register_comparison_logic_kernels(table);
+  kernels::register_variadic_kernels(table);
+  kernels::register_reduce_kernels(table);
   kernels::register_data_movement_kernels(table);
 }
 

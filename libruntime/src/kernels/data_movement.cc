@@ -1,8 +1,20 @@
-// Operators that move or copy data without arithmetic.
+// Operators that move or copy data without arithmetic: Identity, Transpose, Concat, Split,
+// Slice, Gather, GatherElements, Expand, Tile, Trilu. They depend only on the element size,
+// so each is one kernel per size (1, 2, 4, 8 bytes) registered for every element type. Inputs
+// that shape the result (Slice starts, Split sizes, Expand shape, ...) are read at run time.
+#include <algorithm>
 #include <cstring>
+#include <limits>
+#include <numeric>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kernels/broadcast.h"
 #include "kernels/elementwise.h"
 #include "kernels/kernel_families.h"
+#include "kernels/kernel_util.h"
+#include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
 
@@ -23,6 +35,461 @@ class IdentityKernel final : public ThresholdKernel {
   }
 };
 
+// Copies `units` blocks in parallel; block(u) returns {dst, src, bytes}.
+struct BlockCopy {
+  std::byte* dst;
+  const std::byte* src;
+  std::size_t bytes;
+};
+template <typename Block>
+void copy_blocks(KernelExecution& execution, int64_t units, int threads, Block&& block) {
+  execution.parallel_for(units, 1, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      BlockCopy b = block(u);
+      if (b.bytes > 0) std::memcpy(b.dst, b.src, b.bytes);
+    }
+  });
+}
+
+int64_t product(const Shape& shape, std::size_t begin, std::size_t end) {
+  int64_t p = 1;
+  for (std::size_t d = begin; d < end; ++d) p *= shape[d];
+  return p;
+}
+
+template <typename U>
+class TransposeKernel final : public ThresholdKernel {
+ public:
+  explicit TransposeKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"perm"});
+    perm_ = info.ints_attribute("perm");
+    has_perm_ = info.has_attribute("perm");
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const std::size_t rank = x.rank();
+    std::vector<int64_t> perm = perm_;
+    if (!has_perm_) {
+      perm.resize(rank);
+      for (std::size_t d = 0; d < rank; ++d) perm[d] = static_cast<int64_t>(rank - 1 - d);
+    }
+    if (perm.size() != rank)
+      throw InputError(fmt::format("{}: perm {} does not match input rank {}", execution.label(), perm, rank));
+    std::vector<bool> used(rank, false);
+    const std::vector<int64_t> in_strides = row_major_strides(x.shape());
+    Shape out_shape(rank);
+    std::vector<int64_t> strides(rank);
+    for (std::size_t d = 0; d < rank; ++d) {
+      const auto p = static_cast<std::size_t>(normalize_axis(perm[d], static_cast<int64_t>(rank), execution.label(), "perm"));
+      if (used[p]) throw InputError(fmt::format("{}: perm {} repeats axis {}", execution.label(), perm, p));
+      used[p] = true;
+      out_shape[d] = x.shape()[p];
+      strides[d] = in_strides[p];
+    }
+    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    const int64_t n = y.element_count();
+    if (n == 0) return;
+    copy_with_plan(execution, strided_plan(out_shape, strides), x.data<U>(), y.data<U>(), n, admitted(n, execution));
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+  bool has_perm_ = false;
+};
+
+class ConcatKernel final : public ThresholdKernel {
+ public:
+  explicit ConcatKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"axis"});
+    if (!info.has_attribute("axis") && info.opset >= 4)
+      throw ModelError(fmt::format("{}: attribute 'axis' is required", info.node_label()));
+    axis_ = info.int_attribute("axis", 1);
+  }
+  void run(KernelExecution& execution) override {
+    const std::size_t count = execution.input_count();
+    const Tensor& first = execution.required_input(0);
+    const int64_t rank = static_cast<int64_t>(first.rank());
+    const auto axis = static_cast<std::size_t>(normalize_axis(axis_, rank, execution.label()));
+    Shape out_shape = first.shape();
+    out_shape[axis] = 0;
+    std::vector<const Tensor*> inputs;
+    for (std::size_t k = 0; k < count; ++k) {
+      const Tensor& t = execution.required_input(k);
+      check_input_type(execution, k, t, first.element_type());
+      bool fits = t.rank() == first.rank();
+      for (std::size_t d = 0; fits && d < t.rank(); ++d) fits = d == axis || t.shape()[d] == first.shape()[d];
+      if (!fits)
+        throw InputError(fmt::format("{}: input {} has shape {}, which does not concatenate with {} on axis {}",
+                                     execution.label(), k, shape_to_string(t.shape()), shape_to_string(first.shape()), axis));
+      out_shape[axis] += t.shape()[axis];
+      inputs.push_back(&t);
+    }
+    Tensor& y = execution.output(0, first.element_type(), out_shape);
+    const std::size_t size = element_size(first.element_type());
+    const int64_t outer = product(out_shape, 0, axis);
+    const int64_t inner = product(out_shape, axis + 1, out_shape.size()) * static_cast<int64_t>(size);
+    std::vector<int64_t> begin_of(count);  // bytes from the start of an output row
+    int64_t row = 0;
+    for (std::size_t k = 0; k < count; ++k) {
+      begin_of[k] = row;
+      row += inputs[k]->shape()[axis] * inner;
+    }
+    auto* out = static_cast<std::byte*>(y.raw_data());
+    const auto k_count = static_cast<int64_t>(count);
+    copy_blocks(execution, outer * k_count, admitted(y.element_count(), execution), [&](int64_t u) {
+      const int64_t o = u / k_count;
+      const auto k = static_cast<std::size_t>(u % k_count);
+      const int64_t bytes = inputs[k]->shape()[axis] * inner;
+      return BlockCopy{out + o * row + begin_of[k], static_cast<const std::byte*>(inputs[k]->raw_data()) + o * bytes,
+                       static_cast<std::size_t>(bytes)};
+    });
+  }
+
+ private:
+  int64_t axis_ = 0;
+};
+
+// Split sizes: input 1 (opset 13+), the `split` attribute (before 13), num_outputs (18+), or
+// equal parts for every output.
+class SplitKernel final : public ThresholdKernel {
+ public:
+  explicit SplitKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    if (info.opset >= 18) check_attributes(info, {"axis", "num_outputs"});
+    else if (info.opset >= 13) check_attributes(info, {"axis"});
+    else check_attributes(info, {"axis", "split"});
+    axis_ = info.int_attribute("axis", 0);
+    split_ = info.ints_attribute("split");
+    sizes_from_input_ = info.opset >= 13;
+    num_outputs_ = info.int_attribute("num_outputs", 0);
+    if (num_outputs_ != 0 && num_outputs_ != info.node.output_size())
+      throw ModelError(fmt::format("{}: num_outputs = {} but the node has {} outputs", info.node_label(), num_outputs_,
+                                   info.node.output_size()));
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    const auto axis = static_cast<std::size_t>(normalize_axis(axis_, rank, execution.label()));
+    const int64_t dim = x.shape()[axis];
+    const auto outputs = static_cast<int64_t>(execution.output_count());
+    std::vector<int64_t> sizes = split_;
+    if (sizes_from_input_)
+      if (const Tensor* s = execution.input(1)) sizes = read_int64_values(*s, execution.label(), "split");
+    if (sizes.empty()) {
+      // Equal parts; with num_outputs (opset 18) the last part may be smaller.
+      const int64_t part = num_outputs_ != 0 ? (dim + outputs - 1) / outputs : dim / outputs;
+      if (num_outputs_ == 0 && dim % outputs != 0)
+        throw InputError(fmt::format("{}: axis {} of size {} cannot be split into {} equal parts", execution.label(),
+                                     axis, dim, outputs));
+      for (int64_t k = 0; k < outputs; ++k) sizes.push_back(std::max<int64_t>(0, std::min(part, dim - k * part)));
+    }
+    if (static_cast<int64_t>(sizes.size()) != outputs ||
+        std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim ||
+        std::any_of(sizes.begin(), sizes.end(), [](int64_t s) { return s < 0; }))
+      throw InputError(fmt::format("{}: split sizes {} do not divide axis {} of size {} into {} outputs",
+                                   execution.label(), sizes, axis, dim, outputs));
+    const std::size_t size = element_size(x.element_type());
+    const int64_t outer = product(x.shape(), 0, axis);
+    const int64_t inner = product(x.shape(), axis + 1, x.rank()) * static_cast<int64_t>(size);
+    std::vector<std::byte*> out(sizes.size());
+    std::vector<int64_t> begin_of(sizes.size());
+    int64_t row = 0;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      Shape shape = x.shape();
+      shape[axis] = sizes[k];
+      out[k] = static_cast<std::byte*>(execution.output(k, x.element_type(), shape).raw_data());
+      begin_of[k] = row;
+      row += sizes[k] * inner;
+    }
+    const auto* in = static_cast<const std::byte*>(x.raw_data());
+    copy_blocks(execution, outer * outputs, admitted(x.element_count(), execution), [&](int64_t u) {
+      const int64_t o = u / outputs;
+      const auto k = static_cast<std::size_t>(u % outputs);
+      const int64_t bytes = sizes[k] * inner;
+      return BlockCopy{out[k] + o * bytes, in + o * row + begin_of[k], static_cast<std::size_t>(bytes)};
+    });
+  }
+
+ private:
+  int64_t axis_ = 0;
+  std::vector<int64_t> split_;
+  bool sizes_from_input_ = false;
+  int64_t num_outputs_ = 0;
+};
+
+// Slice: starts/ends/axes attributes before opset 10, inputs 1-4 (starts, ends, axes, steps) after.
+template <typename U>
+class SliceKernel final : public ThresholdKernel {
+ public:
+  explicit SliceKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    from_inputs_ = info.opset >= 10;
+    if (from_inputs_) {
+      check_attributes(info, {});
+    } else {
+      check_attributes(info, {"starts", "ends", "axes"});
+      starts_ = info.ints_attribute("starts");
+      ends_ = info.ints_attribute("ends");
+      axes_ = info.ints_attribute("axes");
+    }
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const std::string& label = execution.label();
+    std::vector<int64_t> starts = starts_, ends = ends_, axes = axes_, steps;
+    if (from_inputs_) {
+      starts = read_int64_values(execution.required_input(1), label, "starts");
+      ends = read_int64_values(execution.required_input(2), label, "ends");
+      if (const Tensor* a = execution.input(3)) axes = read_int64_values(*a, label, "axes");
+      if (const Tensor* s = execution.input(4)) steps = read_int64_values(*s, label, "steps");
+    }
+    if (axes.empty())
+      for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      throw InputError(fmt::format("{}: starts {}, ends {}, axes {} and steps {} must have the same length", label,
+                                   starts, ends, axes, steps));
+    const std::size_t rank = x.rank();
+    const std::vector<int64_t> in_strides = row_major_strides(x.shape());
+    Shape out_shape = x.shape();
+    std::vector<int64_t> strides = in_strides;
+    std::vector<bool> seen(rank, false);
+    int64_t offset = 0;
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      const auto a = static_cast<std::size_t>(normalize_axis(axes[i], static_cast<int64_t>(rank), label, "axes"));
+      if (seen[a]) throw InputError(fmt::format("{}: axis {} is sliced twice", label, a));
+      seen[a] = true;
+      const int64_t dim = x.shape()[a];
+      const int64_t step = steps[i];
+      if (step == 0) throw InputError(fmt::format("{}: step 0 on axis {}", label, a));
+      int64_t start = starts[i], end = ends[i];
+      if (start < 0) start = start < -dim ? 0 : start + dim;
+      if (end < 0) end = end < -dim ? -1 : end + dim;
+      int64_t count = 0;
+      if (dim == 0) {
+        count = 0;
+      } else if (step > 0) {
+        start = std::clamp<int64_t>(start, 0, dim);
+        end = std::clamp<int64_t>(end, 0, dim);
+        count = end > start ? (end - start - 1) / step + 1 : 0;
+      } else {
+        // Negative steps walk from start (at most dim-1) down to just above end (at least -1).
+        start = std::clamp<int64_t>(start, 0, dim - 1);
+        end = std::clamp<int64_t>(end, -1, dim - 1);
+        const int64_t stride = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
+        count = start > end ? (start - end - 1) / stride + 1 : 0;
+      }
+      out_shape[a] = count;
+      if (count > 0) offset += start * in_strides[a];
+      strides[a] = count > 1 ? in_strides[a] * step : 0;  // |step| < dim here, so no overflow
+    }
+    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    const int64_t n = y.element_count();
+    if (n == 0) return;
+    copy_with_plan(execution, strided_plan(out_shape, strides), x.data<U>() + offset, y.data<U>(), n,
+                   admitted(n, execution));
+  }
+
+ private:
+  bool from_inputs_ = true;
+  std::vector<int64_t> starts_, ends_, axes_;
+};
+
+// Reads int32/int64 indices, wraps negatives and checks the range once, before any copying.
+std::vector<int64_t> checked_indices(const Tensor& indices, int64_t dim, const std::string& label) {
+  std::vector<int64_t> values = read_int64_values(indices, label, "indices");
+  for (int64_t& v : values) {
+    if (v < -dim || v >= dim)
+      throw InputError(fmt::format("{}: index {} is out of range for an axis of size {}", label, v, dim));
+    if (v < 0) v += dim;
+  }
+  return values;
+}
+
+class GatherKernel final : public ThresholdKernel {
+ public:
+  explicit GatherKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"axis"});
+    axis_ = info.int_attribute("axis", 0);
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const Tensor& indices = execution.required_input(1);
+    const auto axis = static_cast<std::size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank()), execution.label()));
+    const std::vector<int64_t> index = checked_indices(indices, x.shape()[axis], execution.label());
+    Shape out_shape(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+    out_shape.insert(out_shape.end(), indices.shape().begin(), indices.shape().end());
+    out_shape.insert(out_shape.end(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape().end());
+    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    const auto size = static_cast<int64_t>(element_size(x.element_type()));
+    const int64_t outer = product(x.shape(), 0, axis);
+    const int64_t inner = product(x.shape(), axis + 1, x.rank()) * size;
+    const int64_t dim = x.shape()[axis];
+    const auto count = static_cast<int64_t>(index.size());
+    const auto* in = static_cast<const std::byte*>(x.raw_data());
+    auto* out = static_cast<std::byte*>(y.raw_data());
+    copy_blocks(execution, outer * count, admitted(y.element_count(), execution), [&](int64_t u) {
+      const int64_t o = u / count;
+      const int64_t i = u % count;
+      return BlockCopy{out + u * inner, in + (o * dim + index[static_cast<std::size_t>(i)]) * inner,
+                       static_cast<std::size_t>(inner)};
+    });
+  }
+
+ private:
+  int64_t axis_ = 0;
+};
+
+template <typename U>
+class GatherElementsKernel final : public ThresholdKernel {
+ public:
+  explicit GatherElementsKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"axis"});
+    axis_ = info.int_attribute("axis", 0);
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const Tensor& indices = execution.required_input(1);
+    const std::string& label = execution.label();
+    if (indices.rank() != x.rank())
+      throw InputError(fmt::format("{}: indices {} must have the rank of data {}", label,
+                                   shape_to_string(indices.shape()), shape_to_string(x.shape())));
+    const auto axis = static_cast<std::size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank()), label));
+    for (std::size_t d = 0; d < x.rank(); ++d)
+      if (d != axis && indices.shape()[d] > x.shape()[d])
+        throw InputError(fmt::format("{}: indices {} exceed data {} on axis {}", label, shape_to_string(indices.shape()),
+                                     shape_to_string(x.shape()), d));
+    const std::vector<int64_t> index = checked_indices(indices, x.shape()[axis], label);
+    Tensor& y = execution.output(0, x.element_type(), indices.shape());
+    const std::vector<int64_t> strides = row_major_strides(x.shape());
+    const U* in = x.data<U>();
+    U* out = y.data<U>();
+    const Shape& shape = indices.shape();
+    execution.parallel_for(y.element_count(), cache_line_grain<U>(), admitted(y.element_count(), execution),
+                           [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        int64_t rest = o, offset = 0;
+        for (std::size_t d = shape.size(); d-- > 0;) {
+          const int64_t i = rest % shape[d];
+          rest /= shape[d];
+          offset += (d == axis ? index[static_cast<std::size_t>(o)] : i) * strides[d];
+        }
+        out[o] = in[offset];
+      }
+    });
+  }
+
+ private:
+  int64_t axis_ = 0;
+};
+
+template <typename U>
+class ExpandKernel final : public ThresholdKernel {
+ public:
+  explicit ExpandKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {});
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const Shape target = read_int64_values(execution.required_input(1), execution.label(), "shape");
+    const Shape out_shape = broadcast_shapes(x.shape(), target, execution.label());
+    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    const int64_t n = y.element_count();
+    if (n == 0) return;
+    copy_with_plan(execution, strided_plan(out_shape, broadcast_strides(x.shape(), out_shape)), x.data<U>(),
+                   y.data<U>(), n, admitted(n, execution));
+  }
+};
+
+// Tile: output dims r*d walked as [r, d] pairs with input strides [0, stride].
+template <typename U>
+class TileKernel final : public ThresholdKernel {
+ public:
+  explicit TileKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {});
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const std::vector<int64_t> repeats = read_int64_values(execution.required_input(1), execution.label(), "repeats");
+    if (repeats.size() != x.rank() || std::any_of(repeats.begin(), repeats.end(), [](int64_t r) { return r < 0; }))
+      throw InputError(fmt::format("{}: repeats {} must be {} non-negative values", execution.label(), repeats, x.rank()));
+    const std::vector<int64_t> in_strides = row_major_strides(x.shape());
+    Shape out_shape, walk_shape;
+    std::vector<int64_t> walk_strides;
+    for (std::size_t d = 0; d < x.rank(); ++d) {
+      out_shape.push_back(x.shape()[d] * repeats[d]);
+      walk_shape.insert(walk_shape.end(), {repeats[d], x.shape()[d]});
+      walk_strides.insert(walk_strides.end(), {0, in_strides[d]});
+    }
+    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    const int64_t n = y.element_count();
+    if (n == 0) return;
+    copy_with_plan(execution, strided_plan(walk_shape, walk_strides), x.data<U>(), y.data<U>(), n,
+                   admitted(n, execution));
+  }
+};
+
+// Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two dims.
+template <typename U>
+class TriluKernel final : public ThresholdKernel {
+ public:
+  explicit TriluKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"upper"});
+    upper_ = info.int_attribute("upper", 1) != 0;
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    if (x.rank() < 2) throw InputError(fmt::format("{}: input must have rank 2 or more", execution.label()));
+    int64_t k = 0;
+    if (const Tensor* kt = execution.input(1)) {
+      const std::vector<int64_t> values = read_int64_values(*kt, execution.label(), "k");
+      if (values.size() != 1) throw InputError(fmt::format("{}: k must be a scalar", execution.label()));
+      k = values[0];
+    }
+    Tensor& y = execution.output(0, x.element_type(), x.shape());
+    const int64_t rows = x.shape()[x.rank() - 2];
+    const int64_t cols = x.shape()[x.rank() - 1];
+    const U* in = x.data<U>();
+    U* out = y.data<U>();
+    const int64_t lines = cols == 0 ? 0 : x.element_count() / cols;
+    execution.parallel_for(lines, 1, admitted(x.element_count(), execution), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t i = r % rows;
+        for (int64_t j = 0; j < cols; ++j) {
+          const bool keep = upper_ ? j - i >= k : j - i <= k;
+          out[r * cols + j] = keep ? in[r * cols + j] : U(0);
+        }
+      }
+    });
+  }
+
+ private:
+  bool upper_ = true;
+};
+
+// One definition per element type; Kernel<U> is chosen by the element size.
+template <template <typename> class K>
+void add_sized(KernelTable& table, const std::string& op_type, OpsetRange opsets) {
+  for (ElementType type : supported_element_types()) {
+    KernelDef def = make_def(op_type, opsets, type,
+                             parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements));
+    def.create = [type](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      std::unique_ptr<Kernel> kernel;
+      dispatch_element_size(element_size(type), [&](auto u) { kernel = std::make_unique<K<decltype(u)>>(info); });
+      return kernel;
+    };
+    table.add(std::move(def));
+  }
+}
+
+template <typename K>
+void add_bytewise(KernelTable& table, const std::string& op_type, OpsetRange opsets) {
+  for (ElementType type : supported_element_types()) {
+    KernelDef def = make_def(op_type, opsets, type,
+                             parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements));
+    def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<K>(info); };
+    table.add(std::move(def));
+  }
+}
+
 }  // namespace
 
 void register_data_movement_kernels(KernelTable& table) {
@@ -32,11 +499,22 @@ void register_data_movement_kernels(KernelTable& table) {
     def.since_version = 1;
     def.element_type = type;
     def.schema = parallel_threshold_schema(elementwise_key("Identity", type, 1), kDefaultMinimumElements);
-    def.create = [](const KernelCreateInfo&) -> std::unique_ptr<Kernel> {
+    def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      check_attributes(info, {});
       return std::make_unique<IdentityKernel>(kDefaultMinimumElements);
     };
+    def.calibration_workload = unary_workload("Identity", type, 17);
     table.add(std::move(def));
   }
+  add_sized<TransposeKernel>(table, "Transpose", {1});
+  add_sized<SliceKernel>(table, "Slice", {1});
+  add_sized<GatherElementsKernel>(table, "GatherElements", {11});
+  add_sized<ExpandKernel>(table, "Expand", {8});
+  add_sized<TileKernel>(table, "Tile", {6});
+  add_sized<TriluKernel>(table, "Trilu", {14});
+  add_bytewise<ConcatKernel>(table, "Concat", {1});
+  add_bytewise<SplitKernel>(table, "Split", {2});
+  add_bytewise<GatherKernel>(table, "Gather", {1});
 }
 
 }  // namespace onnx_light::runtime::kernels

@@ -42,6 +42,14 @@ class ThresholdKernel : public Kernel {
   int64_t minimum_elements_;
 };
 
+// An op whose parameters come from inputs read at run time (Clip's bounds) has
+// `Op bind(const KernelExecution&) const`; the kernel binds once per run, before the loop.
+template <typename Op>
+Op bind_op(const Op& op, const KernelExecution& execution) {
+  if constexpr (requires { op.bind(execution); }) return op.bind(execution);
+  else return op;
+}
+
 // y = op(x), same shape. Op maps compute_t<In> to compute_t<Out>.
 template <typename In, typename Out, typename Op>
 class UnaryKernel final : public ThresholdKernel {
@@ -49,12 +57,13 @@ class UnaryKernel final : public ThresholdKernel {
   UnaryKernel(Op op, int64_t minimum_elements) : ThresholdKernel(minimum_elements), op_(std::move(op)) {}
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
+    const Op op = bind_op(op_, execution);
     Tensor& y = execution.output(0, ElementTraits<Out>::type, x.shape());
     const In* in = x.data<In>();
     Out* out = y.data<Out>();
     const int64_t n = x.element_count();
     execution.parallel_for(n, cache_line_grain<Out>(), admitted(n, execution), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) out[i] = store<Out>(op_(load<In>(in[i])));
+      for (int64_t i = begin; i < end; ++i) out[i] = store<Out>(op(load<In>(in[i])));
     });
   }
 
@@ -62,18 +71,23 @@ class UnaryKernel final : public ThresholdKernel {
   Op op_;
 };
 
-// y = op(a, b) with numpy broadcasting. Op maps (compute_t<In>, compute_t<In>) to compute_t<Out>.
-template <typename In, typename Out, typename Op>
+// Throws InputError when an input's element type is not the one the kernel was built for.
+void check_input_type(const KernelExecution& execution, std::size_t index, const Tensor& t, ElementType expected);
+
+// y = op(a, b) with numpy broadcasting. Op maps (compute_t<In>, compute_t<InB>) to compute_t<Out>;
+// InB differs from In only for mixed-type operators (Pow's exponent).
+template <typename In, typename Out, typename Op, typename InB = In>
 class BinaryKernel final : public ThresholdKernel {
  public:
   BinaryKernel(Op op, int64_t minimum_elements) : ThresholdKernel(minimum_elements), op_(std::move(op)) {}
   void run(KernelExecution& execution) override {
     const Tensor& a = execution.required_input(0);
     const Tensor& b = execution.required_input(1);
+    check_input_type(execution, 1, b, ElementTraits<InB>::type);
     Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), execution.label());
     Tensor& y = execution.output(0, ElementTraits<Out>::type, shape);
     const In* pa = a.data<In>();
-    const In* pb = b.data<In>();
+    const InB* pb = b.data<InB>();
     Out* out = y.data<Out>();
     const int64_t n = y.element_count();
     const int64_t na = a.element_count();
@@ -82,17 +96,17 @@ class BinaryKernel final : public ThresholdKernel {
     const int threads = admitted(n, execution);
     if (na == n && nb == n) {
       execution.parallel_for(n, grain, threads, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) out[i] = store<Out>(op_(load<In>(pa[i]), load<In>(pb[i])));
+        for (int64_t i = begin; i < end; ++i) out[i] = store<Out>(op_(load<In>(pa[i]), load<InB>(pb[i])));
       });
     } else if (nb == 1 && na == n) {
-      const auto scalar = load<In>(pb[0]);
+      const auto scalar = load<InB>(pb[0]);
       execution.parallel_for(n, grain, threads, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) out[i] = store<Out>(op_(load<In>(pa[i]), scalar));
       });
     } else if (na == 1 && nb == n) {
       const auto scalar = load<In>(pa[0]);
       execution.parallel_for(n, grain, threads, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) out[i] = store<Out>(op_(scalar, load<In>(pb[i])));
+        for (int64_t i = begin; i < end; ++i) out[i] = store<Out>(op_(scalar, load<InB>(pb[i])));
       });
     } else if (n > 0) {
       const Shape* inputs[] = {&a.shape(), &b.shape()};
@@ -100,8 +114,8 @@ class BinaryKernel final : public ThresholdKernel {
       execution.parallel_for(n, grain, threads, [&](int64_t begin, int64_t end) {
         walk_broadcast<2>(plan, begin, end, [&](int64_t o, const int64_t* off, int64_t count, const int64_t* step) {
           const In* ra = pa + off[0];
-          const In* rb = pb + off[1];
-          for (int64_t i = 0; i < count; ++i) out[o + i] = store<Out>(op_(load<In>(ra[i * step[0]]), load<In>(rb[i * step[1]])));
+          const InB* rb = pb + off[1];
+          for (int64_t i = 0; i < count; ++i) out[o + i] = store<Out>(op_(load<In>(ra[i * step[0]]), load<InB>(rb[i * step[1]])));
         });
       });
     } else {
@@ -124,6 +138,11 @@ struct ElementwiseSpec {
   int64_t default_minimum_elements = kDefaultMinimumElements;
 };
 
+// One-node calibration models: a unary op over [n]; a binary op over [n] and [n] (variant 0),
+// [n] and a scalar (1), or [r, 1] and [1, c] with r * c ~ n (2).
+CalibrationWorkloadFunction unary_workload(const std::string& op_type, ElementType type, int opset);
+CalibrationWorkloadFunction binary_workload(const std::string& op_type, ElementType type, int opset);
+
 // MakeOp: (const KernelCreateInfo&) -> functor; lets attributes (alpha, ...) reach the functor.
 template <typename In, typename Out = In, typename MakeOp>
 void add_unary(KernelTable& table, const ElementwiseSpec& spec, MakeOp make_op) {
@@ -139,6 +158,7 @@ void add_unary(KernelTable& table, const ElementwiseSpec& spec, MakeOp make_op) 
     auto op = make_op(info);
     return std::make_unique<UnaryKernel<In, Out, decltype(op)>>(std::move(op), fallback);
   };
+  def.calibration_workload = unary_workload(spec.op_type, def.element_type, std::min(spec.opsets.end, std::max(spec.opsets.since, 17)));
   if constexpr (!std::is_same_v<In, Out>)
     def.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{ElementTraits<Out>::type}; };
   table.add(std::move(def));
@@ -158,6 +178,8 @@ void add_binary(KernelTable& table, const ElementwiseSpec& spec, MakeOp make_op)
     auto op = make_op(info);
     return std::make_unique<BinaryKernel<In, Out, decltype(op)>>(std::move(op), fallback);
   };
+  def.calibration_workload = binary_workload(spec.op_type, def.element_type, std::min(spec.opsets.end, std::max(spec.opsets.since, 17)));
+  def.calibration_variants = 3;
   if constexpr (!std::is_same_v<In, Out>)
     def.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{ElementTraits<Out>::type}; };
   table.add(std::move(def));

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/cpu_features.h"
 #include "onnx_light/runtime/element_type.h"
 #include "onnx_light/runtime/kernel.h"
@@ -31,6 +32,9 @@ struct KernelDef {
   TuningSchema schema;  // schema.key names this exact variant
   KernelFactory create;
   OutputTypeFunction output_types;  // default: every output has the selecting input's type
+  // How calibration exercises this kernel; empty when it cannot be calibrated automatically.
+  CalibrationWorkloadFunction calibration_workload;
+  int calibration_variants = 1;
 };
 
 // The outcome of choosing an implementation for one node.

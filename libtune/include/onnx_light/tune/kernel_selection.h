@@ -32,8 +32,9 @@ struct KeySelection {
   bool matches(const runtime::TuningKey& key) const;
 };
 
-// A schema is calibratable when the calibration engine has a routine for it: a threshold search.
-bool is_calibratable(const runtime::TuningSchema& schema);
+// Calibratable: the calibration engine has a routine for it (a threshold parameter to search and
+// a calibration workload to run it on).
+bool is_calibratable(const runtime::KernelDef& def);
 
 // Exact-key lookup over a kernel table, plus the ABI check behind `stale`.
 class SchemaIndex {
@@ -56,6 +57,10 @@ class SchemaIndex {
 std::vector<const runtime::TuningSchema*> select_schemas(const runtime::KernelTable& table,
                                                          const KeySelection& selection,
                                                          const runtime::CpuFeatures& features);
+// The same selection as kernel definitions (the first registered one of each key).
+std::vector<const runtime::KernelDef*> select_definitions(const runtime::KernelTable& table,
+                                                          const KeySelection& selection,
+                                                          const runtime::CpuFeatures& features);
 
 // The one schema for kernel + element type (+ implementation, library, device). Throws
 // NotFoundError when there is none.

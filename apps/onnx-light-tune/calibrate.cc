@@ -1,0 +1,179 @@
+// `onnx-light-tune calibrate [KERNEL...|--all]`: bounded threshold search (or an explicit
+// comparison), published in-process and saved to the cache with one locked write.
+#include <unistd.h>
+
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "calibration_svg.h"
+#include "cli_common.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/tune/calibration.h"
+#include "verbs.h"
+
+namespace onnx_light::cli {
+
+namespace {
+
+struct CalibrateVerbOptions {
+  std::vector<std::string> kernels;
+  FilterFlags filters;
+  bool all = false;
+  int64_t max_duration_ms = tune::kDefaultCalibrationDurationMs;
+  std::string max_memory = "64M";
+  bool save = true;
+  bool only_missing = false;
+  std::vector<std::string> parameters;
+  int repeat = 1;
+  std::string report_path;
+  bool prune_stale = false;
+};
+
+// One status line on stderr, redrawn in place; only on a terminal and not with -q.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
+  ~ProgressLine() { finish(); }
+  void show(const tune::CalibrationProgress& p) {
+    if (!enabled_) return;
+    std::string line = fmt::format("calibrate [{}/{}] {} {}{}: {}  {}/{} ms", p.key_index + 1, p.key_count, p.key.kernel,
+                                   element_type_label(p.key.element_type),
+                                   p.repeat > 0 ? fmt::format(" run {}", p.repeat + 1) : "", p.case_description,
+                                   p.elapsed_ms, p.budget_ms);
+    fmt::print(stderr, "\r\x1b[2K{}", line);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+  void finish() {
+    if (enabled_ && drawn_) fmt::print(stderr, "\r\x1b[2K");
+    drawn_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+};
+
+int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
+  tune::CalibrationOptions options;
+  for (auto& k : o.kernels) o.filters.kernels.push_back(k);
+  if (o.all == !o.filters.kernels.empty()) {
+    *context.err << "onnx-light-tune calibrate: name kernels or give --all (see 'onnx-light-tune calibrate --help')\n";
+    return kExitUsage;
+  }
+  options.selection = o.filters.selection();
+  // Without --element-type a named kernel means its float key (what CI jobs time); --all means every type.
+  if (options.selection.element_types.empty() && !o.all) options.selection.element_types = {1};
+  options.all = o.all;
+  options.maximum_duration_ms = o.max_duration_ms;
+  options.maximum_memory_bytes =
+      std::get<int64_t>(runtime::parse_value(o.max_memory, runtime::ValueType::int64, "--max-memory"));
+  options.save = o.save;
+  options.path = context.cache_path;
+  options.only_missing = o.only_missing;
+  options.num_threads = o.filters.thread_count();
+  options.repeat = o.repeat;
+  options.prune_stale = o.prune_stale;
+  for (const auto& p : o.parameters) {
+    auto eq = p.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
+      *context.err << fmt::format("onnx-light-tune calibrate: --parameter '{}' must look like NAME=V1,V2,...\n", p);
+      return kExitUsage;
+    }
+    std::vector<std::string> values;
+    std::string rest = p.substr(eq + 1);
+    for (std::size_t start = 0;;) {
+      auto comma = rest.find(',', start);
+      values.push_back(rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    options.parameters[p.substr(0, eq)] = values;
+  }
+  ProgressLine progress(context.verbosity >= 0 && isatty(STDERR_FILENO) != 0 && !o.filters.json);
+  options.progress = [&progress](const tune::CalibrationProgress& p) { progress.show(p); };
+
+  const tune::CalibrationReport report = tune::calibrate_kernel_tuning(options, operation_context(context));
+  progress.finish();
+  if (!o.report_path.empty()) {
+    std::ofstream svg(o.report_path);
+    svg << calibration_svg(report);
+    if (!svg) throw IoError(fmt::format("{}: cannot write the SVG report", o.report_path));
+  }
+  const int code = report.ok() ? kExitOk : kExitFailed;
+  if (o.filters.json) {
+    print_json(*context.out, report.to_json());
+    return code;
+  }
+  const bool color = stdout_color(context);
+  auto& out = *context.out;
+  out << fmt::format("calibrated {} key{} in {} ms on {} thread{} (budget {} ms{})\n", report.calibrated.size(),
+                     report.calibrated.size() == 1 ? "" : "s", report.elapsed_ms, report.effective_threads,
+                     report.effective_threads == 1 ? "" : "s", report.maximum_duration_ms,
+                     report.repeat > 1 ? fmt::format(", {} runs each", report.repeat) : "");
+  Table table({"KEY", "PARAMETER", "VALUE", "BRACKET", "RESULT"});
+  for (const auto& k : report.calibrated) {
+    std::string bracket = k.bracket_high ? fmt::format("{}..{}", k.bracket_low ? std::to_string(*k.bracket_low) : "", *k.bracket_high)
+                                         : "-";
+    std::string result = k.changed_default ? paint("chosen", Tone::good, color) : paint("kept", Tone::warn, color);
+    if (report.repeat > 1 && k.comparison.empty())
+      result += fmt::format(" ({}/{} agree)", k.agreement, report.repeat);
+    table.add({key_label(k.key), k.parameter, runtime::format_value(k.values.at(k.parameter)), bracket, result});
+  }
+  for (const auto& key : report.failed) table.add({key_label(key), "", "", "", paint("failed", Tone::bad, color)});
+  for (const auto& key : report.skipped) table.add({key_label(key), "", "", "", paint("skipped (cached)", Tone::dim, color)});
+  for (const auto& key : report.unsupported) table.add({key_label(key), "", "", "", paint("unsupported", Tone::dim, color)});
+  if (!table.empty()) table.print(out, color, 2);
+  print_diagnostics(out, report.diagnostics, color);
+  if (report.cache_update) {
+    const auto& u = *report.cache_update;
+    out << fmt::format("cache: {} {} ({} updated, {} preserved, {} pruned)\n",
+                       paint(std::string(tune::update_status_name(u.status)), u.ok() ? Tone::good : Tone::bad, color),
+                       u.path.string(), u.updated.size(), u.preserved.size(), u.pruned.size());
+  } else if (!o.save) {
+    out << "cache: not saved (--no-save); published in this process only\n";
+  }
+  if (!o.report_path.empty()) out << fmt::format("report: {}\n", o.report_path);
+  return code;
+}
+
+}  // namespace
+
+void register_calibrate(CLI::App& app, AppContext& context) {
+  auto o = std::make_shared<CalibrateVerbOptions>();
+  CLI::App* verb = app.add_subcommand(
+      "calibrate", "Measure where parallel execution starts to pay off and save the result to the cache");
+  verb->add_option("kernels", o->kernels, "Kernels (ONNX op types) to calibrate, e.g. Abs Add");
+  verb->add_flag("--all", o->all, "Calibrate every calibratable key (filters still apply)");
+  add_filter_flags(*verb, o->filters, ThreadsMeaning::session);
+  verb->add_option("--max-duration-ms", o->max_duration_ms, "Time budget for the whole run, in ms (hard limit)")
+      ->check(CLI::Range(int64_t{1}, int64_t{24} * 3600 * 1000))
+      ->default_val(tune::kDefaultCalibrationDurationMs);
+  verb->add_option("--max-memory", o->max_memory, "Memory budget for one case (K, M, G suffixes); larger cases are not run")
+      ->default_val("64M");
+  verb->add_flag("--save,!--no-save", o->save, "Merge results into the cache (default) or only publish in-process");
+  verb->add_flag("--only-missing", o->only_missing, "Skip keys that already have a profile for this host");
+  verb->add_option("--parameter", o->parameters,
+                   "Comparison mode: run NAME=V1,V2,... interleaved on the same cases; the first value is the baseline")
+      ->type_name("NAME=V1,V2,...");
+  verb->add_option("--repeat", o->repeat, "Run the whole search K times; report agreement, save the median pick")
+      ->check(CLI::Range(1, 1000))
+      ->default_val(1);
+  verb->add_option("--report", o->report_path, "Write an SVG plot per key (times against size, crossover marked)")
+      ->type_name("FILE.svg");
+  verb->add_flag("--prune-stale", o->prune_stale, "Drop profiles of older tuning ABIs while saving");
+  verb->footer(
+      "Without --element-type a named kernel means its float key; --all means every element type.\n"
+      "Exit status: 0 when every selected key was calibrated or kept with a diagnostic, 1 on errors\n"
+      "(output mismatch, invalid result, cache write failure), 2 on usage errors.\n"
+      "Examples:\n"
+      "  onnx-light-tune calibrate Abs --save                 # the CI recipe\n"
+      "  onnx-light-tune calibrate Abs Add --element-type float,double --max-duration-ms 1000\n"
+      "  onnx-light-tune calibrate --all --only-missing --max-duration-ms 60000\n"
+      "  onnx-light-tune calibrate Abs --repeat 5 --no-save --json\n"
+      "  onnx-light-tune calibrate Abs --parameter parallel.minimum_elements=32768,16384,65536 --report abs.svg");
+  verb->callback([o, &context] { context.action = [o, &context] { return calibrate_verb(*o, context); }; });
+}
+
+}  // namespace onnx_light::cli

@@ -1,0 +1,160 @@
+#include "cli_common.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <fmt/color.h>
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/element_type.h"
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::cli {
+
+tune::KeySelection FilterFlags::selection() const {
+  tune::KeySelection selection;
+  selection.kernels = kernels;
+  for (const auto& text : element_types) selection.element_types.push_back(element_type_number(text));
+  selection.implementation = implementation;
+  selection.library = library;
+  return selection;
+}
+
+std::optional<int64_t> FilterFlags::thread_count() const {
+  return threads >= 0 ? std::optional<int64_t>(threads) : std::nullopt;
+}
+
+int32_t element_type_number(const std::string& text) {
+  const auto type = runtime::parse_element_type(text);
+  if (!type || *type == runtime::ElementType::undefined) {
+    throw InvalidValueError(fmt::format("unknown element type '{}' (use a name such as float, double, int64, or "
+                                        "a TensorProto.DataType number such as 1)",
+                                        text));
+  }
+  return static_cast<int32_t>(*type);
+}
+
+std::string element_type_label(int32_t element_type) {
+  if (runtime::is_valid_element_type(element_type)) {
+    return std::string(runtime::element_type_name(static_cast<runtime::ElementType>(element_type)));
+  }
+  return std::to_string(element_type);
+}
+
+CLI::Validator element_type_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto type = runtime::parse_element_type(text);
+        if (!type || *type == runtime::ElementType::undefined) {
+          return fmt::format("unknown element type '{}' (names such as float, double, int64, or numbers such as 1)",
+                             text);
+        }
+        return {};
+      },
+      "TYPE");
+}
+
+void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads) {
+  verb.add_option("--kernel", flags.kernels, "Only this kernel (ONNX op type, e.g. Abs); repeatable")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->type_name("KERNEL");
+  verb.add_option("--element-type", flags.element_types,
+                  "Only this element type: a name (float, double, int64, ...) or a TensorProto number; repeatable")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->check(element_type_validator())
+      ->type_name("TYPE");
+  verb.add_option("--implementation", flags.implementation,
+                  "Only this implementation (portable, avx2, ...); default: the one this host dispatches to, "
+                  "'all' for every one")
+      ->type_name("NAME");
+  verb.add_option("--library", flags.library, "Only this library (default: any)")->type_name("NAME");
+  verb.add_option("--threads", flags.threads,
+                  threads == ThreadsMeaning::session
+                      ? "Session thread count the values are for (default: one per physical core)"
+                      : "Only profiles written for this thread count (0: one per physical core)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 16))
+      ->type_name("N");
+  verb.add_flag("--json", flags.json, "Print the report as JSON (stable keys) instead of a table");
+}
+
+tune::OperationContext operation_context(const AppContext&) { return tune::OperationContext{}; }
+
+bool stdout_color(const AppContext& context) { return context.use_color(isatty(STDOUT_FILENO) != 0); }
+
+void print_json(std::ostream& out, const nlohmann::json& value) { out << value.dump(2) << "\n"; }
+
+std::string paint(const std::string& text, Tone tone, bool color) {
+  if (!color || tone == Tone::plain) return text;
+  switch (tone) {
+    case Tone::good: return fmt::format(fmt::fg(fmt::terminal_color::green), "{}", text);
+    case Tone::warn: return fmt::format(fmt::fg(fmt::terminal_color::yellow), "{}", text);
+    case Tone::bad: return fmt::format(fmt::fg(fmt::terminal_color::red), "{}", text);
+    case Tone::dim: return fmt::format(fmt::emphasis::faint, "{}", text);
+    case Tone::plain: break;
+  }
+  return text;
+}
+
+namespace {
+
+// Display width: ANSI escapes take none, UTF-8 continuation bytes none.
+std::size_t visible_width(const std::string& text) {
+  std::size_t width = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b') {
+      while (i < text.size() && text[i] != 'm') ++i;
+      continue;
+    }
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++width;
+  }
+  return width;
+}
+
+}  // namespace
+
+void Table::print(std::ostream& out, bool color, int indent) const {
+  std::vector<std::size_t> widths(headers_.size(), 0);
+  for (std::size_t c = 0; c < headers_.size(); ++c) widths[c] = visible_width(headers_[c]);
+  for (const auto& row : rows_) {
+    for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], visible_width(row[c]));
+  }
+  auto line = [&](const std::vector<std::string>& cells, bool header) {
+    std::string text(static_cast<std::size_t>(indent), ' ');
+    for (std::size_t c = 0; c < widths.size(); ++c) {
+      const std::string cell = c < cells.size() ? cells[c] : "";
+      const bool last = c + 1 == widths.size();
+      std::string shown = header && color ? fmt::format(fmt::emphasis::bold, "{}", cell) : cell;
+      text += shown;
+      if (!last) text += std::string(widths[c] - visible_width(cell) + 2, ' ');
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out << text << "\n";
+  };
+  line(headers_, true);
+  for (const auto& row : rows_) line(row, false);
+}
+
+std::string format_values(const runtime::TuningValues& values) {
+  std::string text;
+  for (const auto& [name, value] : values) {
+    if (!text.empty()) text += ' ';
+    text += name + "=" + runtime::format_value(value);
+  }
+  return text;
+}
+
+std::string key_label(const runtime::TuningKey& key) {
+  return fmt::format("{} {} {} (abi {})", key.kernel, element_type_label(key.element_type), key.implementation,
+                     key.tuning_abi);
+}
+
+void print_diagnostics(std::ostream& out, const std::vector<tune::Diagnostic>& diagnostics, bool color) {
+  if (diagnostics.empty()) return;
+  out << paint("diagnostics:", Tone::warn, color) << "\n";
+  for (const auto& diagnostic : diagnostics) out << "  " << diagnostic.message << "\n";
+}
+
+}  // namespace onnx_light::cli

@@ -1,0 +1,78 @@
+#pragma once
+// Helpers shared by the cache verbs (list, propose, set, inspect, load, remove): the filter
+// flags, --json, table printing and the operation context built from the global options.
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "app_context.h"
+#include "onnx_light/runtime/tuning_key.h"
+#include "onnx_light/runtime/tuning_value.h"
+#include "onnx_light/tune/diagnostic.h"
+#include "onnx_light/tune/kernel_selection.h"
+#include "onnx_light/tune/operations.h"
+
+namespace onnx_light::cli {
+
+// --kernel, --element-type, --implementation, --library, --threads, --json.
+struct FilterFlags {
+  std::vector<std::string> kernels;
+  std::vector<std::string> element_types;  // names ("float") or numbers ("1"), checked at parse time
+  std::string implementation;
+  std::string library;
+  int64_t threads = -1;  // -1: not given
+  bool json = false;
+
+  tune::KeySelection selection() const;
+  std::optional<int64_t> thread_count() const;
+};
+
+// What --threads means for a verb, for its help text.
+enum class ThreadsMeaning {
+  session,  // the session thread count the values are for (list, propose, set)
+  filter,   // only profiles written for this thread count (inspect, load, remove)
+};
+void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads);
+
+// A CLI11 check accepting what parse_element_type accepts.
+CLI::Validator element_type_validator();
+// Number of an element type name or number; throws InvalidValueError.
+int32_t element_type_number(const std::string& text);
+// "float" for 1, the number itself when unknown.
+std::string element_type_label(int32_t element_type);
+
+tune::OperationContext operation_context(const AppContext& context);
+bool stdout_color(const AppContext& context);
+
+void print_json(std::ostream& out, const nlohmann::json& value);
+
+// A plain text table: columns padded to their widest cell, header bold when colour is on.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  bool empty() const { return rows_.empty(); }
+  void print(std::ostream& out, bool color, int indent = 0) const;
+
+ private:
+  std::vector<std::string> headers_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// "name=value name=value".
+std::string format_values(const runtime::TuningValues& values);
+// "Abs float portable (abi 2)".
+std::string key_label(const runtime::TuningKey& key);
+// Colour a word by meaning: good (green), warn (yellow), bad (red).
+enum class Tone { plain, good, warn, bad, dim };
+std::string paint(const std::string& text, Tone tone, bool color);
+
+// "diagnostics:" followed by one indented line per message; nothing when empty.
+void print_diagnostics(std::ostream& out, const std::vector<tune::Diagnostic>& diagnostics, bool color);
+
+}  // namespace onnx_light::cli

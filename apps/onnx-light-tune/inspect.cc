@@ -1,0 +1,119 @@
+// `onnx-light-tune inspect [PATH]`: every profile of the cache (and the system cache under it)
+// with host, values, local, classification and provenance. Changes nothing.
+#include <fmt/format.h>
+
+#include "cli_common.h"
+#include "onnx_light/tune/operations.h"
+#include "verbs.h"
+
+namespace onnx_light::cli {
+
+namespace {
+
+struct InspectVerbOptions {
+  std::string path;
+  FilterFlags filters;
+  bool long_format = false;
+};
+
+Tone class_tone(tune::ProfileClass value) {
+  switch (value) {
+    case tune::ProfileClass::loaded: return Tone::good;
+    case tune::ProfileClass::stale: return Tone::warn;
+    case tune::ProfileClass::incompatible: return Tone::dim;
+    case tune::ProfileClass::invalid: return Tone::bad;
+  }
+  return Tone::plain;
+}
+
+int inspect_verb(const InspectVerbOptions& options, AppContext& context) {
+  tune::InspectOptions inspect;
+  inspect.path = options.path.empty() ? context.cache_path : options.path;
+  inspect.filter = options.filters.selection();
+  inspect.threads = options.filters.thread_count();
+  const tune::InspectReport report = tune::inspect_kernel_tuning_cache(inspect, operation_context(context));
+  // A path the user named must exist; the default one may not exist yet.
+  const bool failed = report.status == tune::FileStatus::malformed || report.status == tune::FileStatus::unreadable ||
+                      (report.status == tune::FileStatus::not_found && !inspect.path.empty());
+  if (options.filters.json) {
+    print_json(*context.out, report.to_json());
+    return failed ? kExitFailed : kExitOk;
+  }
+  const bool color = stdout_color(context);
+  auto& out = *context.out;
+  out << fmt::format("cache: {} ({})", report.path,
+                     paint(std::string(tune::file_status_name(report.status)),
+                           report.status == tune::FileStatus::loaded ? Tone::good
+                           : report.status == tune::FileStatus::not_found ? Tone::plain
+                                                                          : Tone::bad,
+                           color));
+  if (!report.system_path.empty()) {
+    out << fmt::format("; system cache: {} ({})", report.system_path, tune::file_status_name(report.system_status));
+  }
+  out << fmt::format("; {} profile{}; local means this machine at {} thread{}\n", report.profiles.size(),
+                     report.profiles.size() == 1 ? "" : "s", report.effective_threads,
+                     report.effective_threads == 1 ? "" : "s");
+  if (options.long_format) {
+    for (const auto& p : report.profiles) {
+      out << fmt::format("\n[{} {}] {}\n", tune::cache_layer_name(p.layer), p.index,
+                         p.profile.key.kernel.empty() ? "(unreadable key)" : p.profile.key.to_string());
+      out << fmt::format("  classification: {}{}{}\n", paint(std::string(tune::profile_class_name(p.classification)),
+                                                             class_tone(p.classification), color),
+                         p.local ? ", local" : "", p.shadowed ? ", shadowed by the user cache" : "");
+      out << fmt::format("  host: {}\n  features: {}\n", p.profile.host.summary(),
+                         fmt::join(p.profile.host.features, " "));
+      out << fmt::format("  caches: L1d {} L2 {} L3 {} bytes; cores: {} physical, {} logical\n",
+                         p.profile.host.l1d_cache_bytes, p.profile.host.l2_cache_bytes, p.profile.host.l3_cache_bytes,
+                         p.profile.host.physical_cores, p.profile.host.logical_cores);
+      out << fmt::format("  values: {}\n", format_values(p.profile.values));
+      out << fmt::format("  provenance: {} {} (tool {})\n", p.profile.provenance.source, p.profile.provenance.written,
+                         p.profile.provenance.tool_version);
+    }
+  } else if (!report.profiles.empty()) {
+    Table table({"LAYER", "#", "KERNEL", "TYPE", "IMPLEMENTATION", "ABI", "THREADS", "HOST", "CLASS", "LOCAL",
+                 "VALUES", "SOURCE", "WRITTEN"});
+    for (const auto& p : report.profiles) {
+      const auto& h = p.profile.host;
+      table.add({std::string(tune::cache_layer_name(p.layer)) + (p.shadowed ? "*" : ""), std::to_string(p.index),
+                 p.profile.key.kernel, element_type_label(p.profile.key.element_type), p.profile.key.implementation,
+                 std::to_string(p.profile.key.tuning_abi), std::to_string(h.effective_threads),
+                 fmt::format("{} {}{}", h.architecture, h.vendor, h.microarchitecture.empty() ? "" : " " + h.microarchitecture),
+                 paint(std::string(tune::profile_class_name(p.classification)), class_tone(p.classification), color),
+                 p.local ? "yes" : "no", format_values(p.profile.values), p.profile.provenance.source,
+                 p.profile.provenance.written});
+    }
+    table.print(out, color);
+    if (std::any_of(report.profiles.begin(), report.profiles.end(), [](const auto& p) { return p.shadowed; })) {
+      out << "* shadowed: the user cache has a profile for the same key and host\n";
+    }
+  }
+  print_diagnostics(out, report.diagnostics, color);
+  return failed ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+void register_inspect(CLI::App& app, AppContext& context) {
+  auto options = std::make_shared<InspectVerbOptions>();
+  CLI::App* verb = app.add_subcommand(
+      "inspect", "Show every cached profile with its host, values, classification and provenance (read-only)");
+  verb->add_option("path", options->path, "Cache file to inspect (default: --cache or the default cache)")
+      ->type_name("PATH");
+  add_filter_flags(*verb, options->filters, ThreadsMeaning::filter);
+  verb->add_flag("-l,--long", options->long_format, "One block per profile with every host field");
+  verb->footer(
+      "Classification: loaded (this machine, valid), stale (outdated tuning ABI), incompatible\n"
+      "(another machine or an unknown key), invalid (bad values or structure). local = loaded and\n"
+      "written for this thread count (--threads, default one per physical core). Profiles of the\n"
+      "system cache ($ONNX_LIGHT_SYSTEM_TUNING_CACHE, default /etc/onnx-light/kernel_tuning.cache)\n"
+      "are listed after the user's. Exit status 1 when the file is malformed, unreadable, or a\n"
+      "named file does not exist.\n"
+      "Examples:\n"
+      "  onnx-light-tune inspect\n"
+      "  onnx-light-tune inspect /srv/shared/kernel_tuning.cache --long\n"
+      "  onnx-light-tune inspect --kernel Abs --threads 2 --json");
+  verb->callback(
+      [options, &context] { context.action = [options, &context] { return inspect_verb(*options, context); }; });
+}
+
+}  // namespace onnx_light::cli

@@ -1,0 +1,101 @@
+// `onnx-light-tune list [KERNEL...]`: every selected key's parameters, defaults, cached and
+// active values. The cache is loaded first, so "active" is what `run` would use.
+#include <fmt/format.h>
+
+#include "cli_common.h"
+#include "onnx_light/tune/operations.h"
+#include "verbs.h"
+
+namespace onnx_light::cli {
+
+namespace {
+
+struct ListOptions {
+  std::vector<std::string> positional_kernels;
+  FilterFlags filters;
+};
+
+int list_verb(const ListOptions& options, AppContext& context) {
+  const tune::OperationContext operation = operation_context(context);
+  tune::ParametersOptions parameters;
+  parameters.selection = options.filters.selection();
+  parameters.selection.kernels.insert(parameters.selection.kernels.end(), options.positional_kernels.begin(),
+                                      options.positional_kernels.end());
+  parameters.path = context.cache_path;
+  parameters.num_threads = options.filters.thread_count();
+  // Publish the cache into this process first, as a session of `run` would see it.
+  tune::LoadOptions load;
+  load.path = context.cache_path;
+  (void)tune::load_kernel_tuning_cache(load, operation);
+  const tune::KernelParametersReport report = tune::kernel_tuning_parameters(parameters, operation);
+  if (options.filters.json) {
+    print_json(*context.out, report.to_json());
+    return kExitOk;
+  }
+  const bool color = stdout_color(context);
+  auto& out = *context.out;
+  out << fmt::format("cache: {} ({})", report.cache_path, tune::file_status_name(report.cache_status));
+  if (!report.system_path.empty()) {
+    out << fmt::format("; system cache: {} ({})", report.system_path, tune::file_status_name(report.system_status));
+  }
+  out << fmt::format("; threads: {}\n", report.effective_threads);
+  Table table({"KERNEL", "TYPE", "IMPLEMENTATION", "ABI", "PARAMETER", "DEFAULT", "CACHED", "ACTIVE", "SOURCE",
+               "CALIBRATABLE"});
+  for (const auto& entry : report.kernels) {
+    bool first = true;
+    for (const auto& name : entry.parameter_names) {
+      std::string cached = "-";
+      if (entry.cached_values) {
+        const auto it = entry.cached_values->find(name);
+        cached = it == entry.cached_values->end()
+                     ? "?"
+                     : fmt::format("{} ({})", runtime::format_value(it->second),
+                                   tune::cache_layer_name(entry.cached_layer.value_or(tune::CacheLayer::user)));
+      }
+      const auto active = entry.active_values.find(name);
+      const auto fallback = entry.defaults.find(name);
+      const bool published = entry.active_source == runtime::TuningSource::published_profile;
+      table.add({first ? entry.key.kernel : "", first ? element_type_label(entry.key.element_type) : "",
+                 first ? entry.key.implementation : "", first ? std::to_string(entry.key.tuning_abi) : "", name,
+                 fallback == entry.defaults.end() ? "?" : runtime::format_value(fallback->second), cached,
+                 active == entry.active_values.end() ? "?" : runtime::format_value(active->second),
+                 paint(std::string(runtime::tuning_source_name(entry.active_source)), published ? Tone::good : Tone::dim,
+                       color),
+                 first ? (entry.calibratable ? "yes" : "no") : ""});
+      first = false;
+    }
+    if (entry.parameter_names.empty()) {
+      table.add({entry.key.kernel, element_type_label(entry.key.element_type), entry.key.implementation,
+                 std::to_string(entry.key.tuning_abi), "(none)", "", "", "", "", entry.calibratable ? "yes" : "no"});
+    }
+  }
+  if (table.empty()) {
+    out << "no kernel matches the filters\n";
+  } else {
+    table.print(out, color);
+  }
+  print_diagnostics(out, report.diagnostics, color);
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_list(CLI::App& app, AppContext& context) {
+  auto options = std::make_shared<ListOptions>();
+  CLI::App* verb = app.add_subcommand(
+      "list", "List tunable kernels: parameters, defaults, cached values and the values in force");
+  verb->add_option("kernels", options->positional_kernels, "Kernels to list (default: all)")->type_name("KERNEL");
+  add_filter_flags(*verb, options->filters, ThreadsMeaning::session);
+  verb->footer(
+      "Each (kernel, element type) shows the implementation this host dispatches to unless\n"
+      "--implementation says otherwise. CACHED is this machine's profile for the thread count,\n"
+      "from the user cache or the read-only system cache below it; ACTIVE is what a session\n"
+      "uses after loading the cache.\n"
+      "Examples:\n"
+      "  onnx-light-tune list\n"
+      "  onnx-light-tune list Abs Relu --element-type float --threads 2\n"
+      "  onnx-light-tune list --implementation all --json");
+  verb->callback([options, &context] { context.action = [options, &context] { return list_verb(*options, context); }; });
+}
+
+}  // namespace onnx_light::cli

@@ -1,0 +1,74 @@
+// `onnx-light-tune load`: classify the cache and publish its loaded profiles into this process.
+// A dry run for what `run` and Python sessions will use.
+#include <fmt/format.h>
+
+#include "cli_common.h"
+#include "onnx_light/tune/operations.h"
+#include "verbs.h"
+
+namespace onnx_light::cli {
+
+namespace {
+
+int load_verb(const FilterFlags& filters, AppContext& context) {
+  tune::LoadOptions load;
+  load.path = context.cache_path;
+  load.selection = filters.selection();
+  load.num_threads = filters.thread_count();
+  const tune::LoadReport report = tune::load_kernel_tuning_cache(load, operation_context(context));
+  const bool failed = report.status == tune::FileStatus::malformed || report.status == tune::FileStatus::unreadable;
+  if (filters.json) {
+    print_json(*context.out, report.to_json());
+    return failed ? kExitFailed : kExitOk;
+  }
+  const bool color = stdout_color(context);
+  auto& out = *context.out;
+  out << fmt::format("cache: {} ({})\n", report.path,
+                     paint(std::string(tune::file_status_name(report.status)),
+                           failed ? Tone::bad : report.status == tune::FileStatus::loaded ? Tone::good : Tone::plain,
+                           color));
+  if (report.published) {
+    out << fmt::format("published {} profile{} (generation {})\n", report.published_profiles,
+                       report.published_profiles == 1 ? "" : "s", report.published_generation);
+  } else {
+    out << "nothing published\n";
+  }
+  Table table({"CLASS", "KERNEL", "TYPE", "IMPLEMENTATION", "ABI"});
+  auto add = [&](const char* name, Tone tone, const std::vector<runtime::TuningKey>& keys) {
+    for (const auto& key : keys) {
+      table.add({paint(name, tone, color), key.kernel, element_type_label(key.element_type), key.implementation,
+                 std::to_string(key.tuning_abi)});
+    }
+  };
+  add("loaded", Tone::good, report.loaded);
+  add("stale", Tone::warn, report.stale);
+  add("incompatible", Tone::dim, report.incompatible);
+  add("invalid", Tone::bad, report.invalid);
+  add("missing", Tone::warn, report.missing);
+  out << fmt::format("keys: {} loaded, {} stale, {} incompatible, {} invalid, {} missing\n", report.loaded.size(),
+                     report.stale.size(), report.incompatible.size(), report.invalid.size(), report.missing.size());
+  if (!table.empty()) table.print(out, color);
+  print_diagnostics(out, report.diagnostics, color);
+  return failed ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+void register_load(CLI::App& app, AppContext& context) {
+  auto filters = std::make_shared<FilterFlags>();
+  CLI::App* verb =
+      app.add_subcommand("load", "Classify the cache and publish its valid profiles for this machine (a dry run)");
+  add_filter_flags(*verb, *filters, ThreadsMeaning::filter);
+  verb->footer(
+      "Publishes every loaded profile (this machine, valid values, any thread count; user cache\n"
+      "over system cache) into this process, as 'run' does before it creates a session. With\n"
+      "filters only matching profiles are considered, and 'missing' lists the selected keys that\n"
+      "have no loaded profile for --threads (default: one per physical core).\n"
+      "Exit status 1 when the cache is malformed or unreadable.\n"
+      "Examples:\n"
+      "  onnx-light-tune load\n"
+      "  onnx-light-tune load --kernel Abs --kernel Relu --threads 2 --json");
+  verb->callback([filters, &context] { context.action = [filters, &context] { return load_verb(*filters, context); }; });
+}
+
+}  // namespace onnx_light::cli

@@ -1,0 +1,339 @@
+// Convolution and pooling over 1-3 spatial dims (NCHW-style layouts): Conv on the tiled GEMM
+// core (im2col panels packed per task, never a whole im2col matrix), MaxPool (with Indices)
+// and AveragePool per output element. Pads, strides, dilations, auto_pad and ceil_mode follow
+// the ONNX operator definitions.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kernels/elementwise.h"
+#include "kernels/gemm_core.h"
+#include "kernels/kernel_families.h"
+#include "kernels/kernel_util.h"
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime::kernels {
+
+namespace {
+
+constexpr std::size_t kMaxSpatial = 3;
+
+// The spatial attributes shared by Conv and the pools.
+struct SpatialAttributes {
+  std::string auto_pad = "NOTSET";
+  std::vector<int64_t> kernel_shape, strides, dilations, pads;
+  bool ceil_mode = false;
+
+  explicit SpatialAttributes(const KernelCreateInfo& info) {
+    auto_pad = info.string_attribute("auto_pad", "NOTSET");
+    kernel_shape = info.ints_attribute("kernel_shape");
+    strides = info.ints_attribute("strides");
+    dilations = info.ints_attribute("dilations");
+    pads = info.ints_attribute("pads");
+    ceil_mode = info.int_attribute("ceil_mode", 0) != 0;
+    if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+      throw ModelError(fmt::format("{}: attribute 'auto_pad' = \"{}\" is not NOTSET, VALID, SAME_UPPER or SAME_LOWER",
+                                   info.node_label(), auto_pad));
+    if (auto_pad != "NOTSET" && !pads.empty())
+      throw ModelError(fmt::format("{}: attributes 'pads' and 'auto_pad' = \"{}\" cannot both be set", info.node_label(),
+                                   auto_pad));
+    auto positive = [&](const std::vector<int64_t>& values, std::string_view name) {
+      for (int64_t v : values)
+        if (v < 1) throw ModelError(fmt::format("{}: attribute '{}' = {} must be positive", info.node_label(), name, values));
+    };
+    positive(kernel_shape, "kernel_shape");
+    positive(strides, "strides");
+    positive(dilations, "dilations");
+    for (int64_t p : pads)
+      if (p < 0) throw ModelError(fmt::format("{}: attribute 'pads' = {} must not be negative", info.node_label(), pads));
+    if (kernel_shape.size() > kMaxSpatial)
+      throw UnsupportedError(fmt::format("{}: attribute 'kernel_shape' has {} spatial dims; at most {} are supported",
+                                         info.node_label(), kernel_shape.size(), kMaxSpatial));
+  }
+};
+
+// Resolved geometry of one run.
+struct Geometry {
+  std::size_t rank = 0;  // spatial dims
+  int64_t in[kMaxSpatial], kernel[kMaxSpatial], stride[kMaxSpatial], dilation[kMaxSpatial];
+  int64_t pad_begin[kMaxSpatial], pad_end[kMaxSpatial], out[kMaxSpatial];
+  int64_t in_size = 1, out_size = 1, kernel_size = 1;
+};
+
+Geometry resolve(const SpatialAttributes& attrs, const Shape& x, const std::vector<int64_t>& kernel,
+                 const std::string& label) {
+  Geometry g;
+  if (x.size() < 3 || x.size() - 2 > kMaxSpatial)
+    throw InputError(fmt::format("{}: input {} must have 1 to {} spatial dims after N and C", label, shape_to_string(x),
+                                 kMaxSpatial));
+  g.rank = x.size() - 2;
+  auto fits = [&](const std::vector<int64_t>& v, std::size_t size, std::string_view name) {
+    if (!v.empty() && v.size() != size)
+      throw InputError(fmt::format("{}: attribute '{}' has {} values but the input {} has {} spatial dims", label, name,
+                                   v.size(), shape_to_string(x), g.rank));
+  };
+  if (kernel.size() != g.rank)
+    throw InputError(fmt::format("{}: the kernel has {} spatial dims but the input {} has {}", label, kernel.size(),
+                                 shape_to_string(x), g.rank));
+  fits(attrs.strides, g.rank, "strides");
+  fits(attrs.dilations, g.rank, "dilations");
+  fits(attrs.pads, 2 * g.rank, "pads");
+  for (std::size_t i = 0; i < g.rank; ++i) {
+    g.in[i] = x[i + 2];
+    g.kernel[i] = kernel[i];
+    g.stride[i] = attrs.strides.empty() ? 1 : attrs.strides[i];
+    g.dilation[i] = attrs.dilations.empty() ? 1 : attrs.dilations[i];
+    g.pad_begin[i] = attrs.pads.empty() ? 0 : attrs.pads[i];
+    g.pad_end[i] = attrs.pads.empty() ? 0 : attrs.pads[i + g.rank];
+    const int64_t extent = (g.kernel[i] - 1) * g.dilation[i] + 1;
+    if (attrs.auto_pad == "SAME_UPPER" || attrs.auto_pad == "SAME_LOWER") {
+      g.out[i] = (g.in[i] + g.stride[i] - 1) / g.stride[i];
+      const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.stride[i] + extent - g.in[i]);
+      g.pad_begin[i] = attrs.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pad_end[i] = total - g.pad_begin[i];
+    } else {
+      if (attrs.auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
+      const int64_t span = g.in[i] + g.pad_begin[i] + g.pad_end[i] - extent;
+      if (span < 0)
+        throw InputError(fmt::format("{}: a window of extent {} does not fit spatial dim {} of size {} with pads {}+{}",
+                                     label, extent, i, g.in[i], g.pad_begin[i], g.pad_end[i]));
+      g.out[i] = (attrs.ceil_mode ? (span + g.stride[i] - 1) / g.stride[i] : span / g.stride[i]) + 1;
+      // With ceil_mode the last window must start inside the input or its leading padding.
+      if (attrs.ceil_mode && (g.out[i] - 1) * g.stride[i] >= g.in[i] + g.pad_begin[i]) --g.out[i];
+    }
+    g.in_size *= g.in[i];
+    g.out_size *= g.out[i];
+    g.kernel_size *= g.kernel[i];
+  }
+  return g;
+}
+
+// Output position p -> the input coordinates of its window origin (o * stride - pad_begin).
+void window_origin(const Geometry& g, int64_t p, int64_t* origin) {
+  for (std::size_t i = g.rank; i-- > 0;) {
+    origin[i] = (p % g.out[i]) * g.stride[i] - g.pad_begin[i];
+    p /= g.out[i];
+  }
+}
+
+// Kernel position q -> its offsets (q_i * dilation_i).
+void kernel_offsets(const Geometry& g, int64_t q, int64_t* offsets) {
+  for (std::size_t i = g.rank; i-- > 0;) {
+    offsets[i] = (q % g.kernel[i]) * g.dilation[i];
+    q /= g.kernel[i];
+  }
+}
+
+template <typename T>
+class ConvKernel final : public TiledKernel {
+ public:
+  explicit ConvKernel(const KernelCreateInfo& info) : TiledKernel(TileDefaults{}), attrs_(info) {
+    check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    group_ = info.int_attribute("group", 1);
+    if (group_ < 1) throw ModelError(fmt::format("{}: attribute 'group' = {} must be positive", info.node_label(), group_));
+  }
+
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const Tensor& w = execution.required_input(1);
+    const Tensor* bias = execution.input(2);
+    const std::string& label = execution.label();
+    check_input_type(execution, 1, w, ElementTraits<T>::type);
+    if (bias != nullptr) check_input_type(execution, 2, *bias, ElementTraits<T>::type);
+    if (w.rank() != x.rank() || x.rank() < 3)
+      throw InputError(fmt::format("{}: X {} and W {} must have the same rank (3 or more)", label,
+                                   shape_to_string(x.shape()), shape_to_string(w.shape())));
+    const int64_t batch = x.shape()[0], channels = x.shape()[1];
+    const int64_t maps = w.shape()[0], group_channels = w.shape()[1];
+    if (group_channels * group_ != channels || maps % group_ != 0)
+      throw InputError(fmt::format("{}: X {} and W {} do not fit group = {}", label, shape_to_string(x.shape()),
+                                   shape_to_string(w.shape()), group_));
+    const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
+      throw InputError(fmt::format("{}: kernel_shape {} does not match W {}", label, attrs_.kernel_shape,
+                                   shape_to_string(w.shape())));
+    if (bias != nullptr && (bias->rank() != 1 || bias->shape()[0] != maps))
+      throw InputError(fmt::format("{}: B {} must have shape [{}]", label, shape_to_string(bias->shape()), maps));
+    const Geometry g = resolve(attrs_, x.shape(), kernel, label);
+    Shape out_shape{batch, maps};
+    for (std::size_t i = 0; i < g.rank; ++i) out_shape.push_back(g.out[i]);
+    Tensor& y = execution.output(0, ElementTraits<T>::type, out_shape);
+    if (y.element_count() == 0) return;
+
+    using A = gemm_acc_t<T>;
+    const int64_t group_maps = maps / group_;
+    const int64_t depth = group_channels * g.kernel_size;  // the GEMM's K
+    const T* px = x.data<T>();
+    const T* pw = w.data<T>();
+    const T* pbias = bias != nullptr ? bias->data<T>() : nullptr;
+    T* out = y.data<T>();
+    // One GEMM per (image, group): [group_maps x depth] weights times [depth x positions] patches.
+    const GemmTiling tiling(group_maps, g.out_size, tile_m_, tile_n_);
+    const int64_t tasks = batch * group_ * tiling.tasks_per_batch();
+    const int threads = admitted_macs(batch * maps * g.out_size * depth, execution);
+    execution.parallel_for(tasks, 1, threads, [&](int64_t begin, int64_t end) {
+      GemmScratch<A> scratch(tiling.tile_m, tiling.tile_n, tile_k_);
+      std::vector<int64_t> origins(static_cast<std::size_t>(tiling.tile_n) * g.rank);
+      for (int64_t t = begin; t < end; ++t) {
+        const auto task = tiling.task(t);
+        const int64_t image = task.batch / group_, grp = task.batch % group_;
+        const T* planes = px + (image * channels + grp * group_channels) * g.in_size;
+        const T* weights = pw + grp * group_maps * depth;
+        for (int64_t j = 0; j < task.nc; ++j) window_origin(g, task.j0 + j, &origins[static_cast<std::size_t>(j) * g.rank]);
+        auto pack = [&](int64_t k0, int64_t kc, int64_t, int64_t nc, A* dst) {
+          int64_t offsets[kMaxSpatial];
+          for (int64_t kk = 0; kk < kc; ++kk) {
+            const int64_t row = k0 + kk;
+            const T* plane = planes + (row / g.kernel_size) * g.in_size;
+            kernel_offsets(g, row % g.kernel_size, offsets);
+            A* d = dst + kk * nc;
+            for (int64_t j = 0; j < nc; ++j) {
+              const int64_t* origin = &origins[static_cast<std::size_t>(j) * g.rank];
+              int64_t index = 0;
+              bool inside = true;
+              for (std::size_t i = 0; i < g.rank; ++i) {
+                const int64_t c = origin[i] + offsets[i];
+                inside = inside && c >= 0 && c < g.in[i];
+                index = index * g.in[i] + c;
+              }
+              d[j] = inside ? static_cast<A>(load<T>(plane[index])) : A(0);
+            }
+          }
+        };
+        T* result = out + (image * maps + grp * group_maps) * g.out_size;
+        gemm_tile<A>(
+            task.i0, task.mc, task.j0, task.nc, depth, tile_k_, scratch,
+            [&](int64_t i, int64_t k) { return static_cast<A>(load<T>(weights[i * depth + k])); }, pack,
+            [&](int64_t i, int64_t j0, int64_t nc, const A* acc) {
+              const A b = pbias != nullptr ? static_cast<A>(load<T>(pbias[grp * group_maps + i])) : A(0);
+              for (int64_t j = 0; j < nc; ++j) result[i * g.out_size + j0 + j] = store<T>(acc[j] + b);
+            });
+      }
+    });
+  }
+
+ private:
+  SpatialAttributes attrs_;
+  int64_t group_ = 1;
+};
+
+template <typename T, bool kMax>
+class PoolKernel final : public ThresholdKernel {
+ public:
+  explicit PoolKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements), attrs_(info) {
+    if (kMax) {
+      check_attributes(info, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+      column_major_ = info.int_attribute("storage_order", 0) != 0;
+    } else {
+      check_attributes(info, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
+      count_include_pad_ = info.int_attribute("count_include_pad", 0) != 0;
+    }
+    if (attrs_.kernel_shape.empty())
+      throw ModelError(fmt::format("{}: attribute 'kernel_shape' is required", info.node_label()));
+  }
+
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const Geometry g = resolve(attrs_, x.shape(), attrs_.kernel_shape, execution.label());
+    Shape out_shape{x.shape()[0], x.shape()[1]};
+    for (std::size_t i = 0; i < g.rank; ++i) out_shape.push_back(g.out[i]);
+    Tensor& y = execution.output(0, ElementTraits<T>::type, out_shape);
+    int64_t* indices = nullptr;
+    if (kMax && execution.output_count() > 1) indices = execution.output(1, ElementType::int64, out_shape).data<int64_t>();
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    int64_t index_stride[kMaxSpatial];  // index of a coordinate step in the Indices output
+    for (std::size_t i = 0, s = 1; i < g.rank; ++i) {
+      const std::size_t d = column_major_ ? i : g.rank - 1 - i;
+      index_stride[d] = static_cast<int64_t>(s);
+      s *= static_cast<std::size_t>(g.in[d]);
+    }
+    const int64_t n = y.element_count();
+    using C = compute_t<T>;
+    execution.parallel_for(n, cache_line_grain<T>(), admitted(n * g.kernel_size, execution), [&](int64_t begin, int64_t end) {
+      int64_t origin[kMaxSpatial], offsets[kMaxSpatial];
+      for (int64_t e = begin; e < end; ++e) {
+        const int64_t plane = e / g.out_size;
+        window_origin(g, e % g.out_size, origin);
+        const T* p = in + plane * g.in_size;
+        C best = std::numeric_limits<C>::lowest();
+        if constexpr (std::numeric_limits<C>::has_infinity) best = -std::numeric_limits<C>::infinity();
+        int64_t best_index = -1;
+        C sum = C(0);
+        int64_t valid = 0, padded = 0;
+        for (int64_t q = 0; q < g.kernel_size; ++q) {
+          kernel_offsets(g, q, offsets);
+          int64_t offset = 0, index = 0;
+          bool inside = true, in_padding = true;
+          for (std::size_t i = 0; i < g.rank; ++i) {
+            const int64_t c = origin[i] + offsets[i];
+            inside = inside && c >= 0 && c < g.in[i];
+            in_padding = in_padding && c >= -g.pad_begin[i] && c < g.in[i] + g.pad_end[i];
+            offset = offset * g.in[i] + c;
+            index += c * index_stride[i];
+          }
+          padded += in_padding ? 1 : 0;
+          if (!inside) continue;
+          const C v = load<T>(p[offset]);
+          ++valid;
+          if constexpr (kMax) {
+            if (v > best || best_index < 0) {
+              best = v;
+              best_index = index;
+            }
+          } else {
+            sum += v;
+          }
+        }
+        if constexpr (kMax) {
+          out[e] = store<T>(best);
+          if (indices != nullptr) indices[e] = best_index < 0 ? -1 : plane * g.in_size + best_index;
+        } else {
+          const int64_t divisor = count_include_pad_ ? padded : valid;
+          out[e] = store<T>(divisor == 0 ? std::numeric_limits<C>::quiet_NaN() : sum / static_cast<C>(divisor));
+        }
+      }
+    });
+  }
+
+ private:
+  SpatialAttributes attrs_;
+  bool column_major_ = false;
+  bool count_include_pad_ = false;
+};
+
+}  // namespace
+
+void register_conv_pool_kernels(KernelTable& table) {
+  for_each_type<float, double, Float16>([&](auto t) {
+    using T = decltype(t);
+    constexpr ElementType type = ElementTraits<T>::type;
+    KernelDef conv = make_def("Conv", {1}, type, tiled_schema(elementwise_key("Conv", type, 1)));
+    conv.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<ConvKernel<T>>(info); };
+    table.add(std::move(conv));
+    KernelDef average = make_def("AveragePool", {1}, type,
+                                 parallel_threshold_schema(elementwise_key("AveragePool", type, 1), kDefaultMinimumElements));
+    average.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<PoolKernel<T, false>>(info);
+    };
+    table.add(std::move(average));
+  });
+  for_each_type<float, double, Float16, int8_t, uint8_t>([&](auto t) {
+    using T = decltype(t);
+    constexpr ElementType type = ElementTraits<T>::type;
+    KernelDef def = make_def("MaxPool", {1}, type,
+                             parallel_threshold_schema(elementwise_key("MaxPool", type, 1), kDefaultMinimumElements));
+    def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<PoolKernel<T, true>>(info);
+    };
+    def.output_types = [](const KernelCreateInfo&) {
+      return std::vector<ElementType>{ElementTraits<T>::type, ElementType::int64};
+    };
+    table.add(std::move(def));
+  });
+}
+
+}  // namespace onnx_light::runtime::kernels

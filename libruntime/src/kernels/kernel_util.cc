@@ -1,0 +1,157 @@
+#include "kernels/kernel_util.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "kernels/element_traits.h"
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime::kernels {
+
+void check_attributes(const KernelCreateInfo& info, std::initializer_list<std::string_view> known) {
+  for (const auto& a : info.node.attribute())
+    if (std::find(known.begin(), known.end(), a.name()) == known.end())
+      throw UnsupportedError(fmt::format("{}: attribute '{}' is not supported by {} at opset {}", info.node_label(),
+                                         a.name(), info.node.op_type(), info.opset));
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const std::string& label, std::string_view what, int64_t extra) {
+  const int64_t limit = rank + extra;
+  if (axis < -limit || axis >= limit)
+    throw InputError(fmt::format("{}: {} {} is out of range for rank {}", label, what, axis, rank));
+  return axis < 0 ? axis + limit : axis;
+}
+
+int64_t normalize_axis_attribute(int64_t axis, int64_t rank, const KernelCreateInfo& info, std::string_view name) {
+  if (axis < -rank || axis >= rank)
+    throw ModelError(fmt::format("{}: attribute '{}' = {} is out of range for rank {}", info.node_label(), name, axis, rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> read_int64_values(const Tensor& t, const std::string& label, std::string_view what) {
+  std::vector<int64_t> values(static_cast<std::size_t>(t.element_count()));
+  if (t.element_type() == ElementType::int64) {
+    std::copy_n(t.data<int64_t>(), values.size(), values.begin());
+  } else if (t.element_type() == ElementType::int32) {
+    std::copy_n(t.data<int32_t>(), values.size(), values.begin());
+  } else {
+    throw InputError(fmt::format("{}: {} must be int32 or int64, not {}", label, what, element_type_name(t.element_type())));
+  }
+  return values;
+}
+
+double read_as_double(const Tensor& t, int64_t i) {
+  switch (t.element_type()) {
+    case ElementType::float32: return t.data<float>()[i];
+    case ElementType::float64: return t.data<double>()[i];
+    case ElementType::float16: return half_to_float(t.data<uint16_t>()[i]);
+    case ElementType::bfloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
+    case ElementType::int8: return t.data<int8_t>()[i];
+    case ElementType::int16: return t.data<int16_t>()[i];
+    case ElementType::int32: return t.data<int32_t>()[i];
+    case ElementType::int64: return static_cast<double>(t.data<int64_t>()[i]);
+    case ElementType::uint8: return t.data<uint8_t>()[i];
+    case ElementType::uint16: return t.data<uint16_t>()[i];
+    case ElementType::uint32: return t.data<uint32_t>()[i];
+    case ElementType::uint64: return static_cast<double>(t.data<uint64_t>()[i]);
+    case ElementType::boolean: return t.data<bool>()[i] ? 1.0 : 0.0;
+    default: throw InputError(fmt::format("cannot read a {} value as a number", element_type_name(t.element_type())));
+  }
+}
+
+std::vector<int64_t> row_major_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+BroadcastPlan strided_plan(const Shape& output, const std::vector<int64_t>& strides) {
+  BroadcastPlan plan;
+  plan.strides.resize(1);
+  for (std::size_t d = 0; d < output.size(); ++d) {
+    if (output[d] == 1) continue;
+    if (!plan.output.empty() && plan.strides[0].back() == strides[d] * output[d]) {
+      plan.output.back() *= output[d];
+      plan.strides[0].back() = strides[d];
+    } else {
+      plan.output.push_back(output[d]);
+      plan.strides[0].push_back(strides[d]);
+    }
+  }
+  if (plan.output.empty()) {
+    plan.output.push_back(1);
+    plan.strides[0].push_back(0);
+  }
+  return plan;
+}
+
+TuningSchema row_threshold_schema(TuningKey key, int64_t default_minimum_rows) {
+  ParameterSpec spec;
+  spec.name = "parallel.minimum_rows";
+  spec.type = ValueType::int64;
+  spec.default_value = default_minimum_rows;
+  spec.role = ParameterRole::threshold;
+  spec.minimum = 1;
+  spec.maximum = static_cast<double>(int64_t{1} << 40);
+  spec.description = "Smallest number of rows run in parallel; each row is processed by one thread.";
+  return TuningSchema{std::move(key), {std::move(spec)}};
+}
+
+TuningSchema tiled_schema(TuningKey key, TileDefaults tiles, int64_t default_minimum_macs) {
+  auto tile = [](std::string name, int64_t value, std::vector<int64_t> allowed, std::string description) {
+    ParameterSpec spec;
+    spec.name = std::move(name);
+    spec.type = ValueType::int64;
+    spec.default_value = value;
+    spec.role = ParameterRole::tile;
+    for (int64_t a : allowed) spec.allowed.emplace_back(a);
+    spec.description = std::move(description);
+    return spec;
+  };
+  ParameterSpec macs;
+  macs.name = "parallel.minimum_macs";
+  macs.type = ValueType::int64;
+  macs.default_value = default_minimum_macs;
+  macs.role = ParameterRole::threshold;
+  macs.minimum = 1;
+  macs.maximum = static_cast<double>(int64_t{1} << 50);
+  macs.description = "Smallest multiply-accumulate count run in parallel; smaller problems run on one thread.";
+  TuningSchema schema{std::move(key), {}};
+  schema.parameters.push_back(tile("gemm.tile_m", tiles.m, {8, 16, 32, 64, 128, 256},
+                                   "Output rows per task (one task is one tile of the output)."));
+  schema.parameters.push_back(tile("gemm.tile_n", tiles.n, {16, 32, 64, 128, 256, 512, 1024},
+                                   "Output columns per task; also the width of the packed B panel."));
+  schema.parameters.push_back(tile("gemm.tile_k", tiles.k, {16, 32, 64, 128, 256, 512},
+                                   "Depth of one packed B panel (the reduction is blocked by this)."));
+  schema.parameters.push_back(std::move(macs));
+  return schema;
+}
+
+void RowKernel::apply_tuning(const TuningValues& values) {
+  if (auto it = values.find("parallel.minimum_rows"); it != values.end())
+    if (const auto* v = std::get_if<int64_t>(&it->second)) minimum_rows_ = *v;
+}
+
+void TiledKernel::apply_tuning(const TuningValues& values) {
+  auto read = [&](const char* name, int64_t& target) {
+    if (auto it = values.find(name); it != values.end())
+      if (const auto* v = std::get_if<int64_t>(&it->second)) target = *v;
+  };
+  read("gemm.tile_m", tile_m_);
+  read("gemm.tile_n", tile_n_);
+  read("gemm.tile_k", tile_k_);
+  read("parallel.minimum_macs", minimum_macs_);
+}
+
+KernelDef make_def(const std::string& op_type, OpsetRange opsets, ElementType type, TuningSchema schema) {
+  KernelDef def;
+  def.op_type = op_type;
+  def.since_version = opsets.since;
+  def.end_version = opsets.end;
+  def.element_type = type;
+  def.schema = std::move(schema);
+  return def;
+}
+
+}  // namespace onnx_light::runtime::kernels

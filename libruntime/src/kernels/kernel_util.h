@@ -1,0 +1,156 @@
+#pragma once
+// Helpers shared by the kernel families beyond plain elementwise ops: attribute checks,
+// axis normalisation, reading shape-like inputs at run time, the tuning schemas of row,
+// tile and reduction kernels, and a size-only element type for ops that just move bytes.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/broadcast.h"
+#include "kernels/elementwise.h"
+#include "onnx_light/runtime/kernel.h"
+#include "onnx_light/runtime/kernel_table.h"
+
+namespace onnx_light::runtime::kernels {
+
+// Throws UnsupportedError naming the node and the first attribute not in `known`.
+void check_attributes(const KernelCreateInfo& info, std::initializer_list<std::string_view> known);
+
+// A MakeOp for an operator without attributes: any attribute is rejected at creation.
+template <typename Op>
+auto no_attributes(Op op) {
+  return [op](const KernelCreateInfo& info) {
+    check_attributes(info, {});
+    return op;
+  };
+}
+
+// `axis` in [-rank, rank) (or [-rank-1, rank] with `extra` = 1) mapped to [0, rank + extra).
+// Throws InputError naming `label` and `what` when out of range.
+int64_t normalize_axis(int64_t axis, int64_t rank, const std::string& label, std::string_view what = "axis",
+                       int64_t extra = 0);
+// The creation-time flavour: ModelError instead of InputError.
+int64_t normalize_axis_attribute(int64_t axis, int64_t rank, const KernelCreateInfo& info, std::string_view name);
+
+// The values of an int32 or int64 tensor (shape, axes, starts, ...). Throws InputError naming
+// `label` and `what` for other element types.
+std::vector<int64_t> read_int64_values(const Tensor& t, const std::string& label, std::string_view what);
+// Element i of a numeric or bool tensor as double (scalars of Clip, Range, ...).
+double read_as_double(const Tensor& t, int64_t i);
+
+// The strides of a dense row-major shape.
+std::vector<int64_t> row_major_strides(const Shape& shape);
+
+// An element of `size` bytes moved as one unsigned integer; ops that only move data dispatch
+// on the element size instead of the type.
+template <typename F>
+void dispatch_element_size(std::size_t size, F&& f) {
+  switch (size) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    default: f(uint64_t{}); break;
+  }
+}
+
+// A double converted to T without undefined behaviour: floating types round, integers truncate
+// toward zero and saturate at their range, NaN becomes 0.
+template <typename T>
+T saturate_cast(double v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(v);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v != 0.0;
+  } else {
+    if (std::isnan(v)) return T(0);
+    // Compare against the first value past the range, which is a power of two and exact in double.
+    constexpr double upper = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+    constexpr double lower = static_cast<double>(std::numeric_limits<T>::lowest());
+    if (v >= upper) return std::numeric_limits<T>::max();
+    if (v <= lower) return std::numeric_limits<T>::lowest();
+    return static_cast<T>(v);
+  }
+}
+
+// A walk plan over `output` (row-major) reading one input with arbitrary element strides
+// (negative for reversed slices, 0 for repeated dims): size-1 dims dropped, contiguous dims merged.
+BroadcastPlan strided_plan(const Shape& output, const std::vector<int64_t>& strides);
+
+// Copies `n` output elements in parallel: dst[o] = src[offset of o under plan].
+template <typename U>
+void copy_with_plan(KernelExecution& execution, const BroadcastPlan& plan, const U* src, U* dst, int64_t n,
+                    int threads) {
+  execution.parallel_for(n, cache_line_grain<U>(), threads, [&](int64_t begin, int64_t end) {
+    walk_broadcast<1>(plan, begin, end, [&](int64_t o, const int64_t* off, int64_t count, const int64_t* step) {
+      const U* s = src + off[0];
+      if (step[0] == 1) {
+        std::copy_n(s, count, dst + o);
+      } else {
+        for (int64_t i = 0; i < count; ++i) dst[o + i] = s[i * step[0]];
+      }
+    });
+  });
+}
+
+// Tuning schemas. Every threshold is role `threshold` (searched by doubling), every tile role
+// `tile` with an allowed set.
+inline constexpr int64_t kDefaultMinimumRows = 64;
+inline constexpr int64_t kDefaultMinimumMacs = int64_t{1} << 18;
+TuningSchema row_threshold_schema(TuningKey key, int64_t default_minimum_rows);
+struct TileDefaults {
+  int64_t m = 64;
+  int64_t n = 128;
+  int64_t k = 128;
+};
+// gemm.tile_m / gemm.tile_n / gemm.tile_k and parallel.minimum_macs.
+TuningSchema tiled_schema(TuningKey key, TileDefaults tiles = {}, int64_t default_minimum_macs = kDefaultMinimumMacs);
+
+// Base of row kernels (Softmax, LayerNormalization): parallel when the row count reaches the threshold.
+class RowKernel : public Kernel {
+ public:
+  explicit RowKernel(int64_t minimum_rows) : minimum_rows_(minimum_rows) {}
+  void apply_tuning(const TuningValues& values) override;
+
+ protected:
+  int admitted_rows(int64_t rows, const KernelExecution& execution) const {
+    return admitted_threads_for(rows, minimum_rows_, execution.threads());
+  }
+  int64_t minimum_rows_;
+};
+
+// Base of tiled kernels (MatMul, Gemm, Conv): tile sizes and a multiply-accumulate threshold.
+class TiledKernel : public Kernel {
+ public:
+  explicit TiledKernel(TileDefaults tiles, int64_t minimum_macs = kDefaultMinimumMacs)
+      : tile_m_(tiles.m), tile_n_(tiles.n), tile_k_(tiles.k), minimum_macs_(minimum_macs) {}
+  void apply_tuning(const TuningValues& values) override;
+
+ protected:
+  int admitted_macs(int64_t macs, const KernelExecution& execution) const {
+    return admitted_threads_for(macs, minimum_macs_, execution.threads());
+  }
+  int64_t tile_m_, tile_n_, tile_k_, minimum_macs_;
+};
+
+// A KernelDef with the usual fields filled in; the caller sets create/output_types/schema extras.
+KernelDef make_def(const std::string& op_type, OpsetRange opsets, ElementType type, TuningSchema schema);
+
+// Registers one definition per element type in `types`, all sharing `build`:
+// build(KernelDef&, ElementType) fills create/schema/output_types for that type.
+template <typename Build>
+void add_for_types(KernelTable& table, const std::vector<ElementType>& types, Build&& build) {
+  for (ElementType type : types) {
+    KernelDef def;
+    def.element_type = type;
+    build(def, type);
+    table.add(std::move(def));
+  }
+}
+
+}  // namespace onnx_light::runtime::kernels

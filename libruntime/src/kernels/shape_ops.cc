@@ -1,0 +1,315 @@
+// Operators that compute shapes or change only the shape of their data: Reshape, Flatten,
+// Squeeze, Unsqueeze (a parallel copy under a new shape), Shape, Size, ConstantOfShape, Range.
+// Shape-like inputs (Reshape's shape, axes from opset 13) are read at run time.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kernels/elementwise.h"
+#include "kernels/kernel_families.h"
+#include "kernels/kernel_util.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/tensor_proto.h"
+
+namespace onnx_light::runtime::kernels {
+
+namespace {
+
+// The data of x under a new shape with the same element count.
+class ReshapeLikeKernel : public ThresholdKernel {
+ public:
+  ReshapeLikeKernel() : ThresholdKernel(kDefaultMinimumElements) {}
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const Shape shape = output_shape(execution, x);
+    if (shape_element_count(shape) != x.element_count())
+      throw InputError(fmt::format("{}: cannot reshape {} ({} elements) to {}", execution.label(),
+                                   shape_to_string(x.shape()), x.element_count(), shape_to_string(shape)));
+    Tensor& y = execution.output(0, x.element_type(), shape);
+    const auto* in = static_cast<const std::byte*>(x.raw_data());
+    auto* out = static_cast<std::byte*>(y.raw_data());
+    execution.parallel_for(static_cast<int64_t>(x.byte_size()), 64, admitted(x.element_count(), execution),
+                           [&](int64_t begin, int64_t end) {
+      if (end > begin) std::memcpy(out + begin, in + begin, static_cast<std::size_t>(end - begin));
+    });
+  }
+
+ protected:
+  virtual Shape output_shape(const KernelExecution& execution, const Tensor& x) const = 0;
+};
+
+class ReshapeKernel final : public ReshapeLikeKernel {
+ public:
+  explicit ReshapeKernel(const KernelCreateInfo& info) {
+    check_attributes(info, {"allowzero"});
+    allow_zero_ = info.int_attribute("allowzero", 0) != 0;
+  }
+
+ protected:
+  Shape output_shape(const KernelExecution& execution, const Tensor& x) const override {
+    const std::string& label = execution.label();
+    Shape shape = read_int64_values(execution.required_input(1), label, "shape");
+    int64_t infer = -1;
+    int64_t known = 1;
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 0 && !allow_zero_) {
+        if (d >= x.rank()) throw InputError(fmt::format("{}: shape {} copies dimension {} which {} lacks", label, shape, d, shape_to_string(x.shape())));
+        shape[d] = x.shape()[d];
+      }
+      if (shape[d] == -1) {
+        if (infer >= 0) throw InputError(fmt::format("{}: shape {} has more than one -1", label, shape));
+        infer = static_cast<int64_t>(d);
+      } else if (shape[d] < 0) {
+        throw InputError(fmt::format("{}: shape {} has a negative dimension", label, shape));
+      } else {
+        known *= shape[d];
+      }
+    }
+    if (infer >= 0) {
+      if (known == 0 || x.element_count() % known != 0)
+        throw InputError(fmt::format("{}: cannot infer the -1 in {} for {} elements", label, shape, x.element_count()));
+      shape[static_cast<std::size_t>(infer)] = x.element_count() / known;
+    }
+    return shape;
+  }
+
+ private:
+  bool allow_zero_ = false;
+};
+
+class FlattenKernel final : public ReshapeLikeKernel {
+ public:
+  explicit FlattenKernel(const KernelCreateInfo& info) {
+    check_attributes(info, {"axis"});
+    axis_ = info.int_attribute("axis", 1);
+  }
+
+ protected:
+  Shape output_shape(const KernelExecution& execution, const Tensor& x) const override {
+    const auto axis = static_cast<std::size_t>(
+        normalize_axis(axis_, static_cast<int64_t>(x.rank()), execution.label(), "axis", 1));
+    int64_t outer = 1;
+    for (std::size_t d = 0; d < axis; ++d) outer *= x.shape()[d];
+    int64_t inner = 1;
+    for (std::size_t d = axis; d < x.rank(); ++d) inner *= x.shape()[d];
+    return {outer, inner};
+  }
+
+ private:
+  int64_t axis_ = 1;
+};
+
+// Squeeze and Unsqueeze: axes from the attribute before opset 13, from input 1 after.
+class SqueezeKernel final : public ReshapeLikeKernel {
+ public:
+  SqueezeKernel(const KernelCreateInfo& info, bool unsqueeze) : unsqueeze_(unsqueeze) {
+    from_input_ = info.opset >= 13;
+    if (from_input_) {
+      check_attributes(info, {});
+    } else {
+      check_attributes(info, {"axes"});
+      axes_ = info.ints_attribute("axes");
+    }
+  }
+
+ protected:
+  Shape output_shape(const KernelExecution& execution, const Tensor& x) const override {
+    const std::string& label = execution.label();
+    std::vector<int64_t> axes = axes_;
+    if (from_input_) {
+      if (const Tensor* a = execution.input(1)) axes = read_int64_values(*a, label, "axes");
+      else if (unsqueeze_) throw InputError(fmt::format("{}: input 1 (axes) is required", label));
+    }
+    const auto in_rank = static_cast<int64_t>(x.rank());
+    if (unsqueeze_) {
+      const int64_t rank = in_rank + static_cast<int64_t>(axes.size());
+      std::vector<bool> inserted(static_cast<std::size_t>(rank), false);
+      for (int64_t a : axes) {
+        auto d = static_cast<std::size_t>(normalize_axis(a, rank, label, "axes"));
+        if (inserted[d]) throw InputError(fmt::format("{}: axes {} repeat axis {}", label, axes, d));
+        inserted[d] = true;
+      }
+      Shape shape;
+      std::size_t next = 0;
+      for (std::size_t d = 0; d < static_cast<std::size_t>(rank); ++d) shape.push_back(inserted[d] ? 1 : x.shape()[next++]);
+      return shape;
+    }
+    std::vector<bool> removed(x.rank(), false);
+    if (axes.empty()) {
+      for (std::size_t d = 0; d < x.rank(); ++d) removed[d] = x.shape()[d] == 1;
+    } else {
+      for (int64_t a : axes) {
+        auto d = static_cast<std::size_t>(normalize_axis(a, in_rank, label, "axes"));
+        if (x.shape()[d] != 1)
+          throw InputError(fmt::format("{}: cannot squeeze axis {} of size {} (shape {})", label, d, x.shape()[d],
+                                       shape_to_string(x.shape())));
+        removed[d] = true;
+      }
+    }
+    Shape shape;
+    for (std::size_t d = 0; d < x.rank(); ++d)
+      if (!removed[d]) shape.push_back(x.shape()[d]);
+    return shape;
+  }
+
+ private:
+  bool unsqueeze_;
+  bool from_input_ = false;
+  std::vector<int64_t> axes_;
+};
+
+// Shape (with start/end from opset 15) and Size: int64 results that depend only on the shape.
+class ShapeKernel final : public Kernel {
+ public:
+  ShapeKernel(const KernelCreateInfo& info, bool size) : size_(size) {
+    if (size || info.opset < 15) check_attributes(info, {});
+    else check_attributes(info, {"start", "end"});
+    start_ = info.int_attribute("start", 0);
+    end_ = info.int_attribute("end", std::numeric_limits<int64_t>::max());
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    if (size_) {
+      *execution.output(0, ElementType::int64, {}).data<int64_t>() = x.element_count();
+      return;
+    }
+    const auto rank = static_cast<int64_t>(x.rank());
+    auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+    const int64_t begin = clamp(start_);
+    const int64_t end = std::max(begin, clamp(end_));
+    Tensor& y = execution.output(0, ElementType::int64, {end - begin});
+    std::copy(x.shape().begin() + begin, x.shape().begin() + end, y.data<int64_t>());
+  }
+
+ private:
+  bool size_;
+  int64_t start_ = 0, end_ = 0;
+};
+
+// ConstantOfShape: the `value` attribute (one element, default float 0) repeated over a shape.
+class ConstantOfShapeKernel final : public ThresholdKernel {
+ public:
+  explicit ConstantOfShapeKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"value"});
+    value_ = value_of(info);
+  }
+  static Tensor value_of(const KernelCreateInfo& info) {
+    const onnx::AttributeProto* a = info.attribute("value");
+    if (a == nullptr) return Tensor(ElementType::float32, {1});
+    Tensor v;
+    try {
+      v = tensor_from_proto(a->t());
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError(fmt::format("{}: attribute 'value': {}", info.node_label(), e.what()));
+    } catch (const Error& e) {
+      throw ModelError(fmt::format("{}: attribute 'value': {}", info.node_label(), e.what()));
+    }
+    if (v.element_count() != 1)
+      throw ModelError(fmt::format("{}: attribute 'value' must hold one element, not {}", info.node_label(), v.describe()));
+    return v;
+  }
+  void run(KernelExecution& execution) override {
+    const Shape shape = read_int64_values(execution.required_input(0), execution.label(), "shape");
+    if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+      throw InputError(fmt::format("{}: shape {} has a negative dimension", execution.label(), shape));
+    Tensor& y = execution.output(0, value_.element_type(), shape);
+    dispatch_element_size(element_size(value_.element_type()), [&](auto u) {
+      using U = decltype(u);
+      const U v = *value_.data<U>();
+      U* out = y.data<U>();
+      execution.parallel_for(y.element_count(), cache_line_grain<U>(), admitted(y.element_count(), execution),
+                             [&](int64_t begin, int64_t end) { std::fill(out + begin, out + end, v); });
+    });
+  }
+
+ private:
+  Tensor value_;
+};
+
+// Range(start, limit, delta): start + i * delta for i < max(ceil((limit - start) / delta), 0).
+template <typename T>
+class RangeKernel final : public ThresholdKernel {
+ public:
+  explicit RangeKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {});
+  }
+  void run(KernelExecution& execution) override {
+    const std::string& label = execution.label();
+    T v[3];
+    for (std::size_t i = 0; i < 3; ++i) {
+      const Tensor& t = execution.required_input(i);
+      check_input_type(execution, i, t, ElementTraits<T>::type);
+      if (t.element_count() != 1) throw InputError(fmt::format("{}: input {} must be a scalar", label, i));
+      v[i] = t.data<T>()[0];
+    }
+    const T start = v[0], limit = v[1], delta = v[2];
+    if (delta == T(0)) throw InputError(fmt::format("{}: delta must not be 0", label));
+    const double steps = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+    if (!(steps < static_cast<double>(int64_t{1} << 40))) {
+      if (steps > 0) throw InputError(fmt::format("{}: the range has too many elements ({})", label, steps));
+    }
+    const int64_t n = steps > 0 ? static_cast<int64_t>(steps) : 0;
+    Tensor& y = execution.output(0, ElementTraits<T>::type, {n});
+    T* out = y.data<T>();
+    execution.parallel_for(n, cache_line_grain<T>(), admitted(n, execution), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+    });
+  }
+};
+
+KernelDef threshold_def(const std::string& op_type, OpsetRange opsets, ElementType type) {
+  return make_def(op_type, opsets, type, parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements));
+}
+
+}  // namespace
+
+void register_shape_kernels(KernelTable& table) {
+  for (ElementType type : supported_element_types()) {
+    KernelDef reshape = threshold_def("Reshape", {5}, type);
+    reshape.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<ReshapeKernel>(info);
+    };
+    table.add(std::move(reshape));
+    KernelDef flatten = threshold_def("Flatten", {1}, type);
+    flatten.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<FlattenKernel>(info);
+    };
+    table.add(std::move(flatten));
+    for (bool unsqueeze : {false, true}) {
+      KernelDef def = threshold_def(unsqueeze ? "Unsqueeze" : "Squeeze", {1}, type);
+      def.create = [unsqueeze](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+        return std::make_unique<SqueezeKernel>(info, unsqueeze);
+      };
+      table.add(std::move(def));
+    }
+    // Shape and Size do O(rank) work: an empty schema (nothing to tune).
+    for (bool size : {false, true}) {
+      const std::string op = size ? "Size" : "Shape";
+      KernelDef def = make_def(op, {1}, type, TuningSchema{elementwise_key(op, type, 1), {}});
+      def.create = [size](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+        return std::make_unique<ShapeKernel>(info, size);
+      };
+      def.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{ElementType::int64}; };
+      table.add(std::move(def));
+    }
+  }
+  KernelDef constant_of_shape = threshold_def("ConstantOfShape", {9}, ElementType::int64);
+  constant_of_shape.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+    return std::make_unique<ConstantOfShapeKernel>(info);
+  };
+  constant_of_shape.output_types = [](const KernelCreateInfo& info) {
+    return std::vector<ElementType>{ConstantOfShapeKernel::value_of(info).element_type()};
+  };
+  table.add(std::move(constant_of_shape));
+  for_each_type<float, double, int16_t, int32_t, int64_t>([&](auto t) {
+    using T = decltype(t);
+    KernelDef def = threshold_def("Range", {11}, ElementTraits<T>::type);
+    def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<RangeKernel<T>>(info); };
+    table.add(std::move(def));
+  });
+}
+
+}  // namespace onnx_light::runtime::kernels

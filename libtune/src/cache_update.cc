@@ -1,0 +1,439 @@
+#include "onnx_light/tune/cache_update.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "cache_text.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/tune/cache_path.h"
+#include "onnx_light/tune/kernel_selection.h"
+
+namespace onnx_light::tune {
+
+std::string_view update_status_name(UpdateStatus status) {
+  switch (status) {
+    case UpdateStatus::updated: return "updated";
+    case UpdateStatus::read_only: return "read_only";
+    case UpdateStatus::unreadable: return "unreadable";
+    case UpdateStatus::malformed: return "malformed";
+    case UpdateStatus::write_failed: return "write_failed";
+  }
+  return "unknown";
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_permission_error(int error) { return error == EACCES || error == EPERM || error == EROFS; }
+
+UpdateStatus status_for_errno(int error) {
+  return is_permission_error(error) ? UpdateStatus::read_only : UpdateStatus::write_failed;
+}
+
+// Write permission bits are honoured even for root: an operator who chmod -w'd a cache or its
+// directory means "do not change it", and root would otherwise bypass that silently.
+bool has_write_bits(mode_t mode) { return (mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0; }
+
+struct Failure {
+  UpdateStatus status;
+  std::string message;
+};
+
+// The cache file a path names: writers replace a symlink's target, not the link.
+fs::path resolve_target(const fs::path& path) {
+  std::error_code error;
+  if (fs::is_symlink(fs::symlink_status(path, error))) {
+    fs::path resolved = fs::weakly_canonical(path, error);
+    if (!error) return resolved;
+  }
+  return path;
+}
+
+fs::path directory_of(const fs::path& path) {
+  fs::path directory = path.parent_path();
+  return directory.empty() ? fs::path(".") : directory;
+}
+
+// Everything an update creates and must undo when it fails: directories, the lock file, the
+// temporary file. Released in reverse order by the destructor.
+class UpdateScope {
+ public:
+  UpdateScope(fs::path target) : target_(std::move(target)), directory_(directory_of(target_)) {}
+  UpdateScope(const UpdateScope&) = delete;
+  UpdateScope& operator=(const UpdateScope&) = delete;
+  ~UpdateScope() {
+    if (!temp_.empty()) ::unlink(temp_.c_str());
+    if (lock_fd_ >= 0) {
+      // Unlinking while holding the lock is safe: waiters re-check the inode after flock.
+      if (!succeeded_ && created_lock_) ::unlink(lock_path_for(target_).c_str());
+      ::close(lock_fd_);
+    }
+    if (!succeeded_) {
+      for (auto it = created_directories_.rbegin(); it != created_directories_.rend(); ++it) {
+        if (::rmdir(it->c_str()) != 0) break;
+      }
+    }
+  }
+
+  const fs::path& target() const { return target_; }
+  const fs::path& directory() const { return directory_; }
+  void succeed() { succeeded_ = true; }
+  // Also drop the lock file on success (nothing was written and there is no cache).
+  void forget_lock_on_success() { remove_lock_always_ = true; }
+  void finish() {
+    if (succeeded_ && remove_lock_always_ && created_lock_ && lock_fd_ >= 0) {
+      ::unlink(lock_path_for(target_).c_str());
+    }
+  }
+
+  std::optional<Failure> make_directory() {
+    std::error_code error;
+    if (fs::is_directory(directory_, error)) return std::nullopt;
+    std::vector<fs::path> missing;
+    for (fs::path p = directory_; !p.empty() && !fs::exists(fs::symlink_status(p, error)); p = p.parent_path()) {
+      missing.push_back(p);
+      if (p == p.parent_path()) break;
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
+        const int e = errno;
+        return Failure{status_for_errno(e),
+                       fmt::format("cannot create directory {}: {}", it->string(), std::strerror(e))};
+      }
+      created_directories_.push_back(*it);
+    }
+    if (!fs::is_directory(directory_, error)) {
+      return Failure{UpdateStatus::write_failed, fmt::format("{} is not a directory", directory_.string())};
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Failure> check_directory_writable() const {
+    struct stat info {};
+    if (::stat(directory_.c_str(), &info) != 0) {
+      const int e = errno;
+      return Failure{status_for_errno(e), fmt::format("cannot stat {}: {}", directory_.string(), std::strerror(e))};
+    }
+    if (::access(directory_.c_str(), W_OK | X_OK) != 0) {
+      const int e = errno;
+      return Failure{status_for_errno(e),
+                     fmt::format("cannot write in {}: {}", directory_.string(), std::strerror(e))};
+    }
+    if (!has_write_bits(info.st_mode)) {
+      return Failure{UpdateStatus::read_only,
+                     fmt::format("directory {} is write-protected (mode {:04o}); chmod u+w it to allow updates",
+                                 directory_.string(), info.st_mode & 07777)};
+    }
+    return std::nullopt;
+  }
+
+  // Exclusive flock on <cache>.lock. Loops until the locked file is the one the path names, so a
+  // lock file unlinked by a failing writer cannot let two writers in.
+  std::optional<Failure> lock() {
+    const fs::path lock_path = lock_path_for(target_);
+    for (int attempt = 0; attempt < 1000; ++attempt) {
+      bool created = true;
+      int fd = ::open(lock_path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0 && errno == EEXIST) {
+        created = false;
+        fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) continue;  // removed meanwhile
+      }
+      if (fd < 0) {
+        const int e = errno;
+        return Failure{status_for_errno(e), fmt::format("cannot open lock file {}: {}", lock_path.string(),
+                                                        std::strerror(e))};
+      }
+      int rc = 0;
+      do {
+        rc = ::flock(fd, LOCK_EX);
+      } while (rc != 0 && errno == EINTR);
+      if (rc != 0) {
+        const int e = errno;
+        ::close(fd);
+        if (created) ::unlink(lock_path.c_str());
+        return Failure{UpdateStatus::write_failed,
+                       fmt::format("cannot lock {}: {}", lock_path.string(), std::strerror(e))};
+      }
+      struct stat held {}, named {};
+      if (::fstat(fd, &held) == 0 && ::stat(lock_path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+          held.st_ino == named.st_ino) {
+        lock_fd_ = fd;
+        created_lock_ = created;
+        return std::nullopt;
+      }
+      ::close(fd);  // the lock file was replaced or removed while we waited
+    }
+    return Failure{UpdateStatus::write_failed, fmt::format("cannot settle on lock file {}", lock_path.string())};
+  }
+
+  // Temporary files of writers that died (SIGKILL, power loss): only the lock holder writes one,
+  // so any present now is an orphan.
+  void remove_orphaned_temporaries() const {
+    const std::string prefix = target_.filename().string() + ".tmp-";
+    DIR* dir = ::opendir(directory_.c_str());
+    if (dir == nullptr) return;
+    while (const dirent* entry = ::readdir(dir)) {
+      const std::string_view name(entry->d_name);
+      if (name.starts_with(prefix)) ::unlinkat(::dirfd(dir), entry->d_name, 0);
+    }
+    ::closedir(dir);
+  }
+
+  std::optional<Failure> write_and_rename(const std::string& text, std::optional<mode_t> mode,
+                                          std::vector<Diagnostic>& warnings) {
+    static std::atomic<uint64_t> counter{0};
+    temp_ = directory_ / fmt::format("{}.tmp-{}-{}", target_.filename().string(), ::getpid(), counter++);
+    const int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      const int e = errno;
+      temp_.clear();
+      return Failure{status_for_errno(e), fmt::format("cannot create a temporary file in {}: {}",
+                                                      directory_.string(), std::strerror(e))};
+    }
+    if (mode) ::fchmod(fd, *mode & 07777);  // keep the permissions the operator gave the cache
+    std::size_t done = 0;
+    std::string failure;
+    while (done < text.size()) {
+      const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote <= 0) {
+        failure = fmt::format("cannot write {}: {}", temp_.string(), std::strerror(wrote < 0 ? errno : EIO));
+        break;
+      }
+      done += static_cast<std::size_t>(wrote);
+    }
+    if (failure.empty() && ::fsync(fd) != 0) {
+      failure = fmt::format("cannot fsync {}: {}", temp_.string(), std::strerror(errno));
+    }
+    if (::close(fd) != 0 && failure.empty()) {
+      failure = fmt::format("cannot close {}: {}", temp_.string(), std::strerror(errno));
+    }
+    if (!failure.empty()) return Failure{UpdateStatus::write_failed, failure + "; the cache is unchanged"};
+    if (::rename(temp_.c_str(), target_.c_str()) != 0) {
+      const int e = errno;
+      return Failure{status_for_errno(e), fmt::format("cannot replace {}: {}; the cache is unchanged",
+                                                      target_.string(), std::strerror(e))};
+    }
+    temp_.clear();  // it is the cache now
+    // The rename is durable only once the directory is synced; the new file is already in place,
+    // so a failure here is a warning, not a failed update.
+    const int dir_fd = ::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0 || (::fsync(dir_fd) != 0 && errno != EINVAL)) {
+      Diagnostic warning;
+      warning.message = fmt::format("cannot fsync directory {}: {}; the update may not survive a power loss",
+                                    directory_.string(), std::strerror(errno));
+      warnings.push_back(std::move(warning));
+    }
+    if (dir_fd >= 0) ::close(dir_fd);
+    return std::nullopt;
+  }
+
+ private:
+  fs::path target_;
+  fs::path directory_;
+  std::vector<fs::path> created_directories_;
+  fs::path temp_;
+  int lock_fd_ = -1;
+  bool created_lock_ = false;
+  bool succeeded_ = false;
+  bool remove_lock_always_ = false;
+};
+
+void check_writable_profile(const CacheProfile& profile) {
+  if (!profile.readable()) {
+    throw InvalidValueError(fmt::format("cannot write profile {}: it has unreadable fields ({})",
+                                        profile.key.to_string(), profile.problems.front().message));
+  }
+  auto check = [&](std::string_view what, std::string_view text) {
+    if (!is_valid_utf8(text)) {
+      throw InvalidValueError(fmt::format("cannot write profile {}: {} is not valid UTF-8", profile.key.to_string(), what));
+    }
+  };
+  const auto& key = profile.key;
+  if (key.kernel.empty() || key.implementation.empty() || key.library.empty()) {
+    throw InvalidValueError(fmt::format("cannot write profile {}: library, kernel and implementation must be set",
+                                        key.to_string()));
+  }
+  if (key.tuning_abi < 1) {
+    throw InvalidValueError(fmt::format("cannot write profile {}: tuning_abi must be positive", key.to_string()));
+  }
+  if (profile.host.effective_threads < 1) {
+    throw InvalidValueError(fmt::format("cannot write profile {}: host.effective_threads must be positive",
+                                        key.to_string()));
+  }
+  check("library", key.library);
+  check("kernel", key.kernel);
+  check("implementation", key.implementation);
+  check("host.architecture", profile.host.architecture);
+  check("host.vendor", profile.host.vendor);
+  check("host.microarchitecture", profile.host.microarchitecture);
+  for (const auto& feature : profile.host.features) check("host.features", feature);
+  for (const auto& [name, value] : profile.values) {
+    if (name.empty()) throw InvalidValueError(fmt::format("cannot write profile {}: empty parameter name", key.to_string()));
+    check("a parameter name", name);
+    if (const auto* text = std::get_if<std::string>(&value)) check(fmt::format("values.{}", name), *text);
+  }
+  check("provenance.source", profile.provenance.source);
+  check("provenance.written", profile.provenance.written);
+  check("provenance.tool_version", profile.provenance.tool_version);
+}
+
+UpdateResult failed(UpdateResult result, Failure failure) {
+  result.status = failure.status;
+  Diagnostic diagnostic;
+  diagnostic.message = std::move(failure.message);
+  result.diagnostics.push_back(std::move(diagnostic));
+  return result;
+}
+
+}  // namespace
+
+UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const UpdateOptions& options) {
+  UpdateResult result;
+  result.path = path;
+  UpdateScope scope(resolve_target(path));
+  if (auto failure = scope.make_directory()) return failed(std::move(result), std::move(*failure));
+  if (auto failure = scope.check_directory_writable()) return failed(std::move(result), std::move(*failure));
+  if (auto failure = scope.lock()) return failed(std::move(result), std::move(*failure));
+
+  CacheFile current = read_cache_file(scope.target());
+  if (current.status == FileStatus::unreadable) {
+    return failed(std::move(result), {UpdateStatus::unreadable, current.error + "; the cache is unchanged"});
+  }
+  if (current.status == FileStatus::malformed) {
+    return failed(std::move(result),
+                  {UpdateStatus::malformed,
+                   fmt::format("{} is malformed ({}); it is left unchanged: fix it, or remove it with "
+                               "'onnx-light-tune remove'",
+                               path.string(), current.error)});
+  }
+  std::optional<mode_t> mode;
+  if (current.status == FileStatus::loaded) {
+    struct stat info {};
+    if (::stat(scope.target().c_str(), &info) == 0) {
+      mode = info.st_mode;
+      if (!has_write_bits(info.st_mode) || ::access(scope.target().c_str(), W_OK) != 0) {
+        return failed(std::move(result),
+                      {UpdateStatus::read_only, fmt::format("{} is write-protected (mode {:04o}); chmod u+w it to "
+                                                            "allow updates",
+                                                            path.string(), info.st_mode & 07777)});
+      }
+    }
+  }
+
+  CacheEdit change = edit(current);  // may throw: the scope undoes what this call created
+  for (const auto& profile : change.upserts) check_writable_profile(profile);
+
+  // Merge by (key, host): an upsert replaces every profile of its identity; the last upsert of
+  // one identity wins.
+  auto less = [](const CacheProfile* a, const CacheProfile* b) { return profile_less(*a, *b); };
+  std::map<const CacheProfile*, std::size_t, decltype(less)> upsert_index(less);
+  for (std::size_t i = 0; i < change.upserts.size(); ++i) upsert_index[&change.upserts[i]] = i;
+  std::unique_ptr<SchemaIndex> schemas;
+  if (options.prune_stale) {
+    schemas = std::make_unique<SchemaIndex>(options.kernels != nullptr ? *options.kernels : runtime::cpu_kernel_table());
+  }
+  std::vector<CacheProfile> next;
+  next.reserve(current.profiles.size() + change.upserts.size());
+  for (auto& profile : current.profiles) {
+    if (profile.readable() && upsert_index.contains(&profile)) continue;  // replaced
+    if (change.erase && change.erase(profile)) {
+      result.removed.push_back(std::move(profile));
+    } else if (schemas && profile.readable() && schemas->is_stale(profile.key)) {
+      result.pruned.push_back(std::move(profile));
+    } else {
+      result.preserved.push_back(profile);
+      next.push_back(std::move(profile));
+    }
+  }
+  for (const auto& [profile, index] : upsert_index) {
+    result.updated.push_back(change.upserts[index]);
+    next.push_back(change.upserts[index]);
+  }
+
+  if (result.updated.empty() && result.removed.empty() && result.pruned.empty()) {
+    result.status = UpdateStatus::updated;  // nothing to change: keep the file as it is
+    scope.succeed();
+    if (current.status == FileStatus::not_found) scope.forget_lock_on_success();
+    scope.finish();
+    return result;
+  }
+  scope.remove_orphaned_temporaries();
+  if (auto failure = scope.write_and_rename(serialize_cache(std::move(next)), mode, result.diagnostics)) {
+    result.updated.clear();
+    result.removed.clear();
+    result.pruned.clear();
+    return failed(std::move(result), std::move(*failure));
+  }
+  result.status = UpdateStatus::updated;
+  scope.succeed();
+  return result;
+}
+
+UpdateResult write_profiles(const fs::path& path, std::vector<CacheProfile> profiles, const UpdateOptions& options) {
+  return update_cache(
+      path, [&](const CacheFile&) { return CacheEdit{std::move(profiles), nullptr}; }, options);
+}
+
+RemoveFileResult remove_cache_file(const fs::path& path) {
+  RemoveFileResult result;
+  const fs::path target = resolve_target(path);
+  auto fail = [&](UpdateStatus status, std::string message) {
+    result.status = status;
+    Diagnostic diagnostic;
+    diagnostic.message = std::move(message);
+    result.diagnostics.push_back(std::move(diagnostic));
+    return result;
+  };
+  struct stat info {};
+  if (::lstat(target.c_str(), &info) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      result.status = UpdateStatus::updated;
+      result.existed = false;
+      // A lock file without a cache (left by an older tool) goes too.
+      const fs::path lock = lock_path_for(target);
+      if (::lstat(lock.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::unlink(lock.c_str()) == 0) {
+        result.removed_files.push_back(lock_path_for(path));
+      }
+      return result;
+    }
+    return fail(UpdateStatus::unreadable, fmt::format("cannot stat {}: {}", target.string(), std::strerror(errno)));
+  }
+  result.existed = true;
+  if (S_ISDIR(info.st_mode)) {
+    return fail(UpdateStatus::unreadable, fmt::format("{} is a directory, not a tuning cache; not removed", target.string()));
+  }
+  UpdateScope scope(target);
+  if (auto failure = scope.check_directory_writable()) return fail(failure->status, failure->message);
+  if (!has_write_bits(info.st_mode)) {
+    return fail(UpdateStatus::read_only, fmt::format("{} is write-protected (mode {:04o}); chmod u+w it to remove it",
+                                                     path.string(), info.st_mode & 07777));
+  }
+  if (auto failure = scope.lock()) return fail(failure->status, failure->message);
+  if (::unlink(target.c_str()) != 0 && errno != ENOENT) {
+    const int e = errno;
+    return fail(status_for_errno(e), fmt::format("cannot remove {}: {}", target.string(), std::strerror(e)));
+  }
+  result.removed_files.push_back(path);
+  // Unlink the lock while holding it (safe: waiters re-check the inode), then release it.
+  const fs::path lock = lock_path_for(target);
+  if (::unlink(lock.c_str()) == 0) result.removed_files.push_back(lock_path_for(path));
+  scope.succeed();
+  result.status = UpdateStatus::updated;
+  return result;
+}
+
+}  // namespace onnx_light::tune

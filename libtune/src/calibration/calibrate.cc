@@ -1,0 +1,438 @@
+// calibrate_kernel_tuning: selects keys, runs the threshold search or the comparison for each
+// within the budgets, validates, publishes everything in one generation and saves it with one
+// locked update.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/tuning_registry.h"
+#include "onnx_light/tune/cache_path.h"
+#include "onnx_light/tune/calibration.h"
+#include "onnx_light/tune/host.h"
+#include "onnx_light/tune/reports.h"
+
+namespace onnx_light::tune {
+
+using runtime::TuningKey;
+using runtime::TuningValue;
+using runtime::TuningValues;
+
+bool has_calibration_routine(const runtime::KernelDef& def) {
+  return def.schema.has_threshold() && static_cast<bool>(def.calibration_workload);
+}
+
+namespace {
+
+constexpr int64_t kNsPerMs = 1'000'000;
+
+Diagnostic key_message(const TuningKey& key, std::string message) {
+  Diagnostic d;
+  d.key = key;
+  d.message = std::move(message);
+  return d;
+}
+
+const runtime::ParameterSpec* threshold_parameter(const runtime::TuningSchema& schema) {
+  for (const auto& p : schema.parameters)
+    if (p.role == runtime::ParameterRole::threshold && p.type == runtime::ValueType::int64) return &p;
+  return nullptr;
+}
+
+// The bounded search of one key: owns the clock arithmetic so both modes share the budget rules.
+class KeyRun {
+ public:
+  KeyRun(const CalibrationOptions& options, CalibrationClock& clock, CaseBenchmark& bench, int64_t deadline_ns,
+         CalibrationProgress progress)
+      : options_(options), clock_(clock), bench_(bench), deadline_ns_(deadline_ns), progress_(std::move(progress)) {}
+
+  // Why the last loop stopped before finishing ("" when it did not stop early).
+  std::string stop_reason;
+
+  // Sizes doubling from first_size while memory and time allow. Returns false (and sets
+  // stop_reason) when the next size may not run.
+  bool may_run(int64_t size, std::size_t configurations, int64_t max_size) {
+    if (size > max_size) {
+      stop_reason = fmt::format("the parameter's maximum {} was reached", max_size);
+      return false;
+    }
+    for (int v = 0; v < bench_.variants(); ++v)
+      if (bench_.memory_bytes(size, v, configurations) > options_.maximum_memory_bytes) {
+        stop_reason = fmt::format("the next case ({} elements) would need {} bytes, past the memory budget of {} bytes",
+                                  size, bench_.memory_bytes(size, v, configurations), options_.maximum_memory_bytes);
+        return false;
+      }
+    int64_t now = clock_.now_ns();
+    // Sizes double, so the next case costs about twice the last one.
+    int64_t predicted = last_case_ns_ * 2;
+    if (now + predicted > deadline_ns_) {
+      stop_reason = fmt::format("the time budget ran out after {} case{}", cases_run_, cases_run_ == 1 ? "" : "s");
+      return false;
+    }
+    return true;
+  }
+
+  // Measures every variant of `size` for every configuration; medians summed over variants.
+  CalibrationCaseReport run_case(int64_t size, const std::vector<TuningValues>& configurations) {
+    int64_t start = clock_.now_ns();
+    // Leave room for at least the next, larger case: this one may use a third of what is left.
+    int64_t case_deadline = start + std::max<int64_t>(0, (deadline_ns_ - start) / 3);
+    CalibrationCaseReport report;
+    report.size = size;
+    report.median_ns.assign(configurations.size(), 0.0);
+    for (int v = 0; v < bench_.variants(); ++v) {
+      if (options_.progress) {
+        progress_.case_description = fmt::format("{} elements, variant {}", size, v);
+        progress_.elapsed_ms = (clock_.now_ns() - progress_start_ns) / kNsPerMs;
+        options_.progress(progress_);
+      }
+      int64_t variant_deadline = start + (case_deadline - start) * (v + 1) / bench_.variants();
+      CaseTiming timing = bench_.measure(size, v, configurations, variant_deadline, options_.minimum_repetitions,
+                                         options_.maximum_repetitions);
+      for (std::size_t c = 0; c < configurations.size() && c < timing.median_ns.size(); ++c)
+        report.median_ns[c] += timing.median_ns[c];
+      report.descriptions.push_back(timing.description);
+    }
+    last_case_ns_ = clock_.now_ns() - start;
+    ++cases_run_;
+    return report;
+  }
+
+  int64_t progress_start_ns = 0;
+
+ private:
+  const CalibrationOptions& options_;
+  CalibrationClock& clock_;
+  CaseBenchmark& bench_;
+  int64_t deadline_ns_;
+  CalibrationProgress progress_;
+  int64_t last_case_ns_ = 0;
+  int cases_run_ = 0;
+};
+
+struct SearchRun {
+  ThresholdSearch search;
+  std::vector<CalibrationCaseReport> cases;
+  std::string stop_reason;
+};
+
+SearchRun run_threshold_search(KeyRun& run, const CalibrationOptions& options, const runtime::ParameterSpec& spec,
+                               const TuningValues& base) {
+  TuningValues serial = base;
+  TuningValues candidate = base;
+  const int64_t max_value = spec.maximum ? static_cast<int64_t>(*spec.maximum) : std::numeric_limits<int64_t>::max();
+  const int64_t min_value = spec.minimum ? std::max<int64_t>(1, static_cast<int64_t>(*spec.minimum)) : 1;
+  serial[spec.name] = max_value;    // never parallel
+  candidate[spec.name] = min_value;  // always parallel
+  SearchRun result{ThresholdSearch(options.search), {}, {}};
+  for (int64_t size = std::max<int64_t>(1, options.first_size);; size *= 2) {
+    if (!run.may_run(size, 2, max_value)) {
+      result.stop_reason = run.stop_reason;
+      break;
+    }
+    CalibrationCaseReport report = run.run_case(size, {serial, candidate});
+    bool done = result.search.record({size, report.median_ns[0], report.median_ns[1], false});
+    report.candidate_wins = result.search.cases().back().candidate_wins;
+    result.cases.push_back(std::move(report));
+    if (done) break;
+    if (size > std::numeric_limits<int64_t>::max() / 2) break;
+  }
+  return result;
+}
+
+std::vector<TuningValue> parse_comparison_values(const runtime::ParameterSpec& spec, const std::vector<std::string>& texts) {
+  std::vector<TuningValue> values;
+  for (const auto& text : texts) {
+    TuningValue v = runtime::parse_value(text, spec.type, spec.name);
+    if (auto problem = spec.validate(v); !problem.empty()) throw InvalidValueError(problem);
+    values.push_back(std::move(v));
+  }
+  if (values.size() < 2)
+    throw InvalidValueError(fmt::format("--parameter {}: give at least two values to compare (baseline first)", spec.name));
+  return values;
+}
+
+nlohmann::json update_to_json(const UpdateResult& update) {
+  auto keys_of = [](const std::vector<CacheProfile>& profiles) {
+    std::vector<TuningKey> keys;
+    for (const auto& p : profiles) keys.push_back(p.key);
+    return keys_to_json(keys);
+  };
+  return {{"status", update_status_name(update.status)},
+          {"path", update.path.string()},
+          {"updated", keys_of(update.updated)},
+          {"preserved", keys_of(update.preserved)},
+          {"pruned", keys_of(update.pruned)},
+          {"diagnostics", diagnostics_to_json(update.diagnostics)}};
+}
+
+}  // namespace
+
+bool CalibrationReport::ok() const {
+  if (!failed.empty()) return false;
+  if (cache_update && !cache_update->ok()) return false;
+  return true;
+}
+
+nlohmann::json CalibrationReport::to_json() const {
+  nlohmann::json j;
+  j["calibrated"] = nlohmann::json::array();
+  nlohmann::json measurements = nlohmann::json::array();
+  for (const auto& k : calibrated) {
+    nlohmann::json entry = key_to_json(k.key);
+    entry["values"] = values_to_json(k.values);
+    j["calibrated"].push_back(entry);
+    nlohmann::json m = key_to_json(k.key);
+    m["parameter"] = k.parameter;
+    m["changed_default"] = k.changed_default;
+    m["bracket"] = k.bracket_high ? nlohmann::json{{"low", k.bracket_low ? nlohmann::json(*k.bracket_low) : nlohmann::json()},
+                                                   {"high", *k.bracket_high}}
+                                  : nlohmann::json();
+    m["cases"] = nlohmann::json::array();
+    for (const auto& c : k.cases)
+      m["cases"].push_back({{"size", c.size}, {"median_ns", c.median_ns}, {"candidate_wins", c.candidate_wins},
+                            {"descriptions", c.descriptions}});
+    if (!k.comparison.empty()) {
+      m["comparison"] = nlohmann::json::array();
+      for (const auto& e : k.comparison)
+        m["comparison"].push_back({{"value", value_to_json(e.value)}, {"total_median_ns", e.total_median_ns},
+                                   {"speedup", e.speedup}});
+    }
+    m["picks"] = k.picks;
+    m["agreement"] = k.agreement;
+    m["runs"] = repeat;
+    m["elapsed_ms"] = k.elapsed_ms;
+    measurements.push_back(m);
+  }
+  j["skipped"] = keys_to_json(skipped);
+  j["unsupported"] = keys_to_json(unsupported);
+  j["failed"] = keys_to_json(failed);
+  j["diagnostics"] = diagnostics_to_json(diagnostics);
+  j["published_generation"] = published_generation;
+  j["cache_update"] = cache_update ? update_to_json(*cache_update) : nlohmann::json();
+  j["cache_path"] = cache_path;
+  j["effective_threads"] = effective_threads;
+  j["elapsed_ms"] = elapsed_ms;
+  j["maximum_duration_ms"] = maximum_duration_ms;
+  j["measurements"] = measurements;
+  return j;
+}
+
+CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, const OperationContext& context) {
+  const runtime::KernelTable& table = context.kernels ? *context.kernels : runtime::cpu_kernel_table();
+  runtime::TuningRegistry& registry = context.registry ? *context.registry : runtime::process_tuning_registry();
+  const runtime::CpuFeatures& features = context.features ? *context.features : runtime::host_cpu_features();
+  if (options.maximum_duration_ms <= 0)
+    throw InvalidValueError(fmt::format("maximum_duration_ms must be positive, got {}", options.maximum_duration_ms));
+  if (options.maximum_memory_bytes <= 0)
+    throw InvalidValueError(fmt::format("maximum_memory_bytes must be positive, got {}", options.maximum_memory_bytes));
+  if (options.repeat < 1 || options.repeat > 1000)
+    throw InvalidValueError(fmt::format("repeat must be between 1 and 1000, got {}", options.repeat));
+  if (options.parameters.size() > 1)
+    throw InvalidValueError("compare one parameter at a time (--parameter NAME=V1,V2,...)");
+  if (!options.all && options.selection.kernels.empty())
+    throw InvalidValueError("name at least one kernel to calibrate, or ask for all calibratable kernels");
+
+  std::shared_ptr<CalibrationClock> clock = options.clock ? options.clock : steady_calibration_clock();
+  const int64_t start_ns = clock->now_ns();
+  const int64_t threads = resolve_threads(options.num_threads.value_or(0));
+  CalibrationReport report;
+  report.cache_path = resolve_cache_path(options.path).string();
+  report.effective_threads = threads;
+  report.maximum_duration_ms = options.maximum_duration_ms;
+  report.repeat = options.repeat;
+
+  // Keys: named kernels must exist; --all takes every calibratable key the filters pass.
+  std::vector<const runtime::TuningSchema*> schemas = select_schemas(table, options.selection, features);
+  std::vector<const runtime::KernelDef*> work;
+  for (const auto* schema : schemas) {
+    const runtime::KernelDef* def = table.find_by_key(schema->key);
+    bool routine = def != nullptr && def->calibration_workload &&
+                   (options.parameters.empty() ? has_calibration_routine(*def) : true);
+    if (!routine) {
+      if (!options.all) {
+        report.unsupported.push_back(schema->key);
+        report.diagnostics.push_back(key_message(schema->key, fmt::format("{} has no calibration routine; set its values with `set`.",
+                                                                          schema->key.kernel)));
+      }
+      continue;
+    }
+    work.push_back(def);
+  }
+  if (options.only_missing && !work.empty()) {
+    ProposeOptions propose;
+    propose.selection = options.selection;
+    propose.path = options.path;
+    propose.num_threads = threads;
+    ProposalReport proposal = propose_kernel_tuning_updates(propose, context);
+    std::vector<const runtime::KernelDef*> missing;
+    for (const auto* def : work) {
+      bool covered = std::any_of(proposal.covered.begin(), proposal.covered.end(),
+                                 [&](const KernelTuningEntry& e) { return e.key == def->schema.key; });
+      if (covered) report.skipped.push_back(def->schema.key);
+      else missing.push_back(def);
+    }
+    work = std::move(missing);
+  }
+
+  auto generation = registry.snapshot();
+  const CaseBenchmarkFactory factory = options.benchmark_factory ? options.benchmark_factory : make_session_benchmark;
+  const int64_t budget_ns = options.maximum_duration_ms * kNsPerMs;
+  for (std::size_t index = 0; index < work.size(); ++index) {
+    const runtime::KernelDef& def = *work[index];
+    const TuningKey& key = def.schema.key;
+    // The budget left is shared evenly by the keys left, so one slow key cannot starve the rest.
+    int64_t now = clock->now_ns();
+    int64_t key_budget = std::max<int64_t>(0, (start_ns + budget_ns - now) / static_cast<int64_t>(work.size() - index));
+    int64_t key_deadline = now + key_budget;
+    KeyCalibration result;
+    result.key = key;
+    TuningValues base = def.schema.defaults();
+    if (const TuningValues* published = generation->find(key, static_cast<int>(threads));
+        published && def.schema.validate(*published).empty())
+      base = *published;
+    result.values = base;
+    CalibrationProgress progress{key, index, work.size(), 0, {}, 0, options.maximum_duration_ms};
+    try {
+      auto bench = factory(def, static_cast<int>(threads), options.seed);
+      if (!options.parameters.empty()) {
+        // Comparison mode: the values interleaved on the same cases, lowest summed median wins.
+        const auto& [name, texts] = *options.parameters.begin();
+        const runtime::ParameterSpec* spec = def.schema.find(name);
+        if (spec == nullptr)
+          throw NotFoundError(fmt::format("{} has no parameter '{}' (parameters: {})", key.to_string(), name,
+                                          fmt::join(def.schema.parameter_names(), ", ")));
+        result.parameter = name;
+        std::vector<TuningValue> values = parse_comparison_values(*spec, texts);
+        std::vector<TuningValues> configurations;
+        for (const auto& v : values) {
+          TuningValues c = base;
+          c[name] = v;
+          configurations.push_back(std::move(c));
+        }
+        std::vector<double> totals(values.size(), 0.0);
+        for (int r = 0; r < options.repeat; ++r) {
+          progress.repeat = r;
+          int64_t run_deadline = clock->now_ns() + (key_deadline - clock->now_ns()) / (options.repeat - r);
+          KeyRun run(options, *clock, *bench, run_deadline, progress);
+          run.progress_start_ns = start_ns;
+          result.cases.clear();
+          int cases = 0;
+          for (int64_t size = std::max<int64_t>(1, options.first_size); cases < 6; size *= 2, ++cases) {
+            if (!run.may_run(size, configurations.size(), std::numeric_limits<int64_t>::max() / 4) && cases > 0) break;
+            CalibrationCaseReport c = run.run_case(size, configurations);
+            for (std::size_t k = 0; k < totals.size(); ++k) totals[k] += c.median_ns[k];
+            result.cases.push_back(std::move(c));
+          }
+        }
+        std::size_t best = 0;
+        for (std::size_t k = 0; k < totals.size(); ++k) {
+          result.comparison.push_back({values[k], totals[k], totals[k] > 0 ? totals[0] / totals[k] : 1.0});
+          if (totals[k] < totals[best]) best = k;
+        }
+        result.values = configurations[best];
+        result.changed_default = best != 0;
+        std::string table_text;
+        for (const auto& e : result.comparison)
+          table_text += fmt::format("{}{}={} x{:.3f}", table_text.empty() ? "" : ", ", name, runtime::format_value(e.value), e.speedup);
+        report.diagnostics.push_back(key_message(key, fmt::format("{} selected {}={} by summed medians over {} case{} (speedup vs baseline {}: {}).",
+                                                                  key.kernel, name, runtime::format_value(values[best]),
+                                                                  result.cases.size(), result.cases.size() == 1 ? "" : "s",
+                                                                  runtime::format_value(values[0]), table_text)));
+      } else {
+        const runtime::ParameterSpec& spec = *threshold_parameter(def.schema);
+        result.parameter = spec.name;
+        if (threads <= 1) {
+          report.diagnostics.push_back(key_message(
+              key, fmt::format("{} kept {}={}: sessions run on one thread only, so there is no parallel candidate to measure.",
+                               key.kernel, spec.name, runtime::format_value(base.at(spec.name)))));
+        } else {
+          std::vector<SearchRun> runs;
+          for (int r = 0; r < options.repeat; ++r) {
+            progress.repeat = r;
+            int64_t run_deadline = clock->now_ns() + (key_deadline - clock->now_ns()) / (options.repeat - r);
+            KeyRun run(options, *clock, *bench, run_deadline, progress);
+            run.progress_start_ns = start_ns;
+            runs.push_back(run_threshold_search(run, options, spec, base));
+            result.picks.push_back(runs.back().search.chosen().value_or(-1));
+          }
+          // The saved value is the median of the runs that found a crossover.
+          std::vector<int64_t> found;
+          for (int64_t p : result.picks)
+            if (p > 0) found.push_back(p);
+          std::sort(found.begin(), found.end());
+          const SearchRun& last = runs.back();
+          result.cases = last.search.cases().empty() ? std::vector<CalibrationCaseReport>{} : last.cases;
+          if (!found.empty() && found.size() * 2 >= runs.size()) {
+            int64_t pick = found[(found.size() - 1) / 2];
+            const SearchRun* chosen_run = &last;
+            for (const auto& r : runs)
+              if (r.search.chosen() == pick) chosen_run = &r;
+            result.values[spec.name] = pick;
+            result.changed_default = true;
+            result.bracket_high = pick;
+            result.bracket_low = chosen_run->search.bracket_low();
+            result.cases = chosen_run->cases;
+            for (const auto& r : runs)
+              if (r.search.chosen() == pick && r.search.bracket_low() == result.bracket_low) ++result.agreement;
+            report.diagnostics.push_back(key_message(key, fmt::format("{} selected {}={}.", key.kernel, spec.name, pick)));
+            if (result.bracket_low)
+              report.diagnostics.push_back(key_message(key, fmt::format("{} crossover is bracketed by measured sizes {} and {}.",
+                                                                        key.kernel, *result.bracket_low, pick)));
+            else
+              report.diagnostics.push_back(key_message(key, fmt::format("{} crossover is at or below the smallest measured size {}.",
+                                                                        key.kernel, pick)));
+            if (options.repeat > 1)
+              report.diagnostics.push_back(key_message(key, fmt::format("{} repeat: {} of {} runs agreed on the bracket; picks {}.",
+                                                                        key.kernel, result.agreement, options.repeat,
+                                                                        fmt::join(result.picks, ", "))));
+          } else {
+            std::string why = last.search.no_crossover_reason();
+            if (!last.stop_reason.empty()) why += fmt::format("; the search stopped because {}", last.stop_reason);
+            if (options.repeat > 1)
+              why += fmt::format("; {} of {} runs found a crossover", found.size(), options.repeat);
+            report.diagnostics.push_back(key_message(key, fmt::format("{} kept {}={}: {}.", key.kernel, spec.name,
+                                                                      runtime::format_value(base.at(spec.name)), why)));
+          }
+        }
+      }
+      if (auto problems = def.schema.validate(result.values); !problems.empty())
+        throw InvalidValueError(fmt::format("{}: calibrated values fail the schema: {}", key.to_string(), fmt::join(problems, "; ")));
+      result.elapsed_ms = (clock->now_ns() - now) / kNsPerMs;
+      report.calibrated.push_back(std::move(result));
+    } catch (const Error& e) {
+      report.failed.push_back(key);
+      report.diagnostics.push_back(key_message(key, fmt::format("{} failed: {}", key.kernel, e.what())));
+    }
+  }
+
+  // One generation for everything that succeeded, then one locked write.
+  std::vector<runtime::PublishedProfile> published;
+  for (const auto& k : report.calibrated) published.push_back({k.key, static_cast<int>(threads), k.values});
+  report.published_generation = published.empty() ? registry.published_generation() : registry.publish(published);
+  if (options.save && !report.calibrated.empty()) {
+    HostDescriptor host = detect_host(threads);
+    Provenance provenance{"calibrate", utc_timestamp_now(), std::string(tool_version())};
+    std::vector<CacheProfile> profiles;
+    for (const auto& k : report.calibrated) {
+      CacheProfile p;
+      p.key = k.key;
+      p.host = host;
+      p.values = k.values;
+      p.provenance = provenance;
+      profiles.push_back(std::move(p));
+    }
+    UpdateOptions update_options;
+    update_options.prune_stale = options.prune_stale;
+    update_options.kernels = &table;
+    report.cache_update = write_profiles(resolve_cache_path(options.path), std::move(profiles), update_options);
+    for (const auto& d : report.cache_update->diagnostics) report.diagnostics.push_back(d);
+  }
+  report.elapsed_ms = (clock->now_ns() - start_ns) / kNsPerMs;
+  return report;
+}
+
+}  // namespace onnx_light::tune

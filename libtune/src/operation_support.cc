@@ -1,0 +1,103 @@
+#include "operation_support.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/tune/cache_path.h"
+
+#ifndef ONNX_LIGHT_VERSION
+#define ONNX_LIGHT_VERSION "0.0.0"
+#endif
+
+namespace onnx_light::tune {
+
+std::string_view tool_version() { return ONNX_LIGHT_VERSION; }
+
+namespace detail {
+
+Environment resolve(const OperationContext& context) {
+  return Environment{
+      context.kernels != nullptr ? *context.kernels : runtime::cpu_kernel_table(),
+      context.registry != nullptr ? *context.registry : runtime::process_tuning_registry(),
+      context.features != nullptr ? *context.features : runtime::host_cpu_features(),
+      context.machine ? context.machine->with_threads(0) : this_machine(),
+      context.system_cache_path ? (context.system_cache_path->empty()
+                                       ? std::nullopt
+                                       : std::optional<std::filesystem::path>(*context.system_cache_path))
+                                : system_kernel_tuning_cache_path(),
+      context.tool_version.empty() ? std::string(tool_version()) : context.tool_version,
+  };
+}
+
+bool Layers::any_loaded() const {
+  return std::any_of(layers.begin(), layers.end(), [](const Layer& l) { return l.file.status == FileStatus::loaded; });
+}
+
+namespace {
+
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code error;
+  if (std::filesystem::equivalent(a, b, error)) return true;
+  return a.lexically_normal() == b.lexically_normal();
+}
+
+}  // namespace
+
+Layers read_layers(const std::filesystem::path& user_path, const Environment& environment,
+                   const SchemaIndex& schemas) {
+  Layers result;
+  Layer& user = result.layers.emplace_back();
+  user.layer = CacheLayer::user;
+  user.file = read_cache_file(user_path);
+  if (environment.system_path && !same_file(*environment.system_path, user_path)) {
+    Layer system;
+    system.layer = CacheLayer::system;
+    system.file = read_cache_file(*environment.system_path);
+    result.layers.push_back(std::move(system));
+  }
+  for (Layer& layer : result.layers) {
+    layer.classes = classify_profiles(layer.file, layer.layer, schemas, environment.machine);
+  }
+  return result;
+}
+
+std::optional<Diagnostic> file_diagnostic(const Layer& layer) {
+  const FileStatus status = layer.file.status;
+  if (status == FileStatus::loaded || status == FileStatus::not_found) return std::nullopt;
+  Diagnostic diagnostic;
+  if (layer.layer == CacheLayer::system) {
+    diagnostic.message = fmt::format("system cache {} is {} ({}); its profiles are ignored",
+                                     layer.file.path.string(), file_status_name(status), layer.file.error);
+  } else if (status == FileStatus::malformed) {
+    diagnostic.message = fmt::format("{} is malformed ({}); no profile was read from it and updates leave it "
+                                     "unchanged: fix it, or remove it with 'onnx-light-tune remove'",
+                                     layer.file.path.string(), layer.file.error);
+  } else {
+    diagnostic.message = fmt::format("{} is unreadable ({}); check its permissions", layer.file.path.string(),
+                                     layer.file.error);
+  }
+  return diagnostic;
+}
+
+LoadedIndex index_loaded(const Layers& layers) {
+  LoadedIndex index;
+  for (const Layer& layer : layers.layers) {  // user first: emplace keeps its profile
+    for (std::size_t i = 0; i < layer.file.profiles.size(); ++i) {
+      if (layer.classes[i].value != ProfileClass::loaded) continue;
+      const CacheProfile& profile = layer.file.profiles[i];
+      index.emplace(std::make_pair(profile.key, profile.host.effective_threads), LocalProfile{&profile, layer.layer});
+    }
+  }
+  return index;
+}
+
+std::vector<runtime::TuningKey> unique_sorted(std::vector<runtime::TuningKey> keys) {
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
+}  // namespace detail
+}  // namespace onnx_light::tune

@@ -1,0 +1,57 @@
+#pragma once
+// Shared plumbing of the operations: defaults of the context, reading and classifying both
+// cache layers, and the index of loaded profiles by (key, threads).
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnx_light/tune/cache_file.h"
+#include "onnx_light/tune/classification.h"
+#include "onnx_light/tune/operations.h"
+
+namespace onnx_light::tune::detail {
+
+struct Environment {
+  const runtime::KernelTable& kernels;
+  runtime::TuningRegistry& registry;
+  const runtime::CpuFeatures& features;
+  HostDescriptor machine;  // effective_threads 0
+  std::optional<std::filesystem::path> system_path;
+  std::string tool_version;
+};
+Environment resolve(const OperationContext& context);
+
+struct Layer {
+  CacheLayer layer = CacheLayer::user;
+  CacheFile file;
+  std::vector<Classification> classes;  // one per profile
+};
+
+// The user layer, then the system layer when there is one (and it is not the same file).
+struct Layers {
+  std::vector<Layer> layers;
+  const Layer& user() const { return layers.front(); }
+  const Layer* system() const { return layers.size() > 1 ? &layers[1] : nullptr; }
+  bool any_loaded() const;
+};
+Layers read_layers(const std::filesystem::path& user_path, const Environment& environment,
+                   const SchemaIndex& schemas);
+
+// The diagnostic for a layer that could not be read (none for loaded or a missing user cache).
+std::optional<Diagnostic> file_diagnostic(const Layer& layer);
+
+// A loaded profile of this machine, user layer over system layer.
+struct LocalProfile {
+  const CacheProfile* profile = nullptr;
+  CacheLayer layer = CacheLayer::user;
+};
+using LoadedIndex = std::map<std::pair<runtime::TuningKey, int64_t>, LocalProfile>;
+LoadedIndex index_loaded(const Layers& layers);
+
+// Sorted, without repeats.
+std::vector<runtime::TuningKey> unique_sorted(std::vector<runtime::TuningKey> keys);
+
+}  // namespace onnx_light::tune::detail

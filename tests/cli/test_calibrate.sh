@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# `calibrate`: the CI recipe (calibrate Abs --save, then inspect), the invariants of a real
+# bounded run, JSON shape, the SVG report, comparison mode, and usage errors.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+CACHE="$SCRATCH/cache/kernel_tuning.cache"
+
+# The CI recipe on the default cache path (XDG_CACHE_HOME from lib.sh).
+expect_exit 0 "$TOOL" calibrate Abs --save
+expect_grep "$SCRATCH/out" "calibrated 1 key"
+test -f "$XDG_CACHE_HOME/onnx-light/kernel_tuning.cache" || fail "default cache not written"
+expect_exit 0 "$TOOL" inspect --json
+$PY - "$SCRATCH/out" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "loaded", r
+(p,) = r["profiles"]
+assert p["kernel"] == "Abs" and p["element_type"] == 1 and p["local"] is True, p
+assert p["classification"] == "loaded", p
+prov = p["provenance"]
+assert prov["source"] == "calibrate" and prov["tool_version"], prov
+PYEOF
+
+# A real bounded run, not saved: budget respected (1.2x), value valid, diagnostics present.
+expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Abs --no-save --json --max-duration-ms 200 --threads 2
+$PY - "$SCRATCH/out" "$CACHE" <<'PYEOF'
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+assert r["elapsed_ms"] <= 1.2 * 200, r["elapsed_ms"]
+(c,) = r["calibrated"]
+assert c["kernel"] == "Abs" and c["device_name"] == "CPU" and c["tuning_abi"] == 2, c
+v = c["values"]["parallel.minimum_elements"]
+assert isinstance(v, int) and 1 <= v <= 2**40, v
+assert len(r["diagnostics"]) >= 1 and all("Abs" in d["message"] for d in r["diagnostics"]), r["diagnostics"]
+assert r["cache_update"] is None and not os.path.exists(sys.argv[2]), "--no-save wrote a cache"
+assert r["effective_threads"] == 2
+m = r["measurements"][0]
+assert m["cases"] and all(len(x["median_ns"]) == 2 for x in m["cases"]), m
+PYEOF
+
+# Binary kernels with broadcast variants, repeat agreement, SVG report.
+expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Add --repeat 3 --max-duration-ms 300 --report "$SCRATCH/add.svg"
+expect_grep "$SCRATCH/out" "Add float portable"
+expect_grep "$SCRATCH/out" "cache: updated"
+expect_grep "$SCRATCH/add.svg" "<svg"
+expect_grep "$SCRATCH/add.svg" "serial \(reference\)"
+expect_grep "$SCRATCH/add.svg" "work size"
+# A tight memory budget: no case larger than the budget runs, the default is kept with a reason.
+expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Relu --no-save --max-memory 4K --json
+$PY - "$SCRATCH/out" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["calibrated"][0]["values"]["parallel.minimum_elements"] == 32768, r
+assert any("memory budget" in d["message"] for d in r["diagnostics"]), r["diagnostics"]
+assert r["measurements"][0]["cases"] == [], r["measurements"]
+PYEOF
+# Comparison mode lists every value's speedup and picks one of them.
+expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Neg --no-save --parameter parallel.minimum_elements=32768,1024 --json --max-duration-ms 200
+$PY - "$SCRATCH/out" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+m = r["measurements"][0]
+assert [e["value"] for e in m["comparison"]] == [32768, 1024], m
+assert m["comparison"][0]["speedup"] == 1.0
+assert r["calibrated"][0]["values"]["parallel.minimum_elements"] in (32768, 1024)
+PYEOF
+# A saved profile is loaded by `run` in a later process (active_source published_profile).
+expect_exit 0 "$TOOL" --cache "$CACHE" set Abs parallel.minimum_elements=8 --threads 2
+expect_exit 0 "$TOOL" --cache "$CACHE" run "$ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt" -i x=random --dim N=64 --threads 2 --profile --json
+$PY - "$SCRATCH/out" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["tuning"][0]
+assert t["active_source"] == "published_profile", t
+assert t["active_values"]["parallel.minimum_elements"] == 8, t
+assert r["parallel_regions"]["events"][0]["admitted_threads"] == 2, r["parallel_regions"]
+PYEOF
+
+# Errors: usage 2, unknown kernel 1, malformed cache 1 and left byte-identical.
+expect_exit 2 "$TOOL" calibrate
+expect_exit 2 "$TOOL" calibrate Abs --all
+expect_exit 2 "$TOOL" calibrate Abs --max-duration-ms 0
+expect_exit 2 "$TOOL" calibrate Abs --parameter nonsense
+expect_exit 1 "$TOOL" calibrate NoSuchKernel
+expect_grep "$SCRATCH/err" "NoSuchKernel"
+expect_exit 1 "$TOOL" calibrate Abs --max-memory lots
+expect_grep "$SCRATCH/err" "--max-memory"
+printf 'format = "something-else"\n' > "$SCRATCH/bad.cache"
+cp "$SCRATCH/bad.cache" "$SCRATCH/bad.copy"
+expect_exit 1 "$TOOL" --cache "$SCRATCH/bad.cache" calibrate Abs --max-duration-ms 50
+expect_grep "$SCRATCH/out" "malformed"
+cmp "$SCRATCH/bad.cache" "$SCRATCH/bad.copy" || fail "malformed cache was modified"
+expect_exit 0 "$TOOL" calibrate --help
+expect_grep "$SCRATCH/out" "calibrate Abs --save"
+echo "calibrate: all checks passed"

@@ -1,0 +1,394 @@
+// Runs ONNX's backend node tests through onnx_light's runtime.
+//
+//   onnx_light_conformance NODE_DIR [--exclusions EXCLUSIONS.md] [--filter TEXT] [--verbose]
+//
+// A test runs when every operator of its graph is registered in the CPU kernel table (Constant
+// is folded by the session). Outputs are compared as ONNX's runner does: same element type and
+// shape; rtol 1e-3 / atol 1e-7 for floating types (NaN equals NaN); exact for integers and
+// bools. Each test also runs on 3 threads with every parallel threshold at 1 and the smallest
+// tiles, and must reproduce the 1-thread outputs bit for bit. An excluded test must be
+// rejected at session creation with an UnsupportedError containing its listed fragment.
+// Exit status: 0 when no registered operator failed, 1 otherwise, 2 on usage errors.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/model.h"
+#include "onnx_light/runtime/session.h"
+#include "onnx_light/runtime/tensor_proto.h"
+#include "onnx_light/runtime/tuning_registry.h"
+
+namespace fs = std::filesystem;
+using namespace onnx_light;
+using namespace onnx_light::runtime;
+
+namespace {
+
+constexpr double kRtol = 1e-3;
+constexpr double kAtol = 1e-7;
+constexpr int kParallelThreads = 3;
+
+struct Exclusion {
+  std::string fragment;  // must appear in the UnsupportedError raised at session creation
+  std::string reason;
+  bool seen = false;
+};
+
+// Rows of the first Markdown table in EXCLUSIONS.md: | `test_name` | `fragment` | reason |
+std::map<std::string, Exclusion> read_exclusions(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError(fmt::format("{}: cannot read the exclusion list", path.string()));
+  std::map<std::string, Exclusion> exclusions;
+  const std::regex row(R"(^\|\s*`(test_[A-Za-z0-9_]+)`\s*\|\s*`([^`]+)`\s*\|\s*(.+?)\s*\|\s*$)");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) exclusions[m[1]] = Exclusion{m[2], m[3]};
+  }
+  return exclusions;
+}
+
+onnx::TensorProto read_tensor_proto(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::TensorProto proto;
+  if (!in || !proto.ParseFromIstream(&in)) throw IoError(fmt::format("{}: not a TensorProto", path.string()));
+  return proto;
+}
+
+double element_as_double(const Tensor& t, int64_t i) {
+  switch (t.element_type()) {
+    case ElementType::float32: return t.data<float>()[i];
+    case ElementType::float64: return t.data<double>()[i];
+    case ElementType::float16: {
+      uint16_t h = t.data<uint16_t>()[i];
+      uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+      if (exponent == 0) return (sign ? -1.0 : 1.0) * std::ldexp(static_cast<double>(mantissa), -24);
+      if (exponent == 31) return mantissa ? NAN : (sign ? -INFINITY : INFINITY);
+      return (sign ? -1.0 : 1.0) * std::ldexp(static_cast<double>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
+    }
+    case ElementType::bfloat16: {
+      uint32_t bits = static_cast<uint32_t>(t.data<uint16_t>()[i]) << 16;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      return f;
+    }
+    default: return NAN;
+  }
+}
+
+bool is_floating(ElementType type) {
+  return type == ElementType::float32 || type == ElementType::float64 || type == ElementType::float16 ||
+         type == ElementType::bfloat16;
+}
+
+// Empty when `actual` matches `expected` as ONNX's runner compares them.
+std::string compare(const Tensor& expected, const Tensor& actual) {
+  if (expected.element_type() != actual.element_type())
+    return fmt::format("element type {} expected, got {}", element_type_name(expected.element_type()),
+                       element_type_name(actual.element_type()));
+  if (expected.shape() != actual.shape())
+    return fmt::format("shape {} expected, got {}", shape_to_string(expected.shape()), shape_to_string(actual.shape()));
+  if (!is_floating(expected.element_type())) {
+    if (bitwise_equal(expected, actual)) return {};
+    const std::size_t size = element_size(expected.element_type());
+    for (int64_t i = 0; i < expected.element_count(); ++i)
+      if (std::memcmp(expected.bytes().data() + i * size, actual.bytes().data() + i * size, size) != 0)
+        return fmt::format("element {} differs (exact comparison)", i);
+    return {};
+  }
+  int64_t mismatches = 0, first = -1;
+  double worst = 0;
+  for (int64_t i = 0; i < expected.element_count(); ++i) {
+    const double e = element_as_double(expected, i), a = element_as_double(actual, i);
+    if (std::isnan(e) && std::isnan(a)) continue;
+    if (std::isinf(e) || std::isinf(a)) {
+      if (e == a) continue;
+    } else if (std::fabs(a - e) <= kAtol + kRtol * std::fabs(e)) {
+      continue;
+    }
+    if (first < 0) first = i;
+    ++mismatches;
+    worst = std::max(worst, std::fabs(a - e));
+  }
+  if (mismatches == 0) return {};
+  return fmt::format("{} of {} elements differ beyond rtol {} / atol {}; first at {} (expected {}, got {}), "
+                     "largest difference {}",
+                     mismatches, expected.element_count(), kRtol, kAtol, first, element_as_double(expected, first),
+                     element_as_double(actual, first), worst);
+}
+
+// Every (domain, op) of a graph, including nested graphs (which we never implement).
+void collect_ops(const onnx::GraphProto& graph, std::set<std::pair<std::string, std::string>>& ops) {
+  for (const auto& node : graph.node()) {
+    ops.emplace(node.domain() == "ai.onnx" ? "" : node.domain(), node.op_type());
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) collect_ops(a.g(), ops);
+      for (const auto& g : a.graphs()) collect_ops(g, ops);
+    }
+  }
+}
+
+std::string squash(std::string_view text) {
+  std::string out;
+  for (char c : text)
+    if (c != '_') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The operator a test belongs to: its only operator, or for function-expanded graphs the
+// operator whose name starts the test name ("test_softmax_axis_0_expanded" -> Softmax).
+std::string test_operator(const std::string& test, const std::set<std::pair<std::string, std::string>>& ops,
+                          const std::set<std::string>& all_ops) {
+  std::set<std::string> names;
+  for (const auto& [domain, op] : ops)
+    if (op != "Constant" || ops.size() == 1) names.insert(domain.empty() ? op : domain + "::" + op);
+  if (names.size() == 1) return *names.begin();
+  const std::string key = squash(std::string_view(test).substr(5));
+  std::string best;
+  for (const auto& op : all_ops)
+    if (key.rfind(squash(op), 0) == 0 && op.size() > best.size()) best = op;
+  return (best.empty() ? std::string("(composite)") : best) + " [expanded]";
+}
+
+struct Outcome {
+  enum Kind { passed, failed, unsupported, excluded } kind = passed;
+  std::string message;
+};
+
+struct Row {
+  int passed = 0, failed = 0, unsupported = 0, excluded = 0;
+};
+
+// Runs every data set of one test; the message names the first problem.
+Outcome run_test(const fs::path& dir, const Model& model, TuningRegistry& parallel_registry,
+                 const std::map<std::string, Exclusion>::iterator exclusion, bool has_exclusion) {
+  RuntimeSessionOptions serial_options;
+  serial_options.parameters = RuntimeParameters(1);
+  std::optional<RuntimeSession> serial;
+  try {
+    serial.emplace(model, serial_options);
+  } catch (const UnsupportedError& e) {
+    if (has_exclusion) {
+      exclusion->second.seen = true;
+      if (std::string(e.what()).find(exclusion->second.fragment) != std::string::npos)
+        return {Outcome::excluded, exclusion->second.reason};
+      return {Outcome::failed, fmt::format("excluded for '{}', but session creation failed with: {}",
+                                           exclusion->second.fragment, e.what())};
+    }
+    return {Outcome::failed, fmt::format("session creation: {}", e.what())};
+  } catch (const Error& e) {
+    return {Outcome::failed, fmt::format("session creation: {}", e.what())};
+  }
+  if (has_exclusion) {
+    exclusion->second.seen = true;
+    return {Outcome::failed, fmt::format("listed as excluded ('{}') but the session was created; remove the exclusion",
+                                         exclusion->second.fragment)};
+  }
+  RuntimeSessionOptions parallel_options;
+  parallel_options.parameters = RuntimeParameters(kParallelThreads);
+  parallel_options.registry = &parallel_registry;
+  std::optional<RuntimeSession> parallel;
+  try {
+    parallel.emplace(model, parallel_options);
+  } catch (const Error& e) {
+    return {Outcome::failed, fmt::format("parallel session creation: {}", e.what())};
+  }
+
+  std::vector<std::string> input_names;
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  for (const auto& input : model.graph().input())
+    if (!initializers.contains(input.name())) input_names.push_back(input.name());
+
+  std::vector<fs::path> data_sets;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      data_sets.push_back(entry.path());
+  std::sort(data_sets.begin(), data_sets.end());
+  if (data_sets.empty()) return {Outcome::failed, "no test_data_set_* directory"};
+
+  for (const auto& set : data_sets) {
+    const std::string set_name = set.filename().string();
+    try {
+      RuntimeContext serial_context, parallel_context;
+      for (std::size_t i = 0; i < input_names.size(); ++i) {
+        const fs::path file = set / fmt::format("input_{}.pb", i);
+        if (!fs::exists(file)) continue;  // an omitted optional input
+        Tensor t = tensor_from_proto(read_tensor_proto(file));
+        serial_context.set(input_names[i], t);
+        parallel_context.set(input_names[i], t);
+      }
+      serial->run(serial_context);
+      parallel->run(parallel_context);
+      for (int o = 0; o < model.graph().output_size(); ++o) {
+        const std::string& name = model.graph().output(o).name();
+        const fs::path file = set / fmt::format("output_{}.pb", o);
+        if (!fs::exists(file)) continue;
+        const Tensor expected = tensor_from_proto(read_tensor_proto(file));
+        const Tensor& actual = serial_context.get(name);
+        if (std::string problem = compare(expected, actual); !problem.empty())
+          return {Outcome::failed, fmt::format("{} output '{}': {}", set_name, name, problem)};
+        if (!bitwise_equal(actual, parallel_context.get(name)))
+          return {Outcome::failed, fmt::format("{} output '{}': {} threads with minimal thresholds differ from 1 thread",
+                                               set_name, name, kParallelThreads)};
+      }
+    } catch (const Error& e) {
+      return {Outcome::failed, fmt::format("{}: {}", set_name, e.what())};
+    }
+  }
+  return {};
+}
+
+// Every parallel threshold at 1 and every tile at its smallest allowed value, for 3 threads.
+void publish_parallel_profiles(TuningRegistry& registry, const KernelTable& table) {
+  std::vector<PublishedProfile> profiles;
+  for (const auto& def : table.definitions()) {
+    PublishedProfile p;
+    p.key = def.schema.key;
+    p.effective_threads = kParallelThreads;
+    p.values = def.schema.defaults();
+    for (const auto& spec : def.schema.parameters) {
+      if (spec.role == ParameterRole::threshold) {
+        p.values[spec.name] = int64_t{1};
+      } else if (spec.role == ParameterRole::tile && !spec.allowed.empty()) {
+        p.values[spec.name] = *std::min_element(spec.allowed.begin(), spec.allowed.end(), [](const auto& a, const auto& b) {
+          return std::get<int64_t>(a) < std::get<int64_t>(b);
+        });
+      }
+    }
+    profiles.push_back(std::move(p));
+  }
+  registry.publish(std::move(profiles));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fs::path root;
+  fs::path exclusions_path;
+  std::string filter;
+  bool verbose = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--exclusions" && i + 1 < argc) exclusions_path = argv[++i];
+    else if (arg == "--filter" && i + 1 < argc) filter = argv[++i];
+    else if (arg == "--verbose") verbose = true;
+    else if (!arg.empty() && arg[0] != '-' && root.empty()) root = arg;
+    else {
+      std::fprintf(stderr, "usage: %s NODE_DIR [--exclusions FILE] [--filter TEXT] [--verbose]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (root.empty() || !fs::is_directory(root)) {
+    std::fprintf(stderr, "%s: '%s' is not a directory of ONNX node tests (build target onnx_light_conformance_data "
+                 "generates it with /usr/bin/python3 and python3-onnx)\n", argv[0], root.string().c_str());
+    return 2;
+  }
+  try {
+    std::map<std::string, Exclusion> exclusions;
+    if (!exclusions_path.empty()) exclusions = read_exclusions(exclusions_path);
+    const KernelTable& table = cpu_kernel_table();
+    std::set<std::string> registered;
+    for (const auto& op : table.op_types()) registered.insert(op);
+    registered.insert("Constant");  // folded by the session
+    TuningRegistry parallel_registry;
+    publish_parallel_profiles(parallel_registry, table);
+
+    std::vector<fs::path> tests;
+    for (const auto& entry : fs::directory_iterator(root))
+      if (entry.is_directory() && entry.path().filename().string().rfind("test_", 0) == 0) tests.push_back(entry.path());
+    std::sort(tests.begin(), tests.end());
+    // Load every model first: the operator names of the whole suite attribute expanded tests.
+    std::vector<std::pair<fs::path, std::optional<Model>>> models;
+    std::set<std::string> all_ops;
+    for (const auto& dir : tests) {
+      try {
+        Model m = load_model_file(dir / "model.onnx");
+        std::set<std::pair<std::string, std::string>> ops;
+        collect_ops(m.graph(), ops);
+        for (const auto& [domain, op] : ops)
+          if (domain.empty()) all_ops.insert(op);
+        models.emplace_back(dir, std::move(m));
+      } catch (const Error&) {
+        models.emplace_back(dir, std::nullopt);
+      }
+    }
+
+    std::map<std::string, Row> rows;
+    std::vector<std::string> failures;
+    int run_count = 0;
+    for (auto& [dir, model] : models) {
+      const std::string name = dir.filename().string();
+      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+      if (!model) {
+        failures.push_back(fmt::format("{}: model.onnx cannot be loaded", name));
+        continue;
+      }
+      std::set<std::pair<std::string, std::string>> ops;
+      collect_ops(model->graph(), ops);
+      const std::string op = test_operator(name, ops, all_ops);
+      bool supported = true;
+      for (const auto& [domain, type] : ops)
+        if (!domain.empty() || !registered.contains(type)) supported = false;
+      Row& row = rows[op];
+      if (!supported) {
+        ++row.unsupported;
+        if (exclusions.contains(name)) exclusions[name].seen = true;
+        continue;
+      }
+      ++run_count;
+      auto exclusion = exclusions.find(name);
+      Outcome outcome = run_test(dir, *model, parallel_registry, exclusion, exclusion != exclusions.end());
+      switch (outcome.kind) {
+        case Outcome::passed: ++row.passed; break;
+        case Outcome::excluded: ++row.excluded; break;
+        case Outcome::unsupported: ++row.unsupported; break;
+        case Outcome::failed:
+          ++row.failed;
+          failures.push_back(fmt::format("{} ({}): {}", name, op, outcome.message));
+          break;
+      }
+      if (verbose) std::printf("%-60s %s\n", name.c_str(), outcome.kind == Outcome::failed ? "FAILED" : "ok");
+    }
+    if (filter.empty())
+      for (const auto& [name, e] : exclusions)
+        if (!e.seen) failures.push_back(fmt::format("{}: listed in the exclusions but no such test exists", name));
+
+    Row total;
+    std::printf("%-36s %7s %7s %9s %12s\n", "operator", "passed", "failed", "excluded", "unsupported");
+    for (const auto& [op, row] : rows) {
+      std::printf("%-36s %7d %7d %9d %12d\n", op.c_str(), row.passed, row.failed, row.excluded, row.unsupported);
+      total.passed += row.passed;
+      total.failed += row.failed;
+      total.excluded += row.excluded;
+      total.unsupported += row.unsupported;
+    }
+    std::printf("%-36s %7d %7d %9d %12d\n", "total", total.passed, total.failed, total.excluded, total.unsupported);
+    std::printf("\n%zu operators registered; %d tests run (1 thread, and %d threads with minimal thresholds), "
+                "%d not run because an operator is not registered\n",
+                registered.size(), run_count, kParallelThreads, total.unsupported);
+    if (!failures.empty()) {
+      std::printf("\n%zu failure%s:\n", failures.size(), failures.size() == 1 ? "" : "s");
+      for (const auto& f : failures) std::printf("  %s\n", f.c_str());
+      return 1;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "onnx_light_conformance: %s\n", e.what());
+    return 1;
+  }
+}

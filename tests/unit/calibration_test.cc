@@ -1,0 +1,435 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <unistd.h>
+#include <map>
+
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/tuning_registry.h"
+#include "onnx_light/tune/cache_file.h"
+#include "onnx_light/tune/calibration.h"
+#include "onnx_light/tune/threshold_search.h"
+
+using namespace onnx_light;
+using namespace onnx_light::runtime;
+using namespace onnx_light::tune;
+
+namespace {
+
+// --- ThresholdSearch: pure selection logic -------------------------------------------------
+
+ThresholdCase lose(int64_t size) { return {size, 100.0, 100.0, false}; }
+ThresholdCase win(int64_t size) { return {size, 100.0, 50.0, false}; }
+
+TEST_CASE("threshold_search_bracket_is_last_loss_and_first_win_of_streak") {
+  ThresholdSearch s;
+  CHECK_FALSE(s.record(lose(1024)));
+  CHECK_FALSE(s.record(lose(2048)));
+  CHECK_FALSE(s.record(win(4096)));
+  CHECK(s.record(win(8192)));
+  REQUIRE(s.found());
+  CHECK(*s.chosen() == 4096);
+  CHECK(*s.bracket_low() == 2048);
+}
+
+TEST_CASE("threshold_search_loss_resets_the_streak") {
+  ThresholdSearch s;
+  s.record(win(1024));
+  s.record(lose(2048));
+  s.record(win(4096));
+  CHECK_FALSE(s.found());
+  s.record(win(8192));
+  REQUIRE(s.found());
+  CHECK(*s.chosen() == 4096);
+  CHECK(*s.bracket_low() == 2048);
+}
+
+TEST_CASE("threshold_search_win_from_first_size_has_no_lower_bracket") {
+  ThresholdSearch s;
+  s.record(win(1024));
+  s.record(win(2048));
+  CHECK(*s.chosen() == 1024);
+  CHECK_FALSE(s.bracket_low().has_value());
+}
+
+TEST_CASE("threshold_search_margin_is_strict_about_five_percent") {
+  ThresholdSearch s({0.05, 1});
+  CHECK_FALSE(s.wins(100.0, 96.0));
+  CHECK(s.wins(100.0, 95.0));
+  CHECK_FALSE(s.wins(100.0, 0.0));  // a zero timing is not evidence
+}
+
+TEST_CASE("threshold_search_no_crossover_reasons") {
+  ThresholdSearch never;
+  never.record(lose(1024));
+  never.record(lose(2048));
+  CHECK(never.no_crossover_reason().find("never") != std::string::npos);
+  ThresholdSearch unstable;
+  unstable.record(win(1024));
+  unstable.record(lose(2048));
+  unstable.record(lose(4096));
+  CHECK(unstable.no_crossover_reason().find("never 2 in a row") != std::string::npos);
+  ThresholdSearch cut;
+  cut.record(lose(1024));
+  cut.record(win(2048));
+  CHECK(cut.no_crossover_reason().find("won from 2048") != std::string::npos);
+}
+
+TEST_CASE("threshold_search_three_consecutive_wins_setting") {
+  ThresholdSearch s({0.05, 3});
+  s.record(win(1));
+  s.record(win(2));
+  CHECK_FALSE(s.found());
+  s.record(win(4));
+  CHECK(*s.chosen() == 1);
+}
+
+// --- The engine with a synthetic clock and synthetic timings ---------------------------------
+
+struct FakeClock final : CalibrationClock {
+  int64_t now = 1'000'000'000;
+  int64_t now_ns() override { return now; }
+};
+
+// Scripted timings: per size, the medians of each configuration; each measure() call costs
+// `cost_ns` of fake time.
+struct Script {
+  std::function<std::vector<double>(int64_t size, const std::vector<TuningValues>&)> medians;
+  int64_t cost_ns = 1'000'000;
+  int64_t bytes_per_element = 16;
+  int variants = 1;
+  std::function<void(int64_t size)> before_measure;
+  std::vector<int64_t> measured_sizes;
+};
+
+struct FakeBenchmark final : CaseBenchmark {
+  FakeBenchmark(Script& script, FakeClock& clock) : script_(script), clock_(clock) {}
+  int variants() const override { return script_.variants; }
+  int64_t memory_bytes(int64_t size, int, std::size_t) const override { return size * script_.bytes_per_element; }
+  CaseTiming measure(int64_t size, int variant, const std::vector<TuningValues>& configurations, int64_t, int, int) override {
+    if (script_.before_measure) script_.before_measure(size);
+    if (variant == 0) script_.measured_sizes.push_back(size);
+    clock_.now += script_.cost_ns;
+    CaseTiming t;
+    t.median_ns = script_.medians(size, configurations);
+    t.repetitions = 3;
+    t.description = "fake[" + std::to_string(size) + "]";
+    return t;
+  }
+  Script& script_;
+  FakeClock& clock_;
+};
+
+class NullKernel final : public Kernel {
+ public:
+  void run(KernelExecution&) override {}
+};
+
+KernelDef fake_def(const std::string& op, bool with_workload = true) {
+  KernelDef d;
+  d.op_type = op;
+  d.element_type = ElementType::float32;
+  TuningKey key;
+  key.kernel = op;
+  key.implementation = "portable";
+  d.schema = parallel_threshold_schema(key, 32768);
+  ParameterSpec tile;
+  tile.name = "tile.width";
+  tile.type = ValueType::int64;
+  tile.default_value = int64_t{8};
+  tile.role = ParameterRole::tile;
+  tile.allowed = {int64_t{4}, int64_t{8}, int64_t{16}};
+  d.schema.parameters.push_back(tile);
+  d.create = [](const KernelCreateInfo&) { return std::make_unique<NullKernel>(); };
+  if (with_workload) d.calibration_workload = [](int64_t, int, uint32_t) { return CalibrationWorkload{}; };
+  return d;
+}
+
+struct Fixture {
+  KernelTable table;
+  TuningRegistry registry;
+  FakeClock clock;
+  Script script;
+  OperationContext context;
+  std::filesystem::path dir;
+
+  Fixture() {
+    table.add(fake_def("Fast"));
+    table.add(fake_def("Slow"));
+    table.add(fake_def("Plain", false));
+    context.kernels = &table;
+    context.registry = &registry;
+    context.system_cache_path = std::filesystem::path();
+    dir = std::filesystem::temp_directory_path() / ("onnx_light_calibration_test_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  ~Fixture() { std::filesystem::remove_all(dir); }
+
+  CalibrationOptions options(std::vector<std::string> kernels) {
+    CalibrationOptions o;
+    o.selection.kernels = std::move(kernels);
+    o.selection.element_types = {1};
+    o.num_threads = 2;
+    o.save = false;
+    o.path = (dir / "cache.toml").string();
+    o.clock = std::shared_ptr<CalibrationClock>(&clock, [](CalibrationClock*) {});
+    o.benchmark_factory = [this](const KernelDef&, int, uint32_t) { return std::make_unique<FakeBenchmark>(script, clock); };
+    return o;
+  }
+};
+
+int64_t threshold(const KeyCalibration& k) { return std::get<int64_t>(k.values.at("parallel.minimum_elements")); }
+
+// Serial vs candidate (config 0 = serial, 1 = candidate): the candidate wins from `crossover` on.
+std::function<std::vector<double>(int64_t, const std::vector<TuningValues>&)> crossover_at(int64_t crossover) {
+  return [crossover](int64_t size, const std::vector<TuningValues>&) {
+    double serial = static_cast<double>(size);
+    return std::vector<double>{serial, size >= crossover ? serial * 0.6 : serial * 1.3};
+  };
+}
+
+TEST_CASE("engine_chooses_crossover_and_reports_bracket_like_the_seed") {
+  Fixture f;
+  f.script.medians = crossover_at(65536);
+  CalibrationReport r = calibrate_kernel_tuning(f.options({"Fast"}), f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(threshold(r.calibrated[0]) == 65536);
+  CHECK(*r.calibrated[0].bracket_low == 32768);
+  CHECK(std::get<int64_t>(r.calibrated[0].values.at("tile.width")) == 8);  // untouched parameter kept
+  REQUIRE(r.diagnostics.size() == 2);
+  CHECK(r.diagnostics[0].message == "Fast selected parallel.minimum_elements=65536.");
+  CHECK(r.diagnostics[1].message == "Fast crossover is bracketed by measured sizes 32768 and 65536.");
+  // Search stops after the second consecutive win: 1024 .. 131072.
+  CHECK(f.script.measured_sizes.front() == 1024);
+  CHECK(f.script.measured_sizes.back() == 131072);
+  auto json = r.to_json();
+  CHECK(json["calibrated"][0]["kernel"] == "Fast");
+  CHECK(json["calibrated"][0]["values"]["parallel.minimum_elements"] == 65536);
+  CHECK(json["cache_update"].is_null());
+  CHECK(r.ok());
+}
+
+TEST_CASE("engine_publishes_all_keys_in_one_generation") {
+  Fixture f;
+  f.script.medians = crossover_at(4096);
+  uint64_t before = f.registry.published_generation();
+  CalibrationReport r = calibrate_kernel_tuning(f.options({"Fast", "Slow"}), f.context);
+  REQUIRE(r.calibrated.size() == 2);
+  CHECK(r.published_generation == before + 1);
+  auto snapshot = f.registry.snapshot();
+  for (const auto& k : r.calibrated) {
+    const TuningValues* v = snapshot->find(k.key, 2);
+    REQUIRE(v != nullptr);
+    CHECK(std::get<int64_t>(v->at("parallel.minimum_elements")) == 4096);
+  }
+}
+
+TEST_CASE("engine_time_budget_exhaustion_keeps_default_with_reason") {
+  Fixture f;
+  f.script.medians = crossover_at(int64_t{1} << 40);  // never wins
+  f.script.cost_ns = 30'000'000;                      // 30 ms per case
+  auto o = f.options({"Fast"});
+  o.maximum_duration_ms = 100;
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(threshold(r.calibrated[0]) == 32768);
+  CHECK_FALSE(r.calibrated[0].changed_default);
+  // Cases predicted to pass the deadline are not started: elapsed stays within the budget.
+  CHECK(r.elapsed_ms <= 100);
+  CHECK(f.script.measured_sizes.size() <= 3);
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].message.find("kept parallel.minimum_elements=32768") != std::string::npos);
+  CHECK(r.diagnostics[0].message.find("time budget") != std::string::npos);
+}
+
+TEST_CASE("engine_memory_budget_bounds_case_sizes") {
+  Fixture f;
+  f.script.medians = crossover_at(int64_t{1} << 40);
+  f.script.bytes_per_element = 16;
+  auto o = f.options({"Fast"});
+  o.maximum_memory_bytes = 16 * 8192;  // sizes up to 8192 fit
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  CHECK(f.script.measured_sizes.back() == 8192);
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].message.find("memory budget") != std::string::npos);
+}
+
+TEST_CASE("engine_memory_budget_below_first_case_keeps_default") {
+  Fixture f;
+  f.script.medians = crossover_at(1);
+  auto o = f.options({"Fast"});
+  o.maximum_memory_bytes = 100;
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  CHECK(f.script.measured_sizes.empty());
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(threshold(r.calibrated[0]) == 32768);
+  CHECK(r.diagnostics[0].message.find("no case could be measured") != std::string::npos);
+}
+
+TEST_CASE("engine_mismatch_is_an_error_and_nothing_is_published_for_that_key") {
+  Fixture f;
+  f.script.medians = crossover_at(2048);
+  f.script.before_measure = [](int64_t size) {
+    if (size == 4096) throw CalibrationMismatch("Fast: output 'y' of configuration 1 differs from the serial reference");
+  };
+  uint64_t before = f.registry.published_generation();
+  CalibrationReport r = calibrate_kernel_tuning(f.options({"Fast"}), f.context);
+  CHECK(r.calibrated.empty());
+  REQUIRE(r.failed.size() == 1);
+  CHECK(r.failed[0].kernel == "Fast");
+  CHECK_FALSE(r.ok());
+  CHECK(f.registry.published_generation() == before);
+  CHECK(r.diagnostics.back().message.find("differs from the serial reference") != std::string::npos);
+}
+
+TEST_CASE("engine_one_thread_keeps_default_with_reason") {
+  Fixture f;
+  f.script.medians = crossover_at(1024);
+  auto o = f.options({"Fast"});
+  o.num_threads = 1;
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(threshold(r.calibrated[0]) == 32768);
+  CHECK(f.script.measured_sizes.empty());
+  CHECK(r.diagnostics[0].message.find("one thread") != std::string::npos);
+}
+
+TEST_CASE("engine_comparison_mode_picks_lowest_summed_median") {
+  Fixture f;
+  // Config medians: width 4 -> 100, 8 -> 80, 16 -> 90 per case.
+  f.script.medians = [](int64_t, const std::vector<TuningValues>& configs) {
+    std::vector<double> out;
+    for (const auto& c : configs) {
+      int64_t w = std::get<int64_t>(c.at("tile.width"));
+      out.push_back(w == 4 ? 100.0 : w == 8 ? 80.0 : 90.0);
+    }
+    return out;
+  };
+  auto o = f.options({"Fast"});
+  o.parameters["tile.width"] = {"4", "8", "16"};
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  const auto& k = r.calibrated[0];
+  CHECK(std::get<int64_t>(k.values.at("tile.width")) == 8);
+  REQUIRE(k.comparison.size() == 3);
+  CHECK(k.comparison[0].speedup == doctest::Approx(1.0));
+  CHECK(k.comparison[1].speedup == doctest::Approx(100.0 / 80.0));
+  CHECK(k.comparison[2].speedup == doctest::Approx(100.0 / 90.0));
+  CHECK(r.diagnostics[0].message.find("selected tile.width=8") != std::string::npos);
+}
+
+TEST_CASE("engine_comparison_mode_rejects_invalid_values_and_unknown_parameter") {
+  Fixture f;
+  f.script.medians = crossover_at(1);
+  auto o = f.options({"Fast"});
+  o.parameters["tile.width"] = {"4", "12"};  // 12 not allowed
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.failed.size() == 1);
+  CHECK(r.diagnostics.back().message.find("not one of") != std::string::npos);
+  o.parameters.clear();
+  o.parameters["tile.height"] = {"4", "8"};
+  r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.failed.size() == 1);
+  CHECK(r.diagnostics.back().message.find("no parameter 'tile.height'") != std::string::npos);
+}
+
+TEST_CASE("engine_repeat_saves_median_pick_and_counts_agreement") {
+  Fixture f;
+  int run = 0;
+  const int64_t crossovers[] = {4096, 8192, 4096, 16384, 4096};
+  f.script.medians = [&](int64_t size, const std::vector<TuningValues>& c) {
+    return crossover_at(crossovers[run])(size, c);
+  };
+  // A new run starts whenever the size sequence restarts at the first size.
+  f.script.before_measure = [&, first = true](int64_t size) mutable {
+    if (size == 1024 && !first) ++run;
+    first = false;
+  };
+  auto o = f.options({"Fast"});
+  o.repeat = 5;
+  o.maximum_duration_ms = 10'000;
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(r.calibrated[0].picks == std::vector<int64_t>{4096, 8192, 4096, 16384, 4096});
+  CHECK(threshold(r.calibrated[0]) == 4096);
+  CHECK(r.calibrated[0].agreement == 3);
+  CHECK(r.diagnostics.back().message.find("3 of 5 runs agreed") != std::string::npos);
+}
+
+TEST_CASE("engine_unsupported_and_only_missing") {
+  Fixture f;
+  f.script.medians = crossover_at(1024);
+  CalibrationReport r = calibrate_kernel_tuning(f.options({"Plain"}), f.context);
+  CHECK(r.calibrated.empty());
+  REQUIRE(r.unsupported.size() == 1);
+  CHECK(r.unsupported[0].kernel == "Plain");
+  CHECK(r.ok());
+  // Save Fast, then only_missing skips it and calibrates Slow.
+  auto o = f.options({"Fast"});
+  o.save = true;
+  r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.cache_update.has_value());
+  CHECK(r.cache_update->ok());
+  o = f.options({"Fast", "Slow"});
+  o.only_missing = true;
+  r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.skipped.size() == 1);
+  CHECK(r.skipped[0].kernel == "Fast");
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(r.calibrated[0].key.kernel == "Slow");
+}
+
+TEST_CASE("engine_save_writes_profiles_with_calibrate_provenance") {
+  Fixture f;
+  f.script.medians = crossover_at(2048);
+  auto o = f.options({"Fast", "Slow"});
+  o.save = true;
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.cache_update.has_value());
+  CHECK(r.cache_update->status == UpdateStatus::updated);
+  CHECK(r.cache_update->updated.size() == 2);
+  CacheFile file = read_cache_file(o.path);
+  REQUIRE(file.status == FileStatus::loaded);
+  REQUIRE(file.profiles.size() == 2);
+  for (const auto& p : file.profiles) {
+    CHECK(p.provenance.source == "calibrate");
+    CHECK(p.host.effective_threads == 2);
+    CHECK(std::get<int64_t>(p.values.at("parallel.minimum_elements")) == 2048);
+  }
+  CHECK(r.to_json()["cache_update"]["status"] == "updated");
+}
+
+TEST_CASE("engine_save_to_malformed_cache_fails_and_leaves_bytes") {
+  Fixture f;
+  f.script.medians = crossover_at(2048);
+  auto o = f.options({"Fast"});
+  o.save = true;
+  { std::ofstream(o.path) << "this is [not toml"; }
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.cache_update.has_value());
+  CHECK(r.cache_update->status == UpdateStatus::malformed);
+  CHECK_FALSE(r.ok());
+  std::ifstream in(o.path);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(content == "this is [not toml");
+}
+
+TEST_CASE("engine_argument_errors") {
+  Fixture f;
+  f.script.medians = crossover_at(1);
+  auto o = f.options({});
+  CHECK_THROWS_AS(calibrate_kernel_tuning(o, f.context), InvalidValueError);
+  o = f.options({"NoSuchKernel"});
+  CHECK_THROWS_AS(calibrate_kernel_tuning(o, f.context), NotFoundError);
+  o = f.options({"Fast"});
+  o.maximum_duration_ms = 0;
+  CHECK_THROWS_AS(calibrate_kernel_tuning(o, f.context), InvalidValueError);
+  o = f.options({"Fast"});
+  o.repeat = 0;
+  CHECK_THROWS_AS(calibrate_kernel_tuning(o, f.context), InvalidValueError);
+}
+
+}  // namespace
