@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs every build, test and benchmark dependency from Debian 12's archive (nothing else).
+# man-db, groff-base and bsdextrautils (col) check the man pages; zsh and fish check the completions.
 set -euo pipefail
 PACKAGES=(
   cmake ninja-build g++ pkg-config git
@@ -7,6 +8,7 @@ PACKAGES=(
   doctest-dev nlohmann-json3-dev libcpuinfo-dev libonnx-dev
   pybind11-dev python3-dev python3-numpy python3-onnx python3-pytest
   libbenchmark-dev
+  man-db groff-base bsdextrautils zsh fish
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -5,5 +5,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/install-deps.sh"
 "$ROOT/scripts/build.sh" "$ROOT/build-release" -DONNX_LIGHT_BUILD_TESTS=OFF
 TOOL="$ROOT/build-release/apps/onnx-light-tune/onnx-light-tune"
-echo "== $TOOL run examples/abs.onnxtxt --input x=random --dim N=65536 --repeat 50 --profile" >&2
-"$TOOL" run "$ROOT/examples/abs.onnxtxt" --input x=random --dim N=65536 --repeat 50 --warmup 5 --profile
+# The main job: calibrate Abs and save it to the default cache, then show what the cache holds.
+echo "== onnx-light-tune calibrate Abs --save" >&2
+"$TOOL" calibrate Abs --save
+echo "== onnx-light-tune inspect" >&2
+"$TOOL" inspect

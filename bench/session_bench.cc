@@ -1,0 +1,63 @@
+// Micro-benchmarks of the per-call path: session.run on tiny inputs, ParallelFor wake-up, and
+// elementwise kernels serial vs parallel. Figures belong in bench/RESULTS.md.
+#include <benchmark/benchmark.h>
+
+#include "onnx_light/runtime/calibration_workload.h"
+#include "onnx_light/runtime/model.h"
+#include "onnx_light/runtime/session.h"
+#include "onnx_light/runtime/thread_pool.h"
+#include "onnx_light/runtime/tuning_registry.h"
+
+namespace {
+
+using namespace onnx_light::runtime;
+
+Model elementwise_model(const char* op, int inputs) {
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[N] a";
+  if (inputs == 2) text += ", float[N] b";
+  text += std::string(") => (float[N] y) { y = ") + op + (inputs == 2 ? "(a, b) }" : "(a) }");
+  return parse_model_text(text);
+}
+
+// Session run with a preallocated (reused) output: the per-call floor.
+void BM_SessionRun(benchmark::State& state, const char* op, int inputs, int threads, int64_t minimum) {
+  const int64_t n = state.range(0);
+  TuningRegistry registry;
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(threads);
+  options.registry = &registry;
+  RuntimeSession probe(elementwise_model(op, inputs), options);
+  probe.initialize();
+  registry.publish({{probe.resolved_tuning()[0].key, threads, {{"parallel.minimum_elements", minimum}}}});
+  RuntimeSession session(elementwise_model(op, inputs), options);
+  RuntimeContext context;
+  context.set("a", random_tensor(ElementType::float32, {n}, 1));
+  if (inputs == 2) context.set("b", random_tensor(ElementType::float32, {n}, 2));
+  for (auto _ : state) {
+    session.run(context);
+    benchmark::DoNotOptimize(context.get("y").raw_data());
+  }
+  state.SetBytesProcessed(state.iterations() * n * 4 * (inputs + 1));
+}
+
+BENCHMARK_CAPTURE(BM_SessionRun, abs_serial, "Abs", 1, 1, int64_t{1} << 40)->Arg(1)->Arg(1000)->Arg(100000)->Arg(1000000);
+BENCHMARK_CAPTURE(BM_SessionRun, abs_2threads, "Abs", 1, 2, int64_t{1})->Arg(1000)->Arg(100000)->Arg(1000000);
+BENCHMARK_CAPTURE(BM_SessionRun, add_serial, "Add", 2, 1, int64_t{1} << 40)->Arg(1)->Arg(100000)->Arg(1000000);
+BENCHMARK_CAPTURE(BM_SessionRun, add_2threads, "Add", 2, 2, int64_t{1})->Arg(100000)->Arg(1000000);
+
+// ParallelFor round trip on a trivial body: the cost of waking the pool.
+void BM_ParallelForWake(benchmark::State& state) {
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  std::vector<int64_t> sink(64);
+  for (auto _ : state) {
+    pool.parallel_for(64, 1, pool.threads(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) sink[static_cast<std::size_t>(i)] += i;
+    });
+  }
+  benchmark::DoNotOptimize(sink.data());
+}
+BENCHMARK(BM_ParallelForWake)->Arg(1)->Arg(2);
+
+}  // namespace
+
+BENCHMARK_MAIN();
