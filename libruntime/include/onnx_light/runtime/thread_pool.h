@@ -39,6 +39,7 @@ BlockRange partition_block(int64_t n, int64_t grain, int blocks, int block);
 class ThreadPool {
  public:
   // threads >= 1 participants, including the caller (threads - 1 workers are started).
+  // Throws InvalidValueError for threads < 1, Error when the system refuses to start a worker.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
