@@ -6,10 +6,19 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace onnx_light::cli {
 
 enum class ColorMode { automatic, always, never };
+
+// The values of --color, in the order help, man pages and completions show them.
+inline const std::vector<std::pair<std::string, ColorMode>>& color_mode_names() {
+  static const std::vector<std::pair<std::string, ColorMode>> names{
+      {"auto", ColorMode::automatic}, {"always", ColorMode::always}, {"never", ColorMode::never}};
+  return names;
+}
 
 struct AppContext {
   std::string cache_path;  // --cache; empty means the default path

@@ -144,7 +144,8 @@ void register_calibrate(CLI::App& app, AppContext& context) {
   auto o = std::make_shared<CalibrateVerbOptions>();
   CLI::App* verb = app.add_subcommand(
       "calibrate", "Measure where parallel execution starts to pay off and save the result to the cache");
-  verb->add_option("kernels", o->kernels, "Kernels (ONNX op types) to calibrate, e.g. Abs Add");
+  verb->add_option("kernels", o->kernels, "Kernels (ONNX op types) to calibrate, e.g. Abs Add")
+      ->type_name("KERNEL");
   verb->add_flag("--all", o->all, "Calibrate every calibratable key (filters still apply)");
   add_filter_flags(*verb, o->filters, ThreadsMeaning::session);
   verb->add_option("--max-duration-ms", o->max_duration_ms, "Time budget for the whole run, in ms (hard limit)")

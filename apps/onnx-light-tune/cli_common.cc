@@ -6,9 +6,11 @@
 
 #include <fmt/color.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "onnx_light/runtime/element_type.h"
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/tune/cache_path.h"
 
 namespace onnx_light::cli {
 
@@ -81,6 +83,12 @@ void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads
 }
 
 tune::OperationContext operation_context(const AppContext&) { return tune::OperationContext{}; }
+
+void log_cache_paths(const std::string& path) {
+  spdlog::info("cache: {}", tune::resolve_cache_path(path).string());
+  const auto system = tune::system_kernel_tuning_cache_path();
+  spdlog::info("system cache: {}", system ? system->string() : std::string("(disabled)"));
+}
 
 bool stdout_color(const AppContext& context) { return context.use_color(isatty(STDOUT_FILENO) != 0); }
 

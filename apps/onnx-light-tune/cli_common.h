@@ -47,6 +47,8 @@ int32_t element_type_number(const std::string& text);
 std::string element_type_label(int32_t element_type);
 
 tune::OperationContext operation_context(const AppContext& context);
+// Logs (info, -v) which cache files a verb works on.
+void log_cache_paths(const std::string& path);
 bool stdout_color(const AppContext& context);
 
 void print_json(std::ostream& out, const nlohmann::json& value);

@@ -29,6 +29,7 @@ Tone class_tone(tune::ProfileClass value) {
 int inspect_verb(const InspectVerbOptions& options, AppContext& context) {
   tune::InspectOptions inspect;
   inspect.path = options.path.empty() ? context.cache_path : options.path;
+  log_cache_paths(inspect.path);
   inspect.filter = options.filters.selection();
   inspect.threads = options.filters.thread_count();
   const tune::InspectReport report = tune::inspect_kernel_tuning_cache(inspect, operation_context(context));
@@ -36,7 +37,10 @@ int inspect_verb(const InspectVerbOptions& options, AppContext& context) {
   const bool failed = report.status == tune::FileStatus::malformed || report.status == tune::FileStatus::unreadable ||
                       (report.status == tune::FileStatus::not_found && !inspect.path.empty());
   if (options.filters.json) {
-    print_json(*context.out, report.to_json());
+    std::string text;  // the same bytes as to_json().dump(2), without the document (large caches)
+    report.write_json(text);
+    text += '\n';
+    context.out->write(text.data(), static_cast<std::streamsize>(text.size()));
     return failed ? kExitFailed : kExitOk;
   }
   const bool color = stdout_color(context);

@@ -16,6 +16,7 @@ struct ListOptions {
 };
 
 int list_verb(const ListOptions& options, AppContext& context) {
+  log_cache_paths(context.cache_path);
   const tune::OperationContext operation = operation_context(context);
   tune::ParametersOptions parameters;
   parameters.selection = options.filters.selection();

@@ -11,6 +11,7 @@ namespace onnx_light::cli {
 namespace {
 
 int load_verb(const FilterFlags& filters, AppContext& context) {
+  log_cache_paths(context.cache_path);
   tune::LoadOptions load;
   load.path = context.cache_path;
   load.selection = filters.selection();

@@ -49,20 +49,25 @@ int run_main(int argc, char** argv) {
       "Exit status: 0 success, 1 the operation failed, 2 usage error.\n"
       "Cache: --cache, else $ONNX_LIGHT_TUNING_CACHE, else $XDG_CACHE_HOME/onnx-light/kernel_tuning.cache,\n"
       "else $HOME/.cache/onnx-light/kernel_tuning.cache.\n"
-      "Run 'onnx-light-tune <verb> --help' for a verb's options and examples.");
+      "Results go to stdout, logs and errors to stderr; every verb takes --json (keys: see the man pages).\n"
+      "Examples:\n"
+      "  onnx-light-tune calibrate Abs --save        # measure Abs on this machine, save it to the cache\n"
+      "  onnx-light-tune inspect --long              # every cached profile, its host and classification\n"
+      "  onnx-light-tune --cache ci.cache list --json\n"
+      "Run 'onnx-light-tune <verb> --help' for a verb's options and examples, 'man onnx-light-tune-<verb>'\n"
+      "for the details.");
   app.require_subcommand(1);
   app.fallthrough();
   bool show_version = false;
   app.add_flag("--version", show_version, "Print the version, compiler, build type, kernels and host, then exit");
-  app.add_option("--cache", context.cache_path, "Tuning cache file (default: see below)");
+  app.add_option("--cache", context.cache_path, "Tuning cache file (default: see below)")->type_name("PATH");
   app.add_flag_function("-v,--verbose", [&](int64_t count) { context.verbosity += static_cast<int>(count); },
                         "More log output on stderr (repeatable)");
   app.add_flag_function("-q,--quiet", [&](int64_t count) { context.verbosity -= static_cast<int>(count); },
                         "Less log output on stderr");
-  std::map<std::string, ColorMode> color_names{
-      {"auto", ColorMode::automatic}, {"always", ColorMode::always}, {"never", ColorMode::never}};
   app.add_option("--color", context.color, "Colour in human output: auto (default; honours NO_COLOR), always, never")
-      ->transform(CLI::CheckedTransformer(color_names, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(color_mode_names(), CLI::ignore_case))
+      ->option_text("WHEN");
 
   register_list(app, context);
   register_propose(app, context);
@@ -72,6 +77,7 @@ int run_main(int argc, char** argv) {
   register_remove(app, context);
   register_calibrate(app, context);
   register_run(app, context);
+  register_completion(app, context);
 
   // --version works without a verb.
   for (int i = 1; i < argc; ++i) {

@@ -16,6 +16,7 @@ struct ProposeOptions {
 };
 
 int propose_verb(const ProposeOptions& options, AppContext& context) {
+  log_cache_paths(context.cache_path);
   tune::ProposeOptions propose;
   propose.selection = options.filters.selection();
   propose.selection.kernels.insert(propose.selection.kernels.end(), options.positional_kernels.begin(),

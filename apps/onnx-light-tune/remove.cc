@@ -21,6 +21,7 @@ struct RemoveVerbOptions {
 };
 
 int remove_verb(const RemoveVerbOptions& options, AppContext& context) {
+  log_cache_paths(context.cache_path);
   tune::RemoveOptions remove;
   remove.path = context.cache_path;
   remove.filter = options.filters.selection();

@@ -20,6 +20,7 @@ struct SetVerbOptions {
 };
 
 int set_verb(const SetVerbOptions& options, AppContext& context) {
+  log_cache_paths(context.cache_path);
   std::vector<std::string> assignments = options.arguments;
   std::string kernel;
   if (options.filters.kernels.size() > 1) {

@@ -1,0 +1,576 @@
+"""Inspect, change, load and calibrate kernel tuning from Python.
+
+Every function here runs the same ``libtune`` operation as the matching ``onnx-light-tune``
+verb and returns the same dictionary that verb prints with ``--json``:
+
+=================================  ===========================
+Python                             CLI
+=================================  ===========================
+``kernel_tuning_parameters``       ``list --json``
+``propose_kernel_tuning_updates``  ``propose --json``
+``set_kernel_tuning_parameters``   ``set --json``
+``inspect_kernel_tuning_cache``    ``inspect --json``
+``load_kernel_tuning_cache``       ``load --json``
+``calibrate_kernel_tuning``        ``calibrate --json``
+``remove_kernel_tuning_cache``     ``remove --yes --json``
+=================================  ===========================
+
+Keys: a kernel (ONNX op type such as ``"Abs"``) plus an element type (a
+``TensorProto.DataType`` number such as ``1``, or a name such as ``"float"``) name one
+tuning key; the implementation defaults to the one this host's runtime dispatches to.
+
+``path`` is the cache file; ``None`` (or ``""``) means :func:`default_kernel_tuning_cache_path`.
+``num_threads`` is the session thread count the values are for; ``None`` or ``0`` means one
+per physical core, as a session with default ``RuntimeParameters`` runs.
+
+Errors: an unknown kernel, parameter or element type raises ``KeyError``
+(``onnx_light.NotFoundError``); a value of the wrong type ``TypeError``
+(``onnx_light.TypeMismatchError``); a value breaking its rule ``ValueError``
+(``onnx_light.InvalidValueError``). A cache that cannot be read or written is not an
+exception: the report's ``status`` says so, as the CLI's exit status does.
+"""
+from __future__ import annotations
+
+import operator
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional, Union
+
+import numpy as _np
+
+from .onnx_py._onnxpykernels import NotFoundError, _tuning
+
+__all__ = [
+    "default_kernel_tuning_cache_path",
+    "kernel_tuning_parameters",
+    "propose_kernel_tuning_updates",
+    "set_kernel_tuning_parameters",
+    "inspect_kernel_tuning_cache",
+    "load_kernel_tuning_cache",
+    "calibrate_kernel_tuning",
+    "remove_kernel_tuning_cache",
+    "DEFAULT_CALIBRATION_DURATION_MS",
+    "DEFAULT_CALIBRATION_MEMORY_BYTES",
+]
+
+#: Time budget of :func:`calibrate_kernel_tuning` for the whole call, in milliseconds.
+DEFAULT_CALIBRATION_DURATION_MS: int = _tuning.DEFAULT_CALIBRATION_DURATION_MS
+#: Memory budget of one calibration case, in bytes.
+DEFAULT_CALIBRATION_MEMORY_BYTES: int = _tuning.DEFAULT_CALIBRATION_MEMORY_BYTES
+
+PathLike = Union[str, "os.PathLike[str]"]
+ElementType = Union[int, str]
+
+# ---- argument normalisation ------------------------------------------------------------------
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _integer(name: str, value: Any) -> int:
+    """An int from an int or anything with __index__ (numpy integers), never from bool or float."""
+    if isinstance(value, (bool, _np.bool_)):
+        raise TypeError(f"{name} must be an int, not bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {_type_name(value)}") from None
+
+
+def _optional_integer(name: str, value: Any) -> Optional[int]:
+    return None if value is None else _integer(name, value)
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if isinstance(value, (bool, _np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, not {_type_name(value)}")
+
+
+def _text(name: str, value: Any) -> str:
+    """An optional string argument: None means "" (the operation's default)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"{name} must be a str or None, not {_type_name(value)}")
+
+
+def _path(value: Any) -> str:
+    """None, "" (the default cache), a str or an os.PathLike."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fsdecode(os.fspath(value))
+    raise TypeError(f"path must be a str, an os.PathLike or None, not {_type_name(value)}")
+
+
+def _element_type(name: str, value: Any) -> int:
+    """A TensorProto.DataType number from an int (TensorProto.FLOAT) or a name ('float')."""
+    if isinstance(value, str):
+        return _tuning.element_type_number(value)
+    number = _integer(name, value)
+    if not 0 <= number < 2**31:
+        raise NotFoundError(f"unknown element type {number} (use a TensorProto.DataType number such as 1 for float)")
+    return number
+
+
+def _many(name: str, value: Any) -> list:
+    """One item (a str or a scalar) or an iterable of them, as a list."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        return [value]
+    return list(value)
+
+
+def _kernels(kernel: Any, kernels: Any, one: str = "kernel", many: str = "kernels") -> list[str]:
+    if kernel is not None and kernels is not None:
+        raise TypeError(f"give {one} or {many}, not both")
+    items = _many(one if kernel is not None else many, kernel if kernel is not None else kernels)
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"kernel names must be str (ONNX op types such as 'Abs'), not {_type_name(item)}")
+    return items
+
+
+def _element_types(element_type: Any, element_types: Any, one: str = "element_type",
+                   many: str = "element_types") -> list[int]:
+    if element_type is not None and element_types is not None:
+        raise TypeError(f"give {one} or {many}, not both")
+    name = one if element_type is not None else many
+    items = _many(name, element_type if element_type is not None else element_types)
+    return [_element_type(name, item) for item in items]
+
+
+def _selection(kernel, kernels, element_type, element_types, implementation, library, device) -> dict:
+    return dict(
+        kernels=_kernels(kernel, kernels),
+        element_types=_element_types(element_type, element_types),
+        implementation=_text("implementation", implementation),
+        library=_text("library", library),
+        device=_optional_integer("device", device),
+    )
+
+
+def _value_text(name: str, value: Any) -> str:
+    """A comparison candidate as the text the schema's parser reads."""
+    if isinstance(value, (bool, _np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (float, _np.floating)):
+        return repr(float(value))
+    try:
+        return str(operator.index(value))
+    except TypeError:
+        raise TypeError(f"parameters[{name!r}] values must be int, float, bool or str, not {_type_name(value)}") from None
+
+
+def _comparison(parameters: Any) -> dict[str, list[str]]:
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, Mapping):
+        raise TypeError(f"parameters must be a dict of name -> list of values, not {_type_name(parameters)}")
+    result = {}
+    for name, candidates in parameters.items():
+        if not isinstance(name, str):
+            raise TypeError(f"parameters keys must be parameter names (str), not {_type_name(name)}")
+        if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
+            raise TypeError(f"parameters[{name!r}] must be a list of values to compare, not {_type_name(candidates)}")
+        result[name] = [_value_text(name, candidate) for candidate in candidates]
+    return result
+
+
+# ---- operations ----------------------------------------------------------------------------
+
+
+def default_kernel_tuning_cache_path() -> str:
+    """Returns the default cache file path.
+
+    ``$ONNX_LIGHT_TUNING_CACHE``, else ``$XDG_CACHE_HOME/onnx-light/kernel_tuning.cache``,
+    else ``$HOME/.cache/onnx-light/kernel_tuning.cache``. The file need not exist.
+
+    Raises:
+        KeyError: none of the three variables is set.
+    """
+    return _tuning.default_cache_path()
+
+
+def kernel_tuning_parameters(
+    kernel: Union[str, Iterable[str], None] = None,
+    library: Optional[str] = None,
+    implementation: Optional[str] = None,
+    element_type: Union[ElementType, Iterable[ElementType], None] = None,
+    path: Optional[PathLike] = None,
+    num_threads: Optional[int] = None,
+    device: Optional[int] = None,
+    *,
+    kernels: Optional[Iterable[str]] = None,
+    element_types: Optional[Iterable[ElementType]] = None,
+) -> dict:
+    """Lists the tuning parameters of the selected keys: schema, defaults, cached and active values.
+
+    Reads only; nothing is written or published.
+
+    Args:
+        kernel: An ONNX op type (``"Abs"``) or several; ``None`` for every kernel.
+            ``kernels=`` is the same filter under its plural name.
+        library: Only keys of this library (``None``: any).
+        implementation: ``None`` for the implementation this host dispatches to, ``"all"``
+            for every one, else that implementation (``"portable"``, ``"avx2"``...).
+        element_type: A ``TensorProto.DataType`` number or name, or several; ``None`` for
+            every type. ``element_types=`` is the same filter under its plural name.
+        path: The cache whose profiles fill ``cached_values`` (``None``: the default cache).
+        num_threads: The session thread count the values are for (``None``/``0``: one per
+            physical core).
+        device: Only keys of this device (``-1`` is the CPU; ``None``: any).
+
+    Returns:
+        ``{cache_path, cache_status, diagnostics, kernels}``; each entry of ``kernels`` has
+        the key fields (``library, kernel, implementation, element_type, device,
+        device_name, tuning_abi``), ``parameter_names``, ``defaults``, ``calibratable``,
+        ``cached_values`` (``None`` without a local profile), ``active_values`` and
+        ``active_source`` (``"published_profile"`` or ``"portable_default"``).
+        ``kernel_tuning_parameters(kernel="Abs", element_type=1)`` returns one entry.
+
+    Raises:
+        KeyError: an unknown kernel, or no variant passes the filters.
+        TypeError: an argument of the wrong type.
+        ValueError: ``num_threads`` out of range.
+    """
+    report = _tuning.kernel_tuning_parameters(
+        **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
+        path=_path(path),
+        num_threads=_optional_integer("num_threads", num_threads),
+    )
+    return report
+
+
+def propose_kernel_tuning_updates(
+    kernels: Union[str, Iterable[str], None] = None,
+    element_types: Union[ElementType, Iterable[ElementType], None] = None,
+    path: Optional[PathLike] = None,
+    num_threads: Optional[int] = None,
+    *,
+    kernel: Optional[str] = None,
+    element_type: Optional[ElementType] = None,
+    implementation: Optional[str] = None,
+    library: Optional[str] = None,
+    device: Optional[int] = None,
+) -> dict:
+    """Proposes which keys to calibrate: the selected keys without a local cached profile.
+
+    Read-only: compares the selected keys with the cache for this host and thread count.
+
+    Args:
+        kernels: ONNX op types (or one); ``None`` or ``[]`` for every kernel.
+        element_types: ``TensorProto.DataType`` numbers or names (or one); ``None`` for every type.
+        path: The cache to compare with (``None``: the default cache).
+        num_threads: The session thread count (``None``/``0``: one per physical core).
+        kernel, element_type: Singular spellings of the two filters.
+        implementation, library, device: As in :func:`kernel_tuning_parameters`.
+
+    Returns:
+        ``{cache_path, cache_status, selected, covered, missing, calibratable, unsupported,
+        diagnostics}``; the key lists hold entries shaped like
+        ``kernel_tuning_parameters()["kernels"]``. ``calibratable`` are the missing keys with
+        a calibration routine, ``unsupported`` those without one.
+
+    Raises:
+        KeyError, TypeError, ValueError: as :func:`kernel_tuning_parameters`.
+    """
+    return _tuning.propose_kernel_tuning_updates(
+        kernels=_kernels(kernel, kernels),
+        element_types=_element_types(element_type, element_types),
+        implementation=_text("implementation", implementation),
+        library=_text("library", library),
+        device=_optional_integer("device", device),
+        path=_path(path),
+        num_threads=_optional_integer("num_threads", num_threads),
+    )
+
+
+def set_kernel_tuning_parameters(
+    kernel: str,
+    element_type: ElementType = 1,
+    values: Optional[Mapping[str, Union[int, float, bool, str]]] = None,
+    path: Optional[PathLike] = None,
+    num_threads: Optional[int] = None,
+    load: bool = True,
+    *,
+    implementation: Optional[str] = None,
+    library: Optional[str] = None,
+    device: Optional[int] = None,
+    prune_stale: bool = False,
+) -> dict:
+    """Validates and writes one profile for this host, and by default publishes the cache.
+
+    ``values`` may be partial: omitted names keep the matching cached profile's values (user
+    cache, else system cache), else the portable defaults. Every value (name, type, rule) is
+    checked before anything is written; the write is locked and atomic.
+
+    Args:
+        kernel: The ONNX op type (``"Abs"``).
+        element_type: A ``TensorProto.DataType`` number or name (default ``1``, float).
+        values: ``{parameter name: value}``; values are ``int``, ``float``, ``bool`` or
+            ``str`` (an ``int`` is accepted for a ``double`` parameter).
+        path: The cache to write (``None``: the default cache).
+        num_threads: The session thread count the profile is for (``None``/``0``: one per
+            physical core). Sessions use it only when they run on that many threads.
+        load: Publish the cache into this process after writing (default), so sessions created
+            afterwards use the new values.
+        implementation, library, device: The key's other fields (default: the dispatched
+            implementation, ``"onnx_light"``, the CPU).
+        prune_stale: Also drop profiles of outdated tuning ABIs.
+
+    Returns:
+        ``{status, path, values, updated, preserved, pruned, diagnostics, load}``: ``status`` is
+        ``"updated"``, ``"read_only"``, ``"unreadable"``, ``"malformed"`` or ``"write_failed"``;
+        ``values`` the complete set written; ``load`` the :func:`load_kernel_tuning_cache` report
+        (``None`` when ``load=False`` or nothing was written).
+
+    Raises:
+        KeyError: an unknown kernel, element type or parameter name.
+        TypeError: a value of the wrong type, or ``values`` missing or not a mapping.
+        ValueError: a value breaking its rule (e.g. out of range); nothing is written then.
+    """
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel must be a str (an ONNX op type such as 'Abs'), not {_type_name(kernel)}")
+    if values is None:
+        raise TypeError("set_kernel_tuning_parameters() needs values: a dict of parameter name -> value")
+    if not isinstance(values, Mapping):
+        raise TypeError(f"values must be a dict of parameter name -> value, not {_type_name(values)}")
+    return _tuning.set_kernel_tuning_parameters(
+        kernel=kernel,
+        element_type=_element_type("element_type", element_type),
+        values=dict(values),
+        path=_path(path),
+        num_threads=_optional_integer("num_threads", num_threads),
+        load=_boolean("load", load),
+        implementation=_text("implementation", implementation),
+        library=_text("library", library),
+        device=_optional_integer("device", device),
+        prune_stale=_boolean("prune_stale", prune_stale),
+    )
+
+
+def inspect_kernel_tuning_cache(
+    path: Optional[PathLike] = None,
+    *,
+    kernel: Union[str, Iterable[str], None] = None,
+    kernels: Optional[Iterable[str]] = None,
+    element_type: Union[ElementType, Iterable[ElementType], None] = None,
+    element_types: Optional[Iterable[ElementType]] = None,
+    implementation: Optional[str] = None,
+    library: Optional[str] = None,
+    device: Optional[int] = None,
+    num_threads: Optional[int] = None,
+) -> dict:
+    """Reads every profile of a cache (and of the system cache) without changing anything.
+
+    Args:
+        path: The cache file (``None``: the default cache).
+        kernel/kernels, element_type/element_types, implementation, library, device: Literal
+            filters on the profiles' keys (``None``: no filter).
+        num_threads: Only profiles written for this thread count; ``local`` is judged against
+            it (``None``: one per physical core).
+
+    Returns:
+        ``{status, path, diagnostics, profiles}``; ``status`` is ``"loaded"``,
+        ``"not_found"``, ``"unreadable"`` or ``"malformed"``. Each profile has the key fields,
+        every host field, ``values``, ``local``, ``classification`` (``loaded``, ``stale``,
+        ``incompatible``, ``invalid``), ``layer``, ``index``, ``shadowed`` and ``provenance``.
+
+    Raises:
+        TypeError, ValueError: bad arguments.
+    """
+    return _tuning.inspect_kernel_tuning_cache(
+        path=_path(path),
+        **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
+        num_threads=_optional_integer("num_threads", num_threads),
+    )
+
+
+def load_kernel_tuning_cache(
+    path: Optional[PathLike] = None,
+    *,
+    kernel: Union[str, Iterable[str], None] = None,
+    kernels: Optional[Iterable[str]] = None,
+    element_type: Union[ElementType, Iterable[ElementType], None] = None,
+    element_types: Optional[Iterable[ElementType]] = None,
+    implementation: Optional[str] = None,
+    library: Optional[str] = None,
+    device: Optional[int] = None,
+    num_threads: Optional[int] = None,
+) -> dict:
+    """Classifies a cache and publishes its valid profiles for this machine into this process.
+
+    Sessions created afterwards resolve their kernels' values from the published profiles
+    (user cache over system cache). Importing ``onnx_light`` does this once for the default
+    cache when it exists.
+
+    Args:
+        path: The cache file (``None``: the default cache).
+        kernel/kernels, element_type/element_types, implementation, library, device: Only
+            profiles matching these filters are considered; with a kernel or element type
+            filter, ``missing`` lists the selected keys without a local loaded profile.
+        num_threads: Only profiles of this thread count are published, and ``missing`` is
+            about it (``None``: every thread count is published).
+
+    Returns:
+        ``{status, path, published_generation, loaded, stale, incompatible, invalid,
+        missing, diagnostics}``; the class lists hold key dicts. Nothing is published when
+        no layer could be read (``status`` ``"malformed"`` or ``"unreadable"``).
+
+    Raises:
+        KeyError: a kernel filter names an unknown kernel.
+        TypeError, ValueError: bad arguments.
+    """
+    return _tuning.load_kernel_tuning_cache(
+        path=_path(path),
+        **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
+        num_threads=_optional_integer("num_threads", num_threads),
+    )
+
+
+def calibrate_kernel_tuning(
+    kernel: Union[str, Iterable[str], None] = None,
+    element_types: Union[ElementType, Iterable[ElementType], None] = None,
+    maximum_duration_ms: int = DEFAULT_CALIBRATION_DURATION_MS,
+    maximum_memory_bytes: int = DEFAULT_CALIBRATION_MEMORY_BYTES,
+    save: bool = True,
+    path: Optional[PathLike] = None,
+    only_missing: bool = False,
+    num_threads: Optional[int] = None,
+    *,
+    kernels: Optional[Iterable[str]] = None,
+    element_type: Optional[ElementType] = None,
+    all: bool = False,  # noqa: A002  (the CLI's --all)
+    implementation: Optional[str] = None,
+    library: Optional[str] = None,
+    device: Optional[int] = None,
+    parameters: Optional[Mapping[str, Iterable[Union[int, float, bool, str]]]] = None,
+    repeat: int = 1,
+    seed: Optional[int] = None,
+    prune_stale: bool = False,
+) -> dict:
+    """Measures where parallel execution pays off and publishes (and by default saves) the result.
+
+    For each selected key: seeded inputs of doubling sizes run forced serial (the reference)
+    and parallel (the candidate); every candidate output is checked against the reference
+    bytes; alternating repetitions are timed and the crossover is chosen after consecutive
+    wins. Without a stable crossover the default is kept, with a diagnostic saying why; the key
+    is still listed in ``calibrated``. The GIL is released while measuring.
+
+    Args:
+        kernel: An ONNX op type or several (``kernels=`` is the plural spelling); give kernels
+            or ``all=True``.
+        element_types: ``TensorProto.DataType`` numbers or names; ``None`` means float (``1``)
+            for named kernels and every type with ``all=True``, as on the CLI.
+        maximum_duration_ms: Time budget for the whole call (hard limit).
+        maximum_memory_bytes: Memory budget of one case; larger cases are not run.
+        save: Merge the results into the cache (default); ``False`` publishes them in this
+            process only.
+        path: The cache to save to (``None``: the default cache).
+        only_missing: Skip keys that already have a profile for this host (listed in ``skipped``).
+        num_threads: The session thread count to calibrate for (``None``/``0``: one per
+            physical core).
+        all: Calibrate every calibratable key (element type, implementation, library and device
+            filters still apply).
+        implementation, library, device: Key filters as in :func:`kernel_tuning_parameters`.
+        parameters: Comparison mode: ``{name: [baseline, candidate, ...]}`` runs the given values
+            interleaved on the same cases and picks the fastest.
+        repeat: Run the whole search this many times and keep the median pick.
+        seed: Seed of the generated inputs (default: the library's fixed seed).
+        prune_stale: Drop profiles of older tuning ABIs while saving.
+
+    Returns:
+        ``{calibrated, skipped, unsupported, diagnostics, published_generation, cache_update}``
+        plus ``failed``, ``cache_path``, ``effective_threads``, ``elapsed_ms`` and the
+        measurements, exactly as ``onnx-light-tune calibrate --json`` prints them.
+        ``calibrated`` entries are key dicts with the ``values`` chosen; ``cache_update`` is
+        ``None`` when ``save=False``.
+
+    Raises:
+        KeyError: an unknown kernel, element type or parameter.
+        TypeError: an argument of the wrong type.
+        ValueError: neither kernels nor ``all=True`` (or both), or a budget out of range.
+    """
+    names = _kernels(kernel, kernels)
+    every = _boolean("all", all)
+    if every and names:
+        raise ValueError("calibrate_kernel_tuning(): give kernels or all=True, not both")
+    if not every and not names:
+        raise ValueError("calibrate_kernel_tuning() needs kernels (e.g. 'Abs') or all=True")
+    types = _element_types(element_type, element_types)
+    if not types and not every:
+        types = [1]
+    return _tuning.calibrate_kernel_tuning(
+        kernels=names,
+        element_types=types,
+        all=every,
+        implementation=_text("implementation", implementation),
+        library=_text("library", library),
+        device=_optional_integer("device", device),
+        maximum_duration_ms=_integer("maximum_duration_ms", maximum_duration_ms),
+        maximum_memory_bytes=_integer("maximum_memory_bytes", maximum_memory_bytes),
+        save=_boolean("save", save),
+        path=_path(path),
+        only_missing=_boolean("only_missing", only_missing),
+        num_threads=_optional_integer("num_threads", num_threads),
+        parameters=_comparison(parameters),
+        repeat=_integer("repeat", repeat),
+        seed=_seed(seed),
+        prune_stale=_boolean("prune_stale", prune_stale),
+    )
+
+
+def _seed(seed: Any) -> Optional[int]:
+    if seed is None:
+        return None
+    number = _integer("seed", seed)
+    if not 0 <= number < 2**32:
+        raise ValueError(f"seed = {number} is out of range (0 to 2**32 - 1)")
+    return number
+
+
+def remove_kernel_tuning_cache(
+    path: Optional[PathLike] = None,
+    *,
+    kernel: Union[str, Iterable[str], None] = None,
+    kernels: Optional[Iterable[str]] = None,
+    element_type: Union[ElementType, Iterable[ElementType], None] = None,
+    element_types: Optional[Iterable[ElementType]] = None,
+    implementation: Optional[str] = None,
+    library: Optional[str] = None,
+    device: Optional[int] = None,
+    num_threads: Optional[int] = None,
+) -> dict:
+    """Removes the cache file, or only the matching profiles.
+
+    Without filters the cache file and its lock file are deleted. With any filter the matching
+    profiles are dropped with a locked update and the file is kept. The system cache is never
+    touched, and nothing already published in this process changes.
+
+    Args:
+        path: The cache file (``None``: the default cache).
+        kernel/kernels, element_type/element_types, implementation, library, device: Literal
+            filters on the profiles' keys.
+        num_threads: Only profiles written for this thread count.
+
+    Returns:
+        ``{status, path, removed_files, removed, preserved, diagnostics}``; ``status`` is
+        ``"removed"``, ``"not_found"`` or an update status (``"read_only"``, ``"malformed"``...).
+
+    Raises:
+        TypeError, ValueError: bad arguments.
+    """
+    return _tuning.remove_kernel_tuning_cache(
+        path=_path(path),
+        **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
+        num_threads=_optional_integer("num_threads", num_threads),
+    )

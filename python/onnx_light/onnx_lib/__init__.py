@@ -1,0 +1,1 @@
+"""ONNX helpers implemented by onnx_light's own C++ library (``parser``)."""

@@ -1,0 +1,599 @@
+// onnx_light.onnx_py._onnxpykernels.runtime: tensors, contexts, sessions and parallel-region
+// profiling over libruntime.
+//
+// Protobuf messages (onnx.TensorProto, onnx.ModelProto) cross the boundary as serialized bytes
+// (SerializeToString / ParseFromString), never as shared C++ objects. Numpy arrays are copied in
+// both directions, so no Python object ever aliases a tensor a session may write to.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "onnx_light/runtime/element_type.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/model.h"
+#include "onnx_light/runtime/parallel_region_collector.h"
+#include "onnx_light/runtime/runtime_parameters.h"
+#include "onnx_light/runtime/session.h"
+#include "onnx_light/runtime/tensor.h"
+#include "onnx_light/runtime/tensor_format.h"
+#include "onnx_light/runtime/tensor_proto.h"
+#include "onnx_light/tune/reports.h"
+
+namespace onnx_light::python {
+
+namespace rt = onnx_light::runtime;
+
+namespace {
+
+constexpr int64_t kMaximumThreads = int64_t{1} << 16;
+
+std::string python_type_name(py::handle object) { return py::str(py::type::handle_of(object).attr("__qualname__")); }
+std::string dtype_text(const py::dtype& dtype) { return py::str(py::handle(dtype)).cast<std::string>(); }
+
+// ---- element types and numpy dtypes ------------------------------------------------------------
+
+// The numpy dtype a tensor of `type` is returned as. numpy has no bfloat16: its bit patterns
+// come back as uint16.
+py::dtype dtype_for(rt::ElementType type) {
+  switch (type) {
+    case rt::ElementType::float32: return py::dtype("float32");
+    case rt::ElementType::uint8: return py::dtype("uint8");
+    case rt::ElementType::int8: return py::dtype("int8");
+    case rt::ElementType::uint16: return py::dtype("uint16");
+    case rt::ElementType::int16: return py::dtype("int16");
+    case rt::ElementType::int32: return py::dtype("int32");
+    case rt::ElementType::int64: return py::dtype("int64");
+    case rt::ElementType::boolean: return py::dtype("bool");
+    case rt::ElementType::float16: return py::dtype("float16");
+    case rt::ElementType::float64: return py::dtype("float64");
+    case rt::ElementType::uint32: return py::dtype("uint32");
+    case rt::ElementType::uint64: return py::dtype("uint64");
+    case rt::ElementType::complex64: return py::dtype("complex64");
+    case rt::ElementType::complex128: return py::dtype("complex128");
+    case rt::ElementType::bfloat16: return py::dtype("uint16");
+    case rt::ElementType::string:
+    case rt::ElementType::undefined: break;
+  }
+  throw UnsupportedError(fmt::format("element type {} has no numpy equivalent", rt::element_type_name(type)));
+}
+
+// The element type of a numpy dtype (native or not; the caller converts the byte order).
+rt::ElementType element_type_for(const py::dtype& dtype) {
+  const char kind = dtype.kind();
+  const auto size = dtype.itemsize();
+  switch (kind) {
+    case 'b': return rt::ElementType::boolean;
+    case 'f':
+      if (size == 2) return rt::ElementType::float16;
+      if (size == 4) return rt::ElementType::float32;
+      if (size == 8) return rt::ElementType::float64;
+      break;
+    case 'i':
+      if (size == 1) return rt::ElementType::int8;
+      if (size == 2) return rt::ElementType::int16;
+      if (size == 4) return rt::ElementType::int32;
+      if (size == 8) return rt::ElementType::int64;
+      break;
+    case 'u':
+      if (size == 1) return rt::ElementType::uint8;
+      if (size == 2) return rt::ElementType::uint16;
+      if (size == 4) return rt::ElementType::uint32;
+      if (size == 8) return rt::ElementType::uint64;
+      break;
+    case 'c':
+      if (size == 8) return rt::ElementType::complex64;
+      if (size == 16) return rt::ElementType::complex128;
+      break;
+    default: break;
+  }
+  throw TypeMismatchError(fmt::format(
+      "numpy dtype {} has no tensor element type (use bool, float16/32/64, int8..int64, uint8..uint64 or "
+      "complex64/128)",
+      dtype_text(dtype)));
+}
+
+rt::ElementType checked_element_type(int64_t number) {
+  if (number < 0 || number > INT32_MAX || !rt::is_valid_element_type(static_cast<int32_t>(number)) ||
+      number == static_cast<int64_t>(rt::ElementType::undefined)) {
+    throw NotFoundError(fmt::format("unknown element type {} (use a TensorProto.DataType number such as 1 for float)",
+                                    number));
+  }
+  const auto type = static_cast<rt::ElementType>(number);
+  if (!rt::is_fixed_size(type)) {
+    throw UnsupportedError(fmt::format("element type {} is not supported by tensors", rt::element_type_name(type)));
+  }
+  return type;
+}
+
+// ---- tensors --------------------------------------------------------------------------------------
+
+py::array tensor_to_numpy(const rt::Tensor& tensor) {
+  if (tensor.empty()) throw InvalidValueError("the tensor is empty (no element type); nothing to convert");
+  const py::dtype dtype = dtype_for(tensor.element_type());
+  std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
+  py::array array(dtype, shape);
+  if (tensor.byte_size() > 0) std::memcpy(array.mutable_data(), tensor.raw_data(), tensor.byte_size());
+  return array;
+}
+
+rt::Tensor tensor_from_numpy(const py::object& object, std::optional<int64_t> element_type) {
+  const py::module_ numpy = py::module_::import("numpy");
+  py::array array = numpy.attr("asarray")(object, py::arg("order") = "C");
+  py::dtype dtype = array.dtype();
+  const std::string kind(1, dtype.kind());
+  if (kind == "O" || kind == "U" || kind == "S" || kind == "V" || kind == "M" || kind == "m") {
+    throw TypeMismatchError(fmt::format("cannot make a tensor from a numpy array of dtype {} (from a {})",
+                                        dtype_text(dtype), python_type_name(object)));
+  }
+  if (py::str(dtype.attr("byteorder")).cast<std::string>() == ">") {
+    array = array.attr("astype")(dtype.attr("newbyteorder")("="));
+    dtype = array.dtype();
+  }
+  if (!(array.flags() & py::array::c_style)) array = numpy.attr("ascontiguousarray")(array);
+  rt::ElementType type = element_type_for(dtype);
+  if (element_type) {
+    const rt::ElementType requested = checked_element_type(*element_type);
+    if (rt::element_size(requested) != static_cast<std::size_t>(dtype.itemsize())) {
+      throw InvalidValueError(fmt::format("element_type {} ({}, {} bytes) does not match the array's dtype {} ({} bytes)",
+                                          *element_type, rt::element_type_name(requested),
+                                          rt::element_size(requested), dtype_text(dtype),
+                                          dtype.itemsize()));
+    }
+    type = requested;
+  }
+  rt::Shape shape(array.shape(), array.shape() + array.ndim());
+  const auto* data = static_cast<const std::byte*>(array.data());
+  return rt::Tensor::from_bytes(type, std::move(shape), std::span<const std::byte>(data, array.nbytes()));
+}
+
+// Serialized bytes of a protobuf message object or a bytes-like object.
+std::string message_bytes(py::handle object, const char* what, const char* argument) {
+  if (py::isinstance<py::bytes>(object)) return object.cast<std::string>();
+  if (py::isinstance<py::bytearray>(object) || py::isinstance<py::memoryview>(object)) {
+    return py::module_::import("builtins").attr("bytes")(object).cast<std::string>();
+  }
+  if (py::hasattr(object, "SerializeToString")) return object.attr("SerializeToString")().cast<std::string>();
+  throw TypeMismatchError(fmt::format("{} must be an onnx.{} or its serialized bytes, not {}", argument, what,
+                                      python_type_name(object)));
+}
+
+rt::Tensor tensor_from_proto(const py::object& proto) {
+  const std::string bytes = message_bytes(proto, "TensorProto", "proto");
+  onnx::TensorProto message;
+  if (!message.ParseFromString(bytes)) throw ModelError("proto: the bytes are not a serialized onnx.TensorProto");
+  return rt::tensor_from_proto(message);
+}
+
+py::object tensor_to_proto(const rt::Tensor& tensor, const std::string& name) {
+  if (tensor.empty()) throw InvalidValueError("the tensor is empty (no element type); nothing to convert");
+  const onnx::TensorProto message = rt::tensor_to_proto(tensor, name);
+  std::string bytes;
+  if (!message.SerializeToString(&bytes)) throw ModelError("cannot serialize the tensor (larger than 2 GiB?)");
+  py::object proto = py::module_::import("onnx").attr("TensorProto")();
+  proto.attr("ParseFromString")(py::bytes(bytes));
+  return proto;
+}
+
+std::string tensor_repr(const rt::Tensor& tensor) {
+  if (tensor.empty()) return "Tensor(empty)";
+  return fmt::format("Tensor({}: {})", tensor.describe(), rt::format_preview(tensor));
+}
+
+// A tensor from a Tensor (copied handle, same storage) or anything numpy turns into an array.
+rt::Tensor tensor_from_value(const py::object& value) {
+  if (py::isinstance<rt::Tensor>(value)) return value.cast<rt::Tensor>();
+  if (py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value) || value.is_none()) {
+    throw TypeMismatchError(
+        fmt::format("a context value must be a Tensor or a numpy array, not {}", python_type_name(value)));
+  }
+  return tensor_from_numpy(value, std::nullopt);
+}
+
+// ---- models -----------------------------------------------------------------------------------
+
+rt::Model model_from_object(py::handle model) {
+  if (py::isinstance<py::str>(model)) return rt::parse_model_text(model.cast<std::string>(), "<text>");
+  if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model) ||
+      py::isinstance<py::memoryview>(model)) {
+    const std::string bytes = message_bytes(model, "ModelProto", "model");
+    const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
+    return rt::load_model_bytes(std::span<const std::byte>(data, bytes.size()), "<bytes>");
+  }
+  if (py::hasattr(model, "__fspath__")) {
+    const std::string path = py::str(py::module_::import("os").attr("fspath")(model));
+    return rt::load_model_file(path);
+  }
+  if (py::hasattr(model, "SerializeToString")) {
+    const std::string bytes = message_bytes(model, "ModelProto", "model");
+    onnx::ModelProto proto;
+    if (!proto.ParseFromString(bytes)) throw ModelError("model: the message is not a valid onnx.ModelProto");
+    std::string origin = proto.graph().name().empty() ? std::string("<ModelProto>")
+                                                      : fmt::format("<ModelProto graph '{}'>", proto.graph().name());
+    return rt::model_from_proto(std::move(proto), origin);
+  }
+  throw TypeMismatchError(fmt::format(
+      "model must be an onnx.ModelProto, its serialized bytes, ONNX text (str) or a path (os.PathLike), not {}",
+      python_type_name(model)));
+}
+
+// ---- sessions -------------------------------------------------------------------------------------
+
+// The Python-side session: one run at a time (concurrent calls from several Python threads queue).
+struct Session {
+  std::unique_ptr<rt::RuntimeSession> session;
+  std::shared_ptr<rt::ParallelRegionCollector> collector;
+  mutable std::mutex mutex;
+};
+
+std::string value_info_text(const rt::ValueInfo& info) {
+  std::string text = fmt::format("{}: {}", info.name, rt::element_type_name(info.element_type));
+  if (!info.has_shape) return text;
+  std::vector<std::string> dims;
+  for (std::size_t i = 0; i < info.shape.size(); ++i) {
+    if (info.shape[i] >= 0) {
+      dims.push_back(std::to_string(info.shape[i]));
+    } else {
+      dims.push_back(i < info.symbols.size() && !info.symbols[i].empty() ? info.symbols[i] : "?");
+    }
+  }
+  return fmt::format("{}[{}]", text, fmt::join(dims, ", "));
+}
+
+std::string value_infos_text(const std::vector<rt::ValueInfo>& infos) {
+  std::vector<std::string> parts;
+  for (const auto& info : infos) parts.push_back(value_info_text(info));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+std::string python_repr(const std::string& text) { return py::repr(py::str(text)); }
+
+std::string event_repr_py(const rt::ParallelRegionEvent& event) {
+  return fmt::format(
+      "ParallelRegionEvent(label={}, requested_threads={}, admitted_threads={}, iterations={}, grain={}, "
+      "wall_time_ns={})",
+      python_repr(event.label), event.requested_threads, event.admitted_threads, event.iterations, event.grain,
+      event.wall_time_ns);
+}
+
+std::string report_repr(const rt::ParallelRegionReport& report) {
+  constexpr std::size_t kShown = 8;
+  std::string text = fmt::format("ParallelRegionReport(dropped_events={}, events=[", report.dropped_events);
+  for (std::size_t i = 0; i < report.events.size() && i < kShown; ++i) {
+    text += fmt::format("\n  {},", event_repr_py(report.events[i]));
+  }
+  if (report.events.size() > kShown) text += fmt::format("\n  ... {} more,", report.events.size() - kShown);
+  text += report.events.empty() ? "])" : "\n])";
+  return text;
+}
+
+int checked_threads(int64_t num_threads) {
+  if (num_threads < 0 || num_threads > kMaximumThreads) {
+    throw InvalidValueError(fmt::format("num_threads = {} is out of range (0 means one per physical core, at most {})",
+                                        num_threads, kMaximumThreads));
+  }
+  return static_cast<int>(num_threads);
+}
+
+}  // namespace
+
+void bind_runtime(py::module_& m) {
+  m.doc() =
+      "The onnx_light runtime: tensors, runtime contexts, sessions and parallel-region profiling.\n\n"
+      "A session resolves every kernel's tuning values once, when it initialises (its first run), from the\n"
+      "values published in this process (kernel_tuning.load_kernel_tuning_cache, set_..., calibrate_...).\n"
+      "Tensors are copied to and from numpy; protobuf messages cross as serialized bytes.";
+
+  // ---- Tensor ----
+  py::class_<rt::Tensor>(m, "Tensor",
+                         "A dense tensor held by the runtime (element type, shape, bytes).\n\n"
+                         "Make one with tensor_from_proto or tensor_from_numpy; read it with tensor_to_numpy.")
+      .def_property_readonly(
+          "element_type", [](const rt::Tensor& t) { return static_cast<int>(t.element_type()); },
+          "The ONNX TensorProto.DataType number (1 = float).")
+      .def_property_readonly(
+          "element_type_name", [](const rt::Tensor& t) { return std::string(rt::element_type_name(t.element_type())); },
+          "The ONNX name of the element type ('float', 'int64', ...).")
+      .def_property_readonly(
+          "shape", [](const rt::Tensor& t) { return py::tuple(py::cast(t.shape())); }, "The dimensions, as a tuple.")
+      .def_property_readonly("ndim", &rt::Tensor::rank, "The number of dimensions.")
+      .def_property_readonly("element_count", &rt::Tensor::element_count, "The number of elements.")
+      .def_property_readonly("byte_size", &rt::Tensor::byte_size, "The size of the data in bytes.")
+      .def("numpy", &tensor_to_numpy, "A numpy copy of the tensor (same as tensor_to_numpy(tensor)).")
+      .def(
+          "__array__",
+          [](const rt::Tensor& t, py::object dtype, py::object) {
+            py::array array = tensor_to_numpy(t);
+            if (!dtype.is_none()) return py::array(array.attr("astype")(dtype));
+            return array;
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none(), "numpy.asarray(tensor) support (a copy).")
+      .def(
+          "tobytes", [](const rt::Tensor& t) { return py::bytes(reinterpret_cast<const char*>(t.raw_data()), t.byte_size()); },
+          "The raw little-endian bytes, in C order.")
+      .def("describe", &rt::Tensor::describe, "'float[2, 3]'.")
+      .def("__repr__", &tensor_repr);
+
+  m.def("tensor_from_proto", &tensor_from_proto, py::arg("proto"),
+        "Reads an onnx.TensorProto (or its serialized bytes) into a runtime tensor: raw_data or the typed\n"
+        "fields (float_data, int32_data, ...). Raises ModelError (a ValueError) naming the tensor when data\n"
+        "is missing, short, external or of a type tensors do not hold (string), TypeError for other objects.");
+  m.def("tensor_to_proto", &tensor_to_proto, py::arg("tensor"), py::arg("name") = "",
+        "Returns an onnx.TensorProto with dims, data_type, name and little-endian raw_data.");
+  m.def("tensor_to_numpy", &tensor_to_numpy, py::arg("tensor"),
+        "Returns a copy of the tensor as a C-ordered numpy array of the matching dtype (bool, float16/32/64,\n"
+        "int8..int64, uint8..uint64, complex64/128). bfloat16 tensors come back as their uint16 bit patterns\n"
+        "(numpy has no bfloat16). The copy is independent: later runs never change it.");
+  m.def("tensor_from_numpy", &tensor_from_numpy, py::arg("array"), py::arg("element_type") = py::none(),
+        "Returns a tensor holding a copy of `array` (anything numpy.asarray accepts). The element type follows the\n"
+        "dtype; pass element_type (a TensorProto.DataType number of the same item size) to reinterpret the\n"
+        "bytes, e.g. uint16 bit patterns as bfloat16 (16).");
+
+  // ---- ParallelRegionCollector and its report ----
+  py::class_<rt::ParallelRegionEvent>(m, "ParallelRegionEvent",
+                                      "What one parallel region (one kernel call on one node) did.")
+      .def_readonly("label", &rt::ParallelRegionEvent::label, "'<kernel> <node name>'.")
+      .def_readonly("requested_threads", &rt::ParallelRegionEvent::requested_threads,
+                    "Threads of the session's pool (what the region could use).")
+      .def_readonly("admitted_threads", &rt::ParallelRegionEvent::admitted_threads,
+                    "Threads that took part (1: the region ran serially).")
+      .def_readonly("iterations", &rt::ParallelRegionEvent::iterations, "Work items of the region (elements).")
+      .def_readonly("grain", &rt::ParallelRegionEvent::grain, "Minimum items per participating thread.")
+      .def_readonly("wall_time_ns", &rt::ParallelRegionEvent::wall_time_ns, "Wall time of the region in ns.")
+      .def("__repr__", &event_repr_py);
+
+  py::class_<rt::ParallelRegionReport>(m, "ParallelRegionReport",
+                                       "The events a collector recorded, in claim order, and how many were dropped.")
+      .def_readonly("events", &rt::ParallelRegionReport::events, "A list of ParallelRegionEvent.")
+      .def_readonly("dropped_events", &rt::ParallelRegionReport::dropped_events,
+                    "Events not recorded because the collector was full.")
+      .def("__len__", [](const rt::ParallelRegionReport& r) { return r.events.size(); })
+      .def("__repr__", &report_repr);
+
+  py::class_<rt::ParallelRegionCollector, std::shared_ptr<rt::ParallelRegionCollector>>(
+      m, "ParallelRegionCollector",
+      "ParallelRegionCollector(capacity)\n\n"
+      "Records every parallel region of the sessions it is given to (RuntimeSessionOptions), into\n"
+      "`capacity` preallocated slots; events past capacity are counted in dropped_events.")
+      .def(py::init([](int64_t capacity) {
+             if (capacity < 0 || capacity > (int64_t{1} << 24)) {
+               throw InvalidValueError(
+                   fmt::format("capacity = {} is out of range (0 to {} events)", capacity, int64_t{1} << 24));
+             }
+             return std::make_shared<rt::ParallelRegionCollector>(static_cast<std::size_t>(capacity));
+           }),
+           py::arg("capacity"))
+      .def_property_readonly("capacity", &rt::ParallelRegionCollector::capacity, "The number of event slots.")
+      .def("report", &rt::ParallelRegionCollector::report,
+           "Returns a ParallelRegionReport: the events recorded so far and the dropped count.")
+      .def("clear", &rt::ParallelRegionCollector::clear,
+           "Forgets every event and the dropped count. Call it only while no session using this\n"
+           "collector is running.")
+      .def("__repr__", [](const rt::ParallelRegionCollector& c) {
+        const rt::ParallelRegionReport report = c.report();
+        return fmt::format("ParallelRegionCollector(capacity={}, events={}, dropped_events={})", c.capacity(),
+                           report.events.size(), report.dropped_events);
+      });
+
+  // ---- parameters and options ----
+  py::class_<rt::RuntimeParameters>(m, "RuntimeParameters",
+                                    "RuntimeParameters(num_threads=0)\n\n"
+                                    "Execution parameters of a session. num_threads = 0 means one thread per "
+                                    "physical core.")
+      .def(py::init([](int64_t num_threads) { return rt::RuntimeParameters(checked_threads(num_threads)); }),
+           py::arg("num_threads") = 0)
+      .def_property(
+          "num_threads", [](const rt::RuntimeParameters& p) { return p.num_threads; },
+          [](rt::RuntimeParameters& p, int64_t n) { p.num_threads = checked_threads(n); },
+          "Threads of the session (0: one per physical core).")
+      .def_property_readonly(
+          "effective_threads", [](const rt::RuntimeParameters& p) { return rt::effective_threads(p); },
+          "The threads a session with these parameters runs on (0 resolved to the core count).")
+      .def("__repr__",
+           [](const rt::RuntimeParameters& p) { return fmt::format("RuntimeParameters(num_threads={})", p.num_threads); });
+
+  py::class_<rt::RuntimeSessionOptions>(
+      m, "RuntimeSessionOptions",
+      "RuntimeSessionOptions(parameters=None, parallel_region_collector=None)\n\n"
+      "Options of a RuntimeSession: its RuntimeParameters and an optional ParallelRegionCollector.")
+      .def(py::init([](std::optional<rt::RuntimeParameters> parameters,
+                       std::shared_ptr<rt::ParallelRegionCollector> collector) {
+             rt::RuntimeSessionOptions options;
+             if (parameters) options.parameters = *parameters;
+             options.parallel_region_collector = std::move(collector);
+             return options;
+           }),
+           py::arg("parameters") = py::none(), py::arg("parallel_region_collector") = py::none())
+      .def_readwrite("parameters", &rt::RuntimeSessionOptions::parameters, "The RuntimeParameters.")
+      .def_readwrite("parallel_region_collector", &rt::RuntimeSessionOptions::parallel_region_collector,
+                     "The ParallelRegionCollector, or None.")
+      .def("__repr__", [](const rt::RuntimeSessionOptions& o) {
+        return fmt::format("RuntimeSessionOptions(parameters=RuntimeParameters(num_threads={}), "
+                           "parallel_region_collector={})",
+                           o.parameters.num_threads,
+                           o.parallel_region_collector
+                               ? fmt::format("ParallelRegionCollector(capacity={})", o.parallel_region_collector->capacity())
+                               : std::string("None"));
+      });
+
+  // ---- contexts ----
+  m.def(
+      "default_opset",
+      [](int64_t version) {
+        if (version < 1) throw InvalidValueError(fmt::format("opset version {} must be at least 1", version));
+        return rt::default_opset(version);
+      },
+      py::arg("version"),
+      "Returns the opset imports with the default ONNX domain at `version`: {'': version}.");
+
+  py::class_<rt::KernelContext>(m, "KernelContext",
+                                "KernelContext(opsets=None)\n\n"
+                                "Opset imports by domain ('' is ai.onnx), e.g. KernelContext(default_opset(18)).")
+      .def(py::init([](std::optional<rt::OpsetImports> opsets) {
+             return opsets ? rt::KernelContext(std::move(*opsets)) : rt::KernelContext();
+           }),
+           py::arg("opsets") = py::none())
+      .def_readwrite("opsets", &rt::KernelContext::opsets, "A dict: domain -> opset version.")
+      .def("__repr__", [](const rt::KernelContext& c) {
+        return fmt::format("KernelContext({})", std::string(py::repr(py::cast(c.opsets))));
+      });
+
+  py::class_<rt::RuntimeContext>(m, "RuntimeContext",
+                                 "RuntimeContext(kernel_context=None)\n\n"
+                                 "Named tensors: a session's inputs before a run, inputs and outputs after it.\n"
+                                 "Do not change a context from another thread while a session runs on it.")
+      .def(py::init([](std::optional<rt::KernelContext> kernel_context) {
+             return kernel_context ? rt::RuntimeContext(std::move(*kernel_context)) : rt::RuntimeContext();
+           }),
+           py::arg("kernel_context") = py::none())
+      .def(
+          "set", [](rt::RuntimeContext& c, const std::string& name, const py::object& value) { c.set(name, tensor_from_value(value)); },
+          py::arg("name"), py::arg("value"),
+          "Binds a Tensor (or a numpy array, copied) to `name`, replacing any previous value.")
+      .def(
+          "get", [](const rt::RuntimeContext& c, const std::string& name) { return c.get(name); },
+          py::arg("name"),
+          "Returns the Tensor bound to `name`. Raises NotFoundError (a KeyError) when there is\n"
+          "none. The Tensor shares the context's storage; while you hold it, runs never write into it (they\n"
+          "reuse an output buffer only when nobody else holds it), and tensor_to_numpy copies it out.")
+      .def("contains", &rt::RuntimeContext::contains, py::arg("name"), "True when a value is bound to `name`.")
+      .def(
+          "erase",
+          [](rt::RuntimeContext& c, const std::string& name) {
+            if (!c.contains(name)) c.get(name);  // throws the library's NotFoundError
+            c.erase(name);
+          },
+          py::arg("name"), "Removes the value bound to `name` (KeyError when there is none).")
+      .def("names", &rt::RuntimeContext::names, "The bound names, sorted.")
+      .def_property_readonly(
+          "kernel_context", [](const rt::RuntimeContext& c) { return c.kernel_context(); }, "The KernelContext.")
+      .def("__contains__", &rt::RuntimeContext::contains)
+      .def("__len__", [](rt::RuntimeContext& c) { return c.values().size(); })
+      .def("__iter__", [](const rt::RuntimeContext& c) { return py::iter(py::cast(c.names())); })
+      .def("__getitem__", [](const rt::RuntimeContext& c, const std::string& name) { return c.get(name); })
+      .def("__setitem__",
+           [](rt::RuntimeContext& c, const std::string& name, const py::object& value) { c.set(name, tensor_from_value(value)); })
+      .def("__delitem__",
+           [](rt::RuntimeContext& c, const std::string& name) {
+             if (!c.contains(name)) c.get(name);
+             c.erase(name);
+           })
+      .def("__repr__", [](rt::RuntimeContext& c) {
+        std::vector<std::string> parts;
+        for (const auto& [name, tensor] : c.values()) parts.push_back(fmt::format("{}: {}", name, tensor.describe()));
+        return fmt::format("RuntimeContext(opsets={}, values={{{}}})",
+                           std::string(py::repr(py::cast(c.kernel_context().opsets))), fmt::join(parts, ", "));
+      });
+
+  // ---- sessions ----
+  py::class_<rt::ValueInfo>(m, "ValueInfo", "A graph input or output: name, element type and shape.")
+      .def_readonly("name", &rt::ValueInfo::name)
+      .def_property_readonly(
+          "element_type", [](const rt::ValueInfo& v) { return static_cast<int>(v.element_type); },
+          "TensorProto.DataType number.")
+      .def_readonly("shape", &rt::ValueInfo::shape, "Dimensions; -1 for a symbolic or unknown one.")
+      .def_readonly("symbols", &rt::ValueInfo::symbols, "Per dimension its symbol ('N'), '' when fixed or unnamed.")
+      .def_readonly("has_shape", &rt::ValueInfo::has_shape)
+      .def("__repr__", [](const rt::ValueInfo& v) { return fmt::format("ValueInfo({})", value_info_text(v)); });
+
+  py::class_<Session>(m, "RuntimeSession",
+                      "RuntimeSession(model, options=None)\n\n"
+                      "Runs one model. `model` is an onnx.ModelProto (e.g. from onnx_light.onnx_lib.parser.parse_model),\n"
+                      "its serialized bytes, ONNX text syntax (str) or a path (pathlib.Path) to a .onnx or text file.\n"
+                      "Construction checks the whole graph and raises UnsupportedError (a ValueError) listing every\n"
+                      "node the runtime cannot run. The first run (or initialize()) resolves every kernel's tuning\n"
+                      "values from this process's registry, once; later runs never read it again.")
+      .def(py::init([](const py::object& model, std::optional<rt::RuntimeSessionOptions> options) {
+             rt::Model loaded = model_from_object(model);
+             auto session = std::make_unique<Session>();
+             rt::RuntimeSessionOptions chosen = options ? *options : rt::RuntimeSessionOptions{};
+             session->collector = chosen.parallel_region_collector;
+             {
+               py::gil_scoped_release release;
+               session->session = std::make_unique<rt::RuntimeSession>(std::move(loaded), std::move(chosen));
+             }
+             return session;
+           }),
+           py::arg("model"), py::arg("options") = py::none())
+      .def(
+          "run",
+          [](Session& s, rt::RuntimeContext& context) {
+            py::gil_scoped_release release;
+            std::lock_guard lock(s.mutex);
+            s.session->run(context);
+          },
+          py::arg("context"),
+          "Reads the graph inputs from `context` and write the outputs into it. The GIL is\n"
+          "released while the session runs. Raises InputError (a ValueError) naming a missing or ill-fitting\n"
+          "input.")
+      .def(
+          "initialize",
+          [](Session& s) {
+            py::gil_scoped_release release;
+            std::lock_guard lock(s.mutex);
+            s.session->initialize();
+          },
+          "Resolves the tuning values and configures the kernels now (the first run does it otherwise).")
+      .def_property_readonly(
+          "initialized",
+          [](const Session& s) {
+            std::lock_guard lock(s.mutex);
+            return s.session->initialized();
+          },
+          "True once the tuning values were resolved.")
+      .def_property_readonly(
+          "inputs", [](const Session& s) { return s.session->inputs(); }, "The graph inputs (ValueInfo).")
+      .def_property_readonly(
+          "outputs", [](const Session& s) { return s.session->outputs(); }, "The graph outputs (ValueInfo).")
+      .def_property_readonly(
+          "threads", [](const Session& s) { return s.session->threads(); }, "The threads the session runs on.")
+      .def(
+          "resolved_tuning",
+          [](const Session& s) {
+            std::vector<rt::ResolvedTuning> resolved;
+            {
+              std::lock_guard lock(s.mutex);
+              resolved = s.session->resolved_tuning();
+            }
+            py::list list;
+            for (const auto& r : resolved) {
+              nlohmann::json entry = tune::key_to_json(r.key);
+              entry["node"] = r.node;
+              entry["values"] = tune::values_to_json(r.values);
+              entry["source"] = std::string(rt::tuning_source_name(r.source));
+              entry["generation"] = r.generation;
+              list.append(json_to_python(entry));
+            }
+            return list;
+          },
+          "Returns a list of dicts, one per node: its key, the values its kernel runs with, their\n"
+          "source ('published_profile' or 'portable_default') and the registry generation. Empty before\n"
+          "initialisation.")
+      .def(
+          "parallel_region_report",
+          [](const Session& s) { return s.session->parallel_region_report(); },
+          "Returns a ParallelRegionReport with the events of the session's collector (every\n"
+          "session sharing that collector), empty when the options had none.")
+      .def("__repr__", [](const Session& s) {
+        return fmt::format("RuntimeSession(model={}, inputs={}, outputs={}, threads={}, initialized={}{})",
+                           python_repr(s.session->model().origin()), value_infos_text(s.session->inputs()),
+                           value_infos_text(s.session->outputs()), s.session->threads(),
+                           s.session->initialized() ? "True" : "False",
+                           s.collector ? fmt::format(", collector_capacity={}", s.collector->capacity()) : "");
+      });
+
+  m.def(
+      "effective_threads", [](const rt::RuntimeParameters& p) { return rt::effective_threads(p); },
+      py::arg("parameters"), "Returns the threads a session with these parameters runs on.");
+  m.def("physical_core_count", &rt::physical_core_count, "Returns this machine's physical core count (cpuinfo).");
+}
+
+}  // namespace onnx_light::python

@@ -1,0 +1,300 @@
+// _onnxpykernels._tuning: the libtune operations, called by onnx_light.kernel_tuning (which
+// normalises the arguments and documents them). Every function returns the report's to_json()
+// converted to Python, i.e. exactly what the CLI prints with --json. The GIL is released while an
+// operation runs (cache locks may block; calibration measures for up to its duration budget).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "onnx_light/runtime/element_type.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/tuning_key.h"
+#include "onnx_light/runtime/tuning_value.h"
+#include "onnx_light/tune/cache_path.h"
+#include "onnx_light/tune/calibration.h"
+#include "onnx_light/tune/operations.h"
+
+namespace onnx_light::python {
+
+namespace rt = onnx_light::runtime;
+
+namespace {
+
+constexpr int64_t kMaximumThreads = int64_t{1} << 16;
+
+std::string type_name(py::handle object) { return py::str(py::type::handle_of(object).attr("__qualname__")); }
+
+tune::KeySelection make_selection(std::vector<std::string> kernels, std::vector<int32_t> element_types,
+                                  std::string implementation, std::string library, std::optional<int32_t> device) {
+  tune::KeySelection selection;
+  selection.kernels = std::move(kernels);
+  selection.element_types = std::move(element_types);
+  selection.implementation = std::move(implementation);
+  selection.library = std::move(library);
+  selection.device = device;
+  return selection;
+}
+
+std::optional<int64_t> checked_threads(std::optional<int64_t> threads, const char* name) {
+  if (threads && (*threads < 0 || *threads > kMaximumThreads)) {
+    throw InvalidValueError(fmt::format("{} = {} is out of range (0 means one per physical core, at most {})", name,
+                                        *threads, kMaximumThreads));
+  }
+  return threads;
+}
+
+bool is_numpy(py::handle object, const char* type) {
+  const py::module_ numpy = py::module_::import("numpy");
+  return py::isinstance(object, numpy.attr(type));
+}
+
+// A Python value as a typed tuning value: bool (also numpy.bool_), int (anything with __index__),
+// float (also numpy floating types), str. The schema then checks the type per parameter.
+rt::TuningValue tuning_value(py::handle value, const std::string& name) {
+  if (py::isinstance<py::bool_>(value) || is_numpy(value, "bool_")) return value.cast<bool>();
+  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  if (py::isinstance<py::float_>(value) || is_numpy(value, "floating")) {
+    return py::float_(py::reinterpret_borrow<py::object>(value)).cast<double>();
+  }
+  if (py::hasattr(value, "__index__")) {
+    py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+    if (!index) throw py::error_already_set();
+    int overflow = 0;
+    const long long number = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow != 0) {
+      throw InvalidValueError(
+          fmt::format("values['{}'] = {} does not fit a 64-bit integer", name, std::string(py::str(index))));
+    }
+    return static_cast<int64_t>(number);
+  }
+  throw TypeMismatchError(fmt::format("values['{}'] must be an int, float, bool or str, not {}", name, type_name(value)));
+}
+
+rt::TuningValues tuning_values(const py::dict& values) {
+  rt::TuningValues result;
+  for (const auto& [key, value] : values) {
+    if (!py::isinstance<py::str>(key)) {
+      throw TypeMismatchError(fmt::format("values keys must be parameter names (str), not {}", type_name(key)));
+    }
+    const std::string name = key.cast<std::string>();
+    result[name] = tuning_value(value, name);
+  }
+  return result;
+}
+
+}  // namespace
+
+void bind_tuning(py::module_& m) {
+  m.doc() = "Internal: the libtune operations behind onnx_light.kernel_tuning (use that module).";
+  m.attr("DEFAULT_CALIBRATION_DURATION_MS") = tune::kDefaultCalibrationDurationMs;
+  m.attr("DEFAULT_CALIBRATION_MEMORY_BYTES") = tune::kDefaultCalibrationMemoryBytes;
+
+  m.def(
+      "default_cache_path", [] { return tune::default_kernel_tuning_cache_path().string(); },
+      "The default user cache: $ONNX_LIGHT_TUNING_CACHE, else $XDG_CACHE_HOME/onnx-light/kernel_tuning.cache, else\n"
+      "$HOME/.cache/onnx-light/kernel_tuning.cache. NotFoundError when none of them is set.");
+  m.def(
+      "system_cache_path",
+      []() -> std::optional<std::string> {
+        const auto path = tune::system_kernel_tuning_cache_path();
+        return path ? std::optional<std::string>(path->string()) : std::nullopt;
+      },
+      "The read-only system cache ($ONNX_LIGHT_SYSTEM_TUNING_CACHE, else /etc/onnx-light/kernel_tuning.cache), or\n"
+      "None when the variable is set to an empty string.");
+  m.def(
+      "tool_version", [] { return std::string(tune::tool_version()); }, "The version written into provenance.");
+  m.def(
+      "element_type_number",
+      [](const std::string& text) {
+        const auto type = rt::parse_element_type(text);
+        if (!type || *type == rt::ElementType::undefined) {
+          throw NotFoundError(fmt::format("unknown element type '{}' (use a name such as float, double, int64, or a "
+                                          "TensorProto.DataType number such as 1)",
+                                          text));
+        }
+        return static_cast<int32_t>(*type);
+      },
+      py::arg("text"), "The TensorProto.DataType number of an element type name ('float', 'float32', 'int64', '1').");
+
+  m.def(
+      "kernel_tuning_parameters",
+      [](std::vector<std::string> kernels, std::vector<int32_t> element_types, std::string implementation,
+         std::string library, std::optional<int32_t> device, std::string path, std::optional<int64_t> num_threads) {
+        tune::ParametersOptions options;
+        options.selection = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
+                                           std::move(library), device);
+        options.path = std::move(path);
+        options.num_threads = checked_threads(num_threads, "num_threads");
+        nlohmann::json json;
+        {
+          py::gil_scoped_release release;
+          json = tune::kernel_tuning_parameters(options).to_json();
+        }
+        return json_to_python(json);
+      },
+      py::kw_only(), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"), py::arg("library"),
+      py::arg("device"), py::arg("path"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
+
+  m.def(
+      "propose_kernel_tuning_updates",
+      [](std::vector<std::string> kernels, std::vector<int32_t> element_types, std::string implementation,
+         std::string library, std::optional<int32_t> device, std::string path, std::optional<int64_t> num_threads) {
+        tune::ProposeOptions options;
+        options.selection = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
+                                           std::move(library), device);
+        options.path = std::move(path);
+        options.num_threads = checked_threads(num_threads, "num_threads");
+        nlohmann::json json;
+        {
+          py::gil_scoped_release release;
+          json = tune::propose_kernel_tuning_updates(options).to_json();
+        }
+        return json_to_python(json);
+      },
+      py::kw_only(), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"), py::arg("library"),
+      py::arg("device"), py::arg("path"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
+
+  m.def(
+      "set_kernel_tuning_parameters",
+      [](std::string kernel, int32_t element_type, const py::dict& values, std::string path,
+         std::optional<int64_t> num_threads, bool load, std::string implementation, std::string library,
+         std::optional<int32_t> device, bool prune_stale) {
+        tune::SetOptions options;
+        options.kernel = std::move(kernel);
+        options.element_type = element_type;
+        options.values = tuning_values(values);
+        options.path = std::move(path);
+        options.num_threads = checked_threads(num_threads, "num_threads");
+        options.load = load;
+        options.implementation = std::move(implementation);
+        if (!library.empty()) options.library = std::move(library);
+        if (device) options.device = *device;
+        options.prune_stale = prune_stale;
+        nlohmann::json json;
+        {
+          py::gil_scoped_release release;
+          json = tune::set_kernel_tuning_parameters(options).to_json();
+        }
+        return json_to_python(json);
+      },
+      py::kw_only(), py::arg("kernel"), py::arg("element_type"), py::arg("values"), py::arg("path"),
+      py::arg("num_threads"), py::arg("load"), py::arg("implementation"), py::arg("library"), py::arg("device"),
+      py::arg("prune_stale"), "See onnx_light.kernel_tuning.");
+
+  m.def(
+      "inspect_kernel_tuning_cache",
+      [](std::string path, std::vector<std::string> kernels, std::vector<int32_t> element_types,
+         std::string implementation, std::string library, std::optional<int32_t> device,
+         std::optional<int64_t> num_threads) {
+        tune::InspectOptions options;
+        options.path = std::move(path);
+        options.filter = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
+                                        std::move(library), device);
+        options.threads = checked_threads(num_threads, "num_threads");
+        nlohmann::json json;
+        {
+          py::gil_scoped_release release;
+          json = tune::inspect_kernel_tuning_cache(options).to_json();
+        }
+        return json_to_python(json);
+      },
+      py::kw_only(), py::arg("path"), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"),
+      py::arg("library"), py::arg("device"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
+
+  m.def(
+      "load_kernel_tuning_cache",
+      [](std::string path, std::vector<std::string> kernels, std::vector<int32_t> element_types,
+         std::string implementation, std::string library, std::optional<int32_t> device,
+         std::optional<int64_t> num_threads) {
+        tune::LoadOptions options;
+        options.path = std::move(path);
+        options.selection = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
+                                           std::move(library), device);
+        options.num_threads = checked_threads(num_threads, "num_threads");
+        nlohmann::json json;
+        {
+          py::gil_scoped_release release;
+          json = tune::load_kernel_tuning_cache(options).to_json();
+        }
+        return json_to_python(json);
+      },
+      py::kw_only(), py::arg("path"), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"),
+      py::arg("library"), py::arg("device"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
+
+  m.def(
+      "remove_kernel_tuning_cache",
+      [](std::string path, std::vector<std::string> kernels, std::vector<int32_t> element_types,
+         std::string implementation, std::string library, std::optional<int32_t> device,
+         std::optional<int64_t> num_threads) {
+        tune::RemoveOptions options;
+        options.path = std::move(path);
+        options.filter = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
+                                        std::move(library), device);
+        options.threads = checked_threads(num_threads, "num_threads");
+        nlohmann::json json;
+        {
+          py::gil_scoped_release release;
+          json = tune::remove_kernel_tuning_cache(options).to_json();
+        }
+        return json_to_python(json);
+      },
+      py::kw_only(), py::arg("path"), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"),
+      py::arg("library"), py::arg("device"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
+
+  m.def(
+      "calibrate_kernel_tuning",
+      [](std::vector<std::string> kernels, std::vector<int32_t> element_types, bool all, std::string implementation,
+         std::string library, std::optional<int32_t> device, int64_t maximum_duration_ms,
+         int64_t maximum_memory_bytes, bool save, std::string path, bool only_missing,
+         std::optional<int64_t> num_threads, std::map<std::string, std::vector<std::string>> parameters, int64_t repeat,
+         std::optional<uint32_t> seed, bool prune_stale) {
+        if (maximum_duration_ms < 1 || maximum_duration_ms > int64_t{24} * 3600 * 1000) {
+          throw InvalidValueError(fmt::format(
+              "maximum_duration_ms = {} is out of range (1 ms to 24 hours)", maximum_duration_ms));
+        }
+        if (maximum_memory_bytes < 1) {
+          throw InvalidValueError(
+              fmt::format("maximum_memory_bytes = {} must be positive", maximum_memory_bytes));
+        }
+        if (repeat < 1 || repeat > 1000) {
+          throw InvalidValueError(fmt::format("repeat = {} is out of range (1 to 1000)", repeat));
+        }
+        for (const auto& [name, candidates] : parameters) {
+          if (candidates.empty()) {
+            throw InvalidValueError(fmt::format("parameters['{}'] lists no values to compare", name));
+          }
+        }
+        tune::CalibrationOptions options;
+        options.selection = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
+                                           std::move(library), device);
+        options.all = all;
+        options.maximum_duration_ms = maximum_duration_ms;
+        options.maximum_memory_bytes = maximum_memory_bytes;
+        options.save = save;
+        options.path = std::move(path);
+        options.only_missing = only_missing;
+        options.num_threads = checked_threads(num_threads, "num_threads");
+        options.parameters = std::move(parameters);
+        options.repeat = static_cast<int>(repeat);
+        if (seed) options.seed = *seed;
+        options.prune_stale = prune_stale;
+        nlohmann::json json;
+        {
+          py::gil_scoped_release release;
+          json = tune::calibrate_kernel_tuning(options).to_json();
+        }
+        return json_to_python(json);
+      },
+      py::kw_only(), py::arg("kernels"), py::arg("element_types"), py::arg("all"), py::arg("implementation"),
+      py::arg("library"), py::arg("device"), py::arg("maximum_duration_ms"), py::arg("maximum_memory_bytes"),
+      py::arg("save"), py::arg("path"), py::arg("only_missing"), py::arg("num_threads"), py::arg("parameters"),
+      py::arg("repeat"), py::arg("seed"), py::arg("prune_stale"), "See onnx_light.kernel_tuning.");
+}
+
+}  // namespace onnx_light::python
