@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the unit tests under sanitizers in a separate tree.
+# Builds the unit tests (only) under sanitizers in a separate tree and runs them.
 # Usage: scripts/sanitize.sh address   (ASan + UBSan)   |   scripts/sanitize.sh thread   (TSan)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -10,7 +10,7 @@ case "$KIND" in
   *) echo "usage: $0 address|thread" >&2; exit 2 ;;
 esac
 "$ROOT/scripts/install-deps.sh"
-BUILD_TYPE=Debug "$ROOT/scripts/build.sh" "$DIR" -DONNX_LIGHT_SANITIZE="$SAN" -DONNX_LIGHT_BUILD_TESTS=ON
+BUILD_TARGET=onnx_light_unit_tests BUILD_TYPE=Debug "$ROOT/scripts/build.sh" "$DIR" -DONNX_LIGHT_SANITIZE="$SAN" -DONNX_LIGHT_BUILD_TESTS=ON
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 cd "$DIR"

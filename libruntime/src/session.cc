@@ -128,8 +128,11 @@ struct RuntimeSession::Impl {
     std::size_t output_count() const override { return step_.outputs.size(); }
     Tensor& output(std::size_t index, ElementType type, const Shape& shape) override {
       if (index >= step_.outputs.size() || step_.outputs[index] < 0) {
-        scratch_ = Tensor(type, shape);  // an omitted optional output: computed, then dropped
-        return scratch_;
+        // An omitted optional output: computed, then dropped. One buffer per index, so that a
+        // kernel filling several omitted outputs never writes into a released one.
+        Tensor& scratch = scratch_[index];
+        scratch = Tensor(type, shape);
+        return scratch;
       }
       Tensor& slot = impl_.slots[static_cast<std::size_t>(step_.outputs[index])];
       // Reuse last run's buffer when nobody else holds it; steady-state runs allocate nothing.
@@ -153,7 +156,7 @@ struct RuntimeSession::Impl {
    private:
     Impl& impl_;
     Step& step_;
-    Tensor scratch_;
+    std::map<std::size_t, Tensor> scratch_;
   };
 
   Impl(Model m, RuntimeSessionOptions o) : model(std::move(m)), options(std::move(o)) {}

@@ -11,7 +11,10 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <unordered_map>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -74,18 +77,60 @@ std::string format_date_time(const toml::date_time& value) {
 // profile cannot hide the others.
 class ProfileReader {
  public:
-  ProfileReader(const toml::table& table, CacheProfile& profile) : table_(table), profile_(profile) {}
+  explicit ProfileReader(CacheProfile& profile) : profile_(profile) {}
 
-  void read() {
-    read_string(table_, "library", "", profile_.key.library);
-    read_string(table_, "kernel", "", profile_.key.kernel);
-    read_string(table_, "implementation", "", profile_.key.implementation);
-    read_int32(table_, "element_type", "", profile_.key.element_type, std::numeric_limits<int32_t>::min());
-    read_int32(table_, "device", "", profile_.key.device, std::numeric_limits<int32_t>::min());
-    read_int32(table_, "tuning_abi", "", profile_.key.tuning_abi, 1);
-    read_host();
-    read_values();
-    read_provenance();
+  // The whole [[profile]] table.
+  void read(const toml::table& table) {
+    read_key(table);
+    read_host(table.get("host"));
+    read_values(table.get("values"));
+    read_provenance(table.get("provenance"));
+  }
+
+  // The sections one by one (the plain-layout reader parses each on its own).
+  void read_key(const toml::table& table) {
+    read_string(table, "library", "", profile_.key.library);
+    read_string(table, "kernel", "", profile_.key.kernel);
+    read_string(table, "implementation", "", profile_.key.implementation);
+    read_int32(table, "element_type", "", profile_.key.element_type, std::numeric_limits<int32_t>::min());
+    read_int32(table, "device", "", profile_.key.device, std::numeric_limits<int32_t>::min());
+    read_int32(table, "tuning_abi", "", profile_.key.tuning_abi, 1);
+  }
+
+  void read_host(const toml::node* node) {
+    if (node == nullptr) {
+      problem("host", "'host' is missing");
+      return;
+    }
+    const toml::table* host = node->as_table();
+    if (host == nullptr) {
+      problem("host", "'host' must be a table ([profile.host])");
+      return;
+    }
+    read_host_table(*host);
+  }
+
+  void read_values(const toml::node* node) {
+    if (node == nullptr) {
+      problem("values", "'values' is missing");
+      return;
+    }
+    const toml::table* values = node->as_table();
+    if (values == nullptr) {
+      problem("values", "'values' must be a table ([profile.values])");
+      return;
+    }
+    read_value_table(*values, "");
+  }
+
+  void read_provenance(const toml::node* node) {
+    if (node == nullptr) return;
+    const toml::table* provenance = node->as_table();
+    if (provenance == nullptr) {
+      problem("provenance", "'provenance' must be a table ([profile.provenance])");
+      return;
+    }
+    read_provenance_table(*provenance);
   }
 
  private:
@@ -140,14 +185,8 @@ class ProfileReader {
     }
   }
 
-  void read_host() {
-    const toml::node* node = required(table_, "", "host");
-    if (node == nullptr) return;
-    const toml::table* host = node->as_table();
-    if (host == nullptr) {
-      problem("host", "'host' must be a table ([profile.host])");
-      return;
-    }
+  void read_host_table(const toml::table& table) {
+    const toml::table* host = &table;
     HostDescriptor& h = profile_.host;
     constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
     read_string(*host, "architecture", "host", h.architecture);
@@ -209,25 +248,8 @@ class ProfileReader {
     }
   }
 
-  void read_values() {
-    const toml::node* node = required(table_, "", "values");
-    if (node == nullptr) return;
-    const toml::table* values = node->as_table();
-    if (values == nullptr) {
-      problem("values", "'values' must be a table ([profile.values])");
-      return;
-    }
-    read_value_table(*values, "");
-  }
-
-  void read_provenance() {
-    const toml::node* node = table_.get("provenance");
-    if (node == nullptr) return;
-    const toml::table* provenance = node->as_table();
-    if (provenance == nullptr) {
-      problem("provenance", "'provenance' must be a table ([profile.provenance])");
-      return;
-    }
+  void read_provenance_table(const toml::table& table) {
+    const toml::table* provenance = &table;
     read_string(*provenance, "source", "provenance", profile_.provenance.source, true);
     read_string(*provenance, "tool_version", "provenance", profile_.provenance.tool_version, true);
     if (const toml::node* written = provenance->get("written")) {
@@ -241,7 +263,6 @@ class ProfileReader {
     }
   }
 
-  const toml::table& table_;
   CacheProfile& profile_;
 };
 
@@ -257,12 +278,189 @@ std::string raw_profile_text(const toml::table& table) {
 
 }  // namespace
 
-CacheFile parse_cache_text(std::string_view text, const std::filesystem::path& path) {
+namespace {
+
+// Why the root keys do not make a version-1 cache ("" when they do).
+std::string header_error(const toml::table& root) {
+  const toml::node* format = root.get("format");
+  if (format == nullptr) {
+    return fmt::format("not an onnx-light kernel tuning cache: no 'format = \"{}\"' key", kCacheFormat);
+  }
+  if (const auto* name = format->as_string(); name == nullptr || name->get() != kCacheFormat) {
+    return fmt::format("'format' is {}, expected \"{}\"", toml_value_text(*format), kCacheFormat);
+  }
+  const toml::node* version_node = root.get("format_version");
+  const auto* version = version_node != nullptr ? version_node->as_integer() : nullptr;
+  if (version == nullptr) return "'format_version' is missing or not an integer";
+  if (version->get() > kCacheFormatVersion) {
+    return fmt::format(
+        "format_version {} is newer than this tool reads ({}); upgrade onnx-light-tune or use another --cache",
+        version->get(), kCacheFormatVersion);
+  }
+  if (version->get() < 1) {
+    return fmt::format("format_version {} is not a valid version (expected {})", version->get(),
+                       kCacheFormatVersion);
+  }
+  return {};
+}
+
+// The plain layout: root keys, then per profile a "[[profile]]" line, its key fields and
+// "[profile.NAME]" sections, every header alone on its line (what serialize_cache writes). Each
+// section body is parsed by toml++ on its own and memoised by its text: a real cache repeats the
+// same host, values and provenance sections thousands of times, and toml++ parsing every byte of
+// a 10,000-profile file costs about 300 ms. Returns nullopt (use the whole-document parse) for
+// anything else: another header, a section that does not parse on its own, a profile with a
+// problem, a root that is not a good header. A line starting with '[' that is not a header can
+// only sit inside an unterminated multi-line array or string, which then fails to parse.
+class PlainLayoutReader {
+ public:
+  std::optional<CacheFile> read(std::string_view text, const std::filesystem::path& path) {
+    split(text);
+    if (failed_) return std::nullopt;
+    CacheFile file;
+    file.path = path;
+    file.status = FileStatus::loaded;
+    const auto root = parse(root_text_);
+    if (!root || root->contains("profile")) return std::nullopt;
+    if (root->empty() && profiles_.empty()) return file;  // whitespace or comments only
+    if (!header_error(*root).empty()) return std::nullopt;
+    file.profiles.reserve(profiles_.size());
+    for (const RawProfile& raw : profiles_) {
+      CacheProfile& profile = file.profiles.emplace_back();
+      const CacheProfile* key = fragment(keys_, raw.key, [](ProfileReader& r, const toml::table& t) {
+        r.read_key(t);
+      });
+      if (key == nullptr) return std::nullopt;
+      profile.key = key->key;
+      // A section redefining a key of the profile table itself is an error for the whole document.
+      const std::vector<std::string>& names = key_names_.at(raw.key);
+      for (const auto& section : raw.sections) {
+        if (std::find(names.begin(), names.end(), section.first) != names.end()) return std::nullopt;
+      }
+      bool host = false, values = false;
+      for (const auto& [name, body] : raw.sections) {
+        if (name == "host") {
+          const CacheProfile* part = fragment(hosts_, body, [](ProfileReader& r, const toml::table& t) {
+            r.read_host(&t);
+          });
+          if (part == nullptr) return std::nullopt;
+          profile.host = part->host;
+          host = true;
+        } else if (name == "values") {
+          const CacheProfile* part = fragment(values_, body, [](ProfileReader& r, const toml::table& t) {
+            r.read_values(&t);
+          });
+          if (part == nullptr) return std::nullopt;
+          profile.values = part->values;
+          values = true;
+        } else if (name == "provenance") {
+          const CacheProfile* part = fragment(provenances_, body, [](ProfileReader& r, const toml::table& t) {
+            r.read_provenance(&t);
+          });
+          if (part == nullptr) return std::nullopt;
+          profile.provenance = part->provenance;
+        } else if (!parse(body)) {  // unknown sections are ignored, but must be valid TOML
+          return std::nullopt;
+        }
+      }
+      if (!host || !values) return std::nullopt;
+    }
+    return file;
+  }
+
+ private:
+  struct RawProfile {
+    std::string_view key;
+    std::vector<std::pair<std::string_view, std::string_view>> sections;  // name, body
+  };
+  using Memo = std::unordered_map<std::string_view, std::optional<CacheProfile>>;
+
+  static bool bare_key(std::string_view name) {
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+    });
+  }
+
+  void split(std::string_view text) {
+    std::string_view* body = &root_text_;
+    std::size_t body_start = 0;
+    std::size_t position = 0;
+    while (position < text.size() && !failed_) {
+      std::size_t end = text.find('\n', position);
+      end = end == std::string_view::npos ? text.size() : end + 1;
+      std::string_view line = text.substr(position, end - position);
+      const std::size_t first = line.find_first_not_of(" \t");
+      if (first != std::string_view::npos && line[first] == '[') {
+        *body = text.substr(body_start, position - body_start);
+        line.remove_prefix(first);
+        while (!line.empty() && (line.back() == '\n' || line.back() == '\r' || line.back() == ' ' ||
+                                 line.back() == '\t')) {
+          line.remove_suffix(1);
+        }
+        if (line == "[[profile]]") {
+          body = &profiles_.emplace_back().key;
+        } else if (line.starts_with("[profile.") && line.ends_with("]") && !profiles_.empty() &&
+                   bare_key(line.substr(9, line.size() - 10))) {
+          const std::string_view name = line.substr(9, line.size() - 10);
+          auto& sections = profiles_.back().sections;
+          if (std::any_of(sections.begin(), sections.end(), [&](const auto& s) { return s.first == name; }) ||
+              name == "library" || name == "kernel" || name == "implementation" || name == "element_type" ||
+              name == "device" || name == "tuning_abi") {
+            failed_ = true;  // redefinition: let toml++ report it
+          }
+          body = &sections.emplace_back(name, std::string_view()).second;
+        } else {
+          failed_ = true;
+        }
+        body_start = end;
+      }
+      position = end;
+    }
+    *body = text.substr(body_start);
+  }
+
+  static std::optional<toml::table> parse(std::string_view body) {
+    try {
+      return toml::parse(body);
+    } catch (const toml::parse_error&) {
+      return std::nullopt;
+    }
+  }
+
+  // The section read on its own, memoised; nullptr when it does not parse or has a problem.
+  template <typename Read>
+  const CacheProfile* fragment(Memo& memo, std::string_view body, Read read) {
+    auto [it, inserted] = memo.try_emplace(body);
+    if (inserted) {
+      if (auto table = parse(body)) {
+        CacheProfile part;
+        ProfileReader reader(part);
+        read(reader, *table);
+        if (&memo == &keys_) {
+          auto& names = key_names_[body];
+          for (auto&& [name, node] : *table) names.emplace_back(name.str());
+        }
+        if (part.problems.empty()) it->second = std::move(part);
+      }
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+
+  std::string_view root_text_;
+  std::vector<RawProfile> profiles_;
+  bool failed_ = false;
+  Memo keys_, hosts_, values_, provenances_;
+  std::unordered_map<std::string_view, std::vector<std::string>> key_names_;  // root keys of each key part
+};
+
+}  // namespace
+
+CacheFile parse_cache_text_reference(std::string_view text, const std::filesystem::path& path) {
   CacheFile file;
   file.path = path;
   toml::table root;
   try {
-    root = toml::parse(text, path.string());
+    root = toml::parse(text);  // no source path: toml++ would attach a copy to every node
   } catch (const toml::parse_error& error) {
     file.status = FileStatus::malformed;
     file.error = fmt::format("not valid TOML at line {}, column {}: {}", error.source().begin.line,
@@ -274,32 +472,8 @@ CacheFile parse_cache_text(std::string_view text, const std::filesystem::path& p
     return file;
   }
   file.status = FileStatus::malformed;
-  const toml::node* format = root.get("format");
-  if (format == nullptr) {
-    file.error = fmt::format("not an onnx-light kernel tuning cache: no 'format = \"{}\"' key", kCacheFormat);
-    return file;
-  }
-  if (const auto* name = format->as_string(); name == nullptr || name->get() != kCacheFormat) {
-    file.error = fmt::format("'format' is {}, expected \"{}\"", toml_value_text(*format), kCacheFormat);
-    return file;
-  }
-  const toml::node* version_node = root.get("format_version");
-  const auto* version = version_node != nullptr ? version_node->as_integer() : nullptr;
-  if (version == nullptr) {
-    file.error = "'format_version' is missing or not an integer";
-    return file;
-  }
-  if (version->get() > kCacheFormatVersion) {
-    file.error = fmt::format(
-        "format_version {} is newer than this tool reads ({}); upgrade onnx-light-tune or use another --cache",
-        version->get(), kCacheFormatVersion);
-    return file;
-  }
-  if (version->get() < 1) {
-    file.error = fmt::format("format_version {} is not a valid version (expected {})", version->get(),
-                             kCacheFormatVersion);
-    return file;
-  }
+  file.error = header_error(root);
+  if (!file.error.empty()) return file;
   if (const toml::node* profiles = root.get("profile")) {
     const toml::array* array = profiles->as_array();
     if (array == nullptr || !array->is_array_of_tables()) {
@@ -310,12 +484,17 @@ CacheFile parse_cache_text(std::string_view text, const std::filesystem::path& p
     for (const toml::node& node : *array) {
       const toml::table& table = *node.as_table();
       CacheProfile& profile = file.profiles.emplace_back();
-      ProfileReader(table, profile).read();
+      ProfileReader(profile).read(table);
       if (!profile.readable()) profile.raw_toml = raw_profile_text(table);
     }
   }
   file.status = FileStatus::loaded;
   return file;
+}
+
+CacheFile parse_cache_text(std::string_view text, const std::filesystem::path& path) {
+  if (auto file = PlainLayoutReader().read(text, path)) return std::move(*file);
+  return parse_cache_text_reference(text, path);
 }
 
 CacheFile read_cache_file(const std::filesystem::path& path) {
@@ -339,7 +518,7 @@ CacheFile read_cache_file(const std::filesystem::path& path) {
   } else if (info.st_size > kMaximumBytes) {
     failure = fmt::format("{} is {} bytes, more than a tuning cache can be (256 MiB)", path.string(), info.st_size);
   } else {
-    text.resize(static_cast<std::size_t>(info.st_size));
+    text.resize(static_cast<std::size_t>(info.st_size) + 1);  // +1: the final read() returns 0 without a regrow
     std::size_t done = 0;
     while (failure.empty()) {
       if (done == text.size()) text.resize(text.size() + 4096 + text.size() / 2);  // the file may have grown

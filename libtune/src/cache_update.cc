@@ -107,12 +107,13 @@ class UpdateScope {
       if (p == p.parent_path()) break;
     }
     for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-      if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
+      if (::mkdir(it->c_str(), 0777) == 0) {
+        created_directories_.push_back(*it);
+      } else if (errno != EEXIST) {
         const int e = errno;
         return Failure{status_for_errno(e),
                        fmt::format("cannot create directory {}: {}", it->string(), std::strerror(e))};
       }
-      created_directories_.push_back(*it);
     }
     if (!fs::is_directory(directory_, error)) {
       return Failure{UpdateStatus::write_failed, fmt::format("{} is not a directory", directory_.string())};

@@ -1,6 +1,8 @@
 #include "onnx_light/tune/classification.h"
 
 #include <map>
+#include <optional>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -64,7 +66,12 @@ Classification classify_profile(const CacheProfile& profile, std::size_t index, 
                                 const std::filesystem::path& path, const SchemaIndex& schemas,
                                 const HostDescriptor& machine) {
   Classification result;
-  const std::string where = describe_profile(profile, index, path);
+  // Formatted only for profiles that get a diagnostic: most are loaded and need none.
+  std::string where_text;
+  auto where = [&]() -> const std::string& {
+    if (where_text.empty()) where_text = describe_profile(profile, index, path);
+    return where_text;
+  };
   auto add = [&](std::string field, std::string message) {
     Diagnostic diagnostic;
     diagnostic.message = std::move(message);
@@ -77,7 +84,7 @@ Classification classify_profile(const CacheProfile& profile, std::size_t index, 
   if (!profile.readable()) {
     result.value = ProfileClass::invalid;
     for (const auto& problem : profile.problems) {
-      add(problem.field, fmt::format("{}: {}; fix or delete this profile (it is kept as written)", where,
+      add(problem.field, fmt::format("{}: {}; fix or delete this profile (it is kept as written)", where(),
                                      problem.message));
     }
     return result;
@@ -88,12 +95,12 @@ Classification classify_profile(const CacheProfile& profile, std::size_t index, 
       result.value = ProfileClass::stale;
       add("tuning_abi", fmt::format("{}: tuning_abi {} is outdated (this build registers {}); set or calibrate the "
                                     "kernel again, 'set --prune-stale' drops old ABIs",
-                                    where, profile.key.tuning_abi, fmt::join(*schemas.registered_abis(profile.key), ", ")));
+                                    where(), profile.key.tuning_abi, fmt::join(*schemas.registered_abis(profile.key), ", ")));
     } else {
       result.value = ProfileClass::incompatible;
       add("", fmt::format("{}: no registered kernel has this key (unknown kernel, implementation, element type, "
                           "device or library); it is kept for the build that wrote it",
-                          where));
+                          where()));
     }
     return result;
   }
@@ -102,13 +109,13 @@ Classification classify_profile(const CacheProfile& profile, std::size_t index, 
     const std::string field = first_difference(profile.host, machine);
     add("host." + field, fmt::format("{}: written on another machine (host.{} is {}, here {}); it is kept for that "
                                      "machine",
-                                     where, field, field_value(profile.host, field), field_value(machine, field)));
+                                     where(), field, field_value(profile.host, field), field_value(machine, field)));
     return result;
   }
   for (const auto& [name, value] : profile.values) {
     if (schema->find(name) == nullptr) {
       add("values." + name,
-          fmt::format("{}: unknown parameter '{}' (parameters: {})", where, name, fmt::join(schema->parameter_names(), ", ")));
+          fmt::format("{}: unknown parameter '{}' (parameters: {})", where(), name, fmt::join(schema->parameter_names(), ", ")));
     }
   }
   for (const auto& spec : schema->parameters) {
@@ -116,40 +123,60 @@ Classification classify_profile(const CacheProfile& profile, std::size_t index, 
     if (it == profile.values.end()) {
       add("values." + spec.name, fmt::format("{}: parameter '{}' is missing; 'onnx-light-tune set' writes complete "
                                              "profiles",
-                                             where, spec.name));
+                                             where(), spec.name));
       continue;
     }
     if (runtime::value_type_of(it->second) != spec.type) {
-      add("values." + spec.name, fmt::format("{}: '{}' must be {}, got {} {}", where, spec.name,
+      add("values." + spec.name, fmt::format("{}: '{}' must be {}, got {} {}", where(), spec.name,
                                              runtime::value_type_name(spec.type),
                                              runtime::value_type_name(runtime::value_type_of(it->second)),
                                              runtime::format_value(it->second)));
       continue;
     }
     if (std::string message = spec.validate(it->second); !message.empty()) {
-      add("values." + spec.name, fmt::format("{}: {}", where, message));
+      add("values." + spec.name, fmt::format("{}: {}", where(), message));
     }
   }
   result.value = result.diagnostics.empty() ? ProfileClass::loaded : ProfileClass::invalid;
   return result;
 }
 
+namespace {
+
+std::size_t identity_hash(const CacheProfile& p) {
+  std::size_t h = runtime::TuningKeyHash{}(p.key);
+  auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  const HostDescriptor& host = p.host;
+  mix(std::hash<std::string>{}(host.vendor));
+  mix(std::hash<std::string>{}(host.microarchitecture));
+  mix(static_cast<std::size_t>(host.model * 31 + host.family) ^ static_cast<std::size_t>(host.effective_threads << 20));
+  mix(host.features.size());
+  return h;
+}
+
+}  // namespace
+
 std::vector<Classification> classify_profiles(const CacheFile& file, CacheLayer layer, const SchemaIndex& schemas,
                                               const HostDescriptor& machine) {
   std::vector<Classification> result;
   result.reserve(file.profiles.size());
-  auto less = [](const CacheProfile* a, const CacheProfile* b) { return profile_less(*a, *b); };
-  std::map<const CacheProfile*, std::size_t, decltype(less)> first(less);
+  // (key, host) -> first index; hashed, since ordering hosts compares their feature lists.
+  std::unordered_multimap<std::size_t, std::size_t> first;
+  first.reserve(file.profiles.size());
   for (std::size_t i = 0; i < file.profiles.size(); ++i) {
     const CacheProfile& profile = file.profiles[i];
     if (profile.readable()) {
-      const auto [it, inserted] = first.emplace(&profile, i);
-      if (!inserted) {
+      const std::size_t hash = identity_hash(profile);
+      std::optional<std::size_t> earlier;
+      for (auto [it, end] = first.equal_range(hash); it != end && !earlier; ++it) {
+        if (same_profile_identity(file.profiles[it->second], profile)) earlier = it->second;
+      }
+      if (earlier) {
         Classification duplicate;
         duplicate.value = ProfileClass::invalid;
         Diagnostic diagnostic;
         diagnostic.message = fmt::format("{}: same key and host as profile {}, which is used; delete one of them",
-                                         describe_profile(profile, i, file.path), it->second);
+                                         describe_profile(profile, i, file.path), *earlier);
         diagnostic.key = profile.key;
         diagnostic.profile = i;
         diagnostic.layer = layer;
@@ -157,6 +184,7 @@ std::vector<Classification> classify_profiles(const CacheFile& file, CacheLayer 
         result.back().diagnostics.push_back(std::move(diagnostic));
         continue;
       }
+      first.emplace(hash, i);
     }
     result.push_back(classify_profile(profile, i, layer, file.path, schemas, machine));
   }

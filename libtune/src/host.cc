@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <tuple>
 
 #include <cpuinfo.h>
 #include <fmt/format.h>
@@ -15,7 +16,12 @@
 namespace onnx_light::tune {
 
 bool HostDescriptor::same_machine(const HostDescriptor& other) const {
-  return with_threads(0) == other.with_threads(0);
+  // Field by field rather than comparing copies: this runs once per cached profile.
+  auto machine = [](const HostDescriptor& h) {
+    return std::tie(h.architecture, h.vendor, h.family, h.model, h.stepping, h.microarchitecture, h.features,
+                    h.l1d_cache_bytes, h.l2_cache_bytes, h.l3_cache_bytes, h.physical_cores, h.logical_cores);
+  };
+  return machine(*this) == machine(other);
 }
 
 HostDescriptor HostDescriptor::with_threads(int64_t threads) const {
@@ -27,8 +33,9 @@ HostDescriptor HostDescriptor::with_threads(int64_t threads) const {
 std::string HostDescriptor::summary() const {
   std::string cpu = fmt::format("{} {}", architecture.empty() ? "?" : architecture, vendor.empty() ? "?" : vendor);
   if (!microarchitecture.empty()) cpu += " " + microarchitecture;
-  return fmt::format("{} (family {} model {} stepping {}), {} cores, {} threads", cpu, family, model, stepping,
-                     physical_cores, effective_threads);
+  return fmt::format("{} (family {} model {} stepping {}), {} core{}, {} thread{}", cpu, family, model, stepping,
+                     physical_cores, physical_cores == 1 ? "" : "s", effective_threads,
+                     effective_threads == 1 ? "" : "s");
 }
 
 void HostDescriptor::to_json(nlohmann::json& object) const {

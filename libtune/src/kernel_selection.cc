@@ -50,6 +50,24 @@ std::string type_label(int32_t element_type) {
   return fmt::format("{}", element_type);
 }
 
+// Case-insensitive Levenshtein distance, for "did you mean" suggestions.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
 }  // namespace
 
 SchemaIndex::SchemaIndex(const runtime::KernelTable& table) {
@@ -111,10 +129,7 @@ std::vector<const runtime::KernelDef*> select_definitions(const runtime::KernelT
     std::set<std::string> implementations;
     for (const auto& def : table.definitions()) {
       known.insert(def.schema.key.kernel);
-      if (def.schema.key.kernel.size() == kernel.size() &&
-          std::equal(kernel.begin(), kernel.end(), def.schema.key.kernel.begin(),
-                     [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) ==
-                                                 std::tolower(static_cast<unsigned char>(b)); })) {
+      if (edit_distance(kernel, def.schema.key.kernel) <= std::max<std::size_t>(1, kernel.size() / 4)) {
         near.insert(def.schema.key.kernel);
       }
       if (def.schema.key.kernel == kernel) {

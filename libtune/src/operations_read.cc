@@ -126,36 +126,41 @@ InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const O
   const Environment environment = detail::resolve(context);
   InspectReport report;
   const int64_t threads = resolve_threads(options.threads.value_or(0));
-  const std::optional<int64_t> thread_filter =
-      options.threads ? std::optional<int64_t>(threads) : std::nullopt;
+  // Assigned, not a conditional expression: GCC 12 -O2 reports a false maybe-uninitialized.
+  std::optional<int64_t> thread_filter;
+  if (options.threads) thread_filter = threads;
   report.effective_threads = threads;
   const std::filesystem::path path = resolve_cache_path(options.path);
   const SchemaIndex index(environment.kernels);
-  const Layers layers = detail::read_layers(path, environment, index);
+  Layers layers = detail::read_layers(path, environment, index);  // profiles are moved into the report
   report.path = path.string();
   report.status = layers.user().file.status;
   if (const auto* system = layers.system()) {
     report.system_path = system->file.path.string();
     report.system_status = system->file.status;
   }
-  auto user_less = [](const CacheProfile* a, const CacheProfile* b) { return profile_less(*a, *b); };
-  std::set<const CacheProfile*, decltype(user_less)> user_profiles(user_less);
-  for (const auto& profile : layers.user().file.profiles) {
-    if (profile.readable()) user_profiles.insert(&profile);
+  // (key, host) of the user layer's profiles, for `shadowed`; only needed when a system layer exists.
+  std::set<std::pair<runtime::TuningKey, HostDescriptor>> user_profiles;
+  if (layers.system() != nullptr) {
+    for (const auto& profile : layers.user().file.profiles) {
+      if (profile.readable()) user_profiles.emplace(profile.key, profile.host);
+    }
   }
-  for (const auto& layer : layers.layers) {
+  report.profiles.reserve(layers.user().file.profiles.size());
+  for (auto& layer : layers.layers) {
     if (auto diagnostic = detail::file_diagnostic(layer)) report.diagnostics.push_back(std::move(*diagnostic));
     for (std::size_t i = 0; i < layer.file.profiles.size(); ++i) {
-      const CacheProfile& profile = layer.file.profiles[i];
+      CacheProfile& profile = layer.file.profiles[i];
       if (!accepts(options.filter, thread_filter, profile)) continue;
       const Classification& classification = layer.classes[i];
       InspectedProfile inspected;
       inspected.index = i;
       inspected.layer = layer.layer;
-      inspected.profile = profile;
       inspected.classification = classification.value;
       inspected.local = classification.value == ProfileClass::loaded && profile.host.effective_threads == threads;
-      inspected.shadowed = layer.layer == CacheLayer::system && profile.readable() && user_profiles.contains(&profile);
+      inspected.shadowed = layer.layer == CacheLayer::system && profile.readable() &&
+                           user_profiles.contains({profile.key, profile.host});
+      inspected.profile = std::move(profile);
       report.profiles.push_back(std::move(inspected));
       report.diagnostics.insert(report.diagnostics.end(), classification.diagnostics.begin(),
                                 classification.diagnostics.end());
@@ -168,8 +173,8 @@ LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationC
   const Environment environment = detail::resolve(context);
   LoadReport report;
   const int64_t threads = resolve_threads(options.num_threads.value_or(0));
-  const std::optional<int64_t> thread_filter =
-      options.num_threads ? std::optional<int64_t>(threads) : std::nullopt;
+  std::optional<int64_t> thread_filter;
+  if (options.num_threads) thread_filter = threads;
   report.effective_threads = threads;
   // Resolve the selection first: an unknown kernel is an error before anything is published.
   std::vector<const runtime::TuningSchema*> selected;

@@ -8,6 +8,13 @@
 // bools. Each test also runs on 3 threads with every parallel threshold at 1 and the smallest
 // tiles, and must reproduce the 1-thread outputs bit for bit. An excluded test must be
 // rejected at session creation with an UnsupportedError containing its listed fragment.
+//
+// Two conventions of onnx 1.12's generated data are undone, as its own runner never sees them
+// (it passes numpy arrays to the backend and checks no declared shape): bfloat16 values are
+// stored as uint16 TensorProtos (numpy has no bfloat16), and were produced by truncation where
+// the operators round to nearest even, so bfloat16 results may differ by one bfloat16 unit in
+// the last place; and a graph input whose declared shape disagrees with its data gets the
+// declared shape cleared. Every test where this happens is counted in the summary.
 // Exit status: 0 when no registered operator failed, 1 otherwise, 2 on usage errors.
 #include <algorithm>
 #include <cmath>
@@ -119,6 +126,9 @@ std::string compare(const Tensor& expected, const Tensor& actual) {
       if (e == a) continue;
     } else if (std::fabs(a - e) <= kAtol + kRtol * std::fabs(e)) {
       continue;
+    } else if (expected.element_type() == ElementType::bfloat16 &&
+               std::fabs(a - e) <= std::ldexp(1.0, std::ilogb(e == 0 ? 1.0 : e) - 7)) {
+      continue;  // one bfloat16 ulp: truncated expectations (see the header)
     }
     if (first < 0) first = i;
     ++mismatches;
@@ -164,6 +174,45 @@ std::string test_operator(const std::string& test, const std::set<std::pair<std:
   return (best.empty() ? std::string("(composite)") : best) + " [expanded]";
 }
 
+// A TensorProto as the tensor the graph declares: uint16 data of a bfloat16 value is its bits.
+Tensor load_tensor(const fs::path& file, int32_t declared_type, bool& converted) {
+  const onnx::TensorProto proto = read_tensor_proto(file);
+  Tensor t = tensor_from_proto(proto);
+  if (declared_type == static_cast<int32_t>(ElementType::bfloat16) && t.element_type() == ElementType::uint16) {
+    converted = true;
+    return Tensor::from_bytes(ElementType::bfloat16, t.shape(), t.bytes());
+  }
+  return t;
+}
+
+int32_t declared_type(const onnx::ValueInfoProto& info) {
+  return info.type().has_tensor_type() ? info.type().tensor_type().elem_type() : 0;
+}
+
+// The model with the declared shapes of inputs whose data (in the first data set) disagrees
+// cleared; `adjusted` tells whether anything changed.
+Model with_data_shapes(const Model& model, const fs::path& first_set, bool& adjusted) {
+  onnx::ModelProto proto = model.proto();
+  std::set<std::string> initializers;
+  for (const auto& init : proto.graph().initializer()) initializers.insert(init.name());
+  int index = 0;
+  for (auto& input : *proto.mutable_graph()->mutable_input()) {
+    if (initializers.contains(input.name())) continue;
+    const fs::path file = first_set / fmt::format("input_{}.pb", index++);
+    if (!fs::exists(file) || !input.type().has_tensor_type() || !input.type().tensor_type().has_shape()) continue;
+    const onnx::TensorProto data = read_tensor_proto(file);
+    const auto& dims = input.type().tensor_type().shape().dim();
+    bool fits = dims.size() == data.dims_size();
+    for (int d = 0; fits && d < dims.size(); ++d)
+      fits = !dims[d].has_dim_value() || dims[d].dim_value() == data.dims(d);
+    if (!fits) {
+      input.mutable_type()->mutable_tensor_type()->clear_shape();
+      adjusted = true;
+    }
+  }
+  return adjusted ? model_from_proto(std::move(proto), model.origin()) : model;
+}
+
 struct Outcome {
   enum Kind { passed, failed, unsupported, excluded } kind = passed;
   std::string message;
@@ -174,8 +223,21 @@ struct Row {
 };
 
 // Runs every data set of one test; the message names the first problem.
-Outcome run_test(const fs::path& dir, const Model& model, TuningRegistry& parallel_registry,
-                 const std::map<std::string, Exclusion>::iterator exclusion, bool has_exclusion) {
+Outcome run_test(const fs::path& dir, const Model& original, TuningRegistry& parallel_registry,
+                 const std::map<std::string, Exclusion>::iterator exclusion, bool has_exclusion, bool& adjusted) {
+  std::vector<fs::path> data_sets;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      data_sets.push_back(entry.path());
+  std::sort(data_sets.begin(), data_sets.end());
+  if (data_sets.empty()) return {Outcome::failed, "no test_data_set_* directory"};
+  std::optional<Model> adjusted_model;
+  try {
+    adjusted_model.emplace(with_data_shapes(original, data_sets.front(), adjusted));
+  } catch (const Error& e) {
+    return {Outcome::failed, e.what()};
+  }
+  const Model& model = *adjusted_model;
   RuntimeSessionOptions serial_options;
   serial_options.parameters = RuntimeParameters(1);
   std::optional<RuntimeSession> serial;
@@ -208,29 +270,22 @@ Outcome run_test(const fs::path& dir, const Model& model, TuningRegistry& parall
     return {Outcome::failed, fmt::format("parallel session creation: {}", e.what())};
   }
 
-  std::vector<std::string> input_names;
+  std::vector<const onnx::ValueInfoProto*> inputs;
   std::set<std::string> initializers;
   for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
   for (const auto& input : model.graph().input())
-    if (!initializers.contains(input.name())) input_names.push_back(input.name());
-
-  std::vector<fs::path> data_sets;
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
-      data_sets.push_back(entry.path());
-  std::sort(data_sets.begin(), data_sets.end());
-  if (data_sets.empty()) return {Outcome::failed, "no test_data_set_* directory"};
+    if (!initializers.contains(input.name())) inputs.push_back(&input);
 
   for (const auto& set : data_sets) {
     const std::string set_name = set.filename().string();
     try {
       RuntimeContext serial_context, parallel_context;
-      for (std::size_t i = 0; i < input_names.size(); ++i) {
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
         const fs::path file = set / fmt::format("input_{}.pb", i);
         if (!fs::exists(file)) continue;  // an omitted optional input
-        Tensor t = tensor_from_proto(read_tensor_proto(file));
-        serial_context.set(input_names[i], t);
-        parallel_context.set(input_names[i], t);
+        Tensor t = load_tensor(file, declared_type(*inputs[i]), adjusted);
+        serial_context.set(inputs[i]->name(), t);
+        parallel_context.set(inputs[i]->name(), t);
       }
       serial->run(serial_context);
       parallel->run(parallel_context);
@@ -238,7 +293,7 @@ Outcome run_test(const fs::path& dir, const Model& model, TuningRegistry& parall
         const std::string& name = model.graph().output(o).name();
         const fs::path file = set / fmt::format("output_{}.pb", o);
         if (!fs::exists(file)) continue;
-        const Tensor expected = tensor_from_proto(read_tensor_proto(file));
+        const Tensor expected = load_tensor(file, declared_type(model.graph().output(o)), adjusted);
         const Tensor& actual = serial_context.get(name);
         if (std::string problem = compare(expected, actual); !problem.empty())
           return {Outcome::failed, fmt::format("{} output '{}': {}", set_name, name, problem)};
@@ -330,6 +385,7 @@ int main(int argc, char** argv) {
 
     std::map<std::string, Row> rows;
     std::vector<std::string> failures;
+    std::vector<std::string> adjusted_tests;
     int run_count = 0;
     for (auto& [dir, model] : models) {
       const std::string name = dir.filename().string();
@@ -352,7 +408,9 @@ int main(int argc, char** argv) {
       }
       ++run_count;
       auto exclusion = exclusions.find(name);
-      Outcome outcome = run_test(dir, *model, parallel_registry, exclusion, exclusion != exclusions.end());
+      bool adjusted = false;
+      Outcome outcome = run_test(dir, *model, parallel_registry, exclusion, exclusion != exclusions.end(), adjusted);
+      if (adjusted) adjusted_tests.push_back(name);
       switch (outcome.kind) {
         case Outcome::passed: ++row.passed; break;
         case Outcome::excluded: ++row.excluded; break;
@@ -381,6 +439,12 @@ int main(int argc, char** argv) {
     std::printf("\n%zu operators registered; %d tests run (1 thread, and %d threads with minimal thresholds), "
                 "%d not run because an operator is not registered\n",
                 registered.size(), run_count, kParallelThreads, total.unsupported);
+    if (!adjusted_tests.empty()) {
+      std::printf("data conventions of onnx 1.12 undone (bfloat16 stored as uint16, declared input shapes that "
+                  "disagree with the data) in %zu tests:", adjusted_tests.size());
+      for (const auto& t : adjusted_tests) std::printf(" %s", t.c_str());
+      std::printf("\n");
+    }
     if (!failures.empty()) {
       std::printf("\n%zu failure%s:\n", failures.size(), failures.size() == 1 ? "" : "s");
       for (const auto& f : failures) std::printf("  %s\n", f.c_str());

@@ -242,3 +242,67 @@ TEST_CASE("cache_file_invalid_utf8_is_malformed_not_a_crash") {
   const CacheFile file = parse_cache_text(kHeader + "x = \"\xff\xfe\"\n", "x");
   CHECK(file.status == FileStatus::malformed);
 }
+
+namespace {
+
+// parse_cache_text (section by section, memoised) must agree with the whole-document parse.
+void check_same_as_reference(const std::string& text) {
+  const CacheFile fast = parse_cache_text(text, "x.cache");
+  const CacheFile reference = parse_cache_text_reference(text, "x.cache");
+  REQUIRE(fast.status == reference.status);
+  CHECK(fast.error == reference.error);
+  REQUIRE(fast.profiles.size() == reference.profiles.size());
+  for (std::size_t i = 0; i < fast.profiles.size(); ++i) {
+    const CacheProfile& a = fast.profiles[i];
+    const CacheProfile& b = reference.profiles[i];
+    CHECK(a.key == b.key);
+    CHECK(a.host == b.host);
+    CHECK(a.values == b.values);
+    CHECK(a.provenance == b.provenance);
+    CHECK(a.problems.size() == b.problems.size());
+    CHECK(a.raw_toml == b.raw_toml);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cache_file_sectioned_parse_agrees_with_whole_document_parse") {
+  std::vector<CacheProfile> profiles;
+  for (int64_t threads = 1; threads <= 6; ++threads) {
+    profiles.push_back(sample_profile("Alpha", threads));
+    profiles.push_back(sample_profile("Zeta", threads));
+  }
+  profiles[3].values = {{"s", std::string("[profile.host]\n[[profile]]")}, {"d", 0.5}};
+  const std::string good = serialize_cache(profiles);
+  const std::string profile_block = good.substr(good.find("\n[[profile]]"));
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"as written", good},
+      {"comments and indented headers", "# c\n" + kHeader + "  [[profile]]  \n" +
+                                            profile_block.substr(profile_block.find("library"))},
+      {"crlf", [&] {
+         std::string t;
+         for (char c : good) t += c == '\n' ? std::string("\r\n") : std::string(1, c);
+         return t;
+       }()},
+      {"section redefines a key", good + "\n[[profile]]\nfoo = 1\n[profile.foo]\nx = 1\n"},
+      {"inline host and host section", good + "\n[[profile]]\nhost = {}\n[profile.host]\nvendor = \"x\"\n"},
+      {"duplicate section", good + "\n[[profile]]\n[profile.values]\n[profile.values]\n"},
+      {"dotted host key", good + "\n[[profile]]\nhost.vendor = \"x\"\n[profile.host]\n"},
+      {"sub-sub table", good + "\n[profile.host.extra]\nx = 1\n"},
+      {"multi-line array with a bracket line", good + "\n[[profile]]\nx = [\n[1],\n]\n"},
+      {"multi-line string hiding a header", good + "\n[[profile]]\nx = \"\"\"\n[profile.host]\n\"\"\"\n"},
+      {"unknown section", good + "\n[profile.extra]\nnote = \"kept out\"\n"},
+      {"bad unknown section", good + "\n[profile.extra]\nnote = \n"},
+      {"section before any profile", kHeader + "[profile.host]\nvendor = \"x\"\n"},
+      {"root profile key", kHeader + "profile = []\n" + profile_block},
+      {"missing values", good + "\n[[profile]]\nlibrary = \"l\"\n[profile.host]\narchitecture = \"a\"\n"},
+      {"other root table", good + "\n[other]\nx = 1\n"},
+      {"header only", kHeader},
+      {"profiles without header", profile_block},
+      {"empty", ""},
+  };
+  for (const auto& [name, text] : cases) {
+    CAPTURE(name);
+    check_same_as_reference(text);
+  }
+}

@@ -1,6 +1,8 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <doctest/doctest.h>
 

@@ -127,6 +127,27 @@ void add_pow(KernelTable& table) {
   table.add(std::move(def));
 }
 
+// A binary operator whose calibration model needs attributes (BitShift's direction, Mod's fmod).
+template <typename T, typename MakeOp>
+void add_binary_with_attributes(KernelTable& table, const std::string& op_type, OpsetRange opsets,
+                                const std::string& calibration_attributes, MakeOp make_op) {
+  constexpr ElementType type = ElementTraits<T>::type;
+  KernelDef def = make_def(op_type, opsets, type, parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements));
+  def.create = [make_op](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+    auto op = make_op(info);
+    return std::make_unique<BinaryKernel<T, T, decltype(op)>>(std::move(op), kDefaultMinimumElements);
+  };
+  def.calibration_workload = [op_type, calibration_attributes](int64_t n, int, uint32_t seed) {
+    Tensor b = random_tensor(type, {n}, seed + 1);
+    if constexpr (std::is_integral_v<T>)  // integer Mod must not divide by zero
+      for (int64_t i = 0; i < n; ++i)
+        if (b.data<T>()[i] == T(0)) b.data<T>()[i] = T(1);
+    return one_node_workload(op_type, 13, calibration_attributes, {{"a", random_tensor(type, {n}, seed)}, {"b", std::move(b)}},
+                             {{"y", type, {n}}}, n);
+  };
+  table.add(std::move(def));
+}
+
 }  // namespace
 
 void register_binary_kernels(KernelTable& table) {
@@ -137,7 +158,7 @@ void register_binary_kernels(KernelTable& table) {
     add_binary<T>(table, {"Sub", {7}}, no_attributes(SubOp{}));
     add_binary<T>(table, {"Mul", {7}}, no_attributes(MulOp{}));
     add_binary<T>(table, {"Div", {7}}, no_attributes(DivOp{}));
-    add_binary<T>(table, {"Mod", {10}}, [](const KernelCreateInfo& info) {
+    add_binary_with_attributes<T>(table, "Mod", {10}, is_floating_v<T> ? "fmod = 1" : "", [](const KernelCreateInfo& info) {
       check_attributes(info, {"fmod"});
       const bool fmod = info.int_attribute("fmod", 0) != 0;
       if (is_floating_v<T> && !fmod)
@@ -150,7 +171,7 @@ void register_binary_kernels(KernelTable& table) {
     add_binary<decltype(t)>(table, {"PRelu", {7}}, no_attributes(PReluOp{}));
   });
   for_each_type<uint8_t, uint16_t, uint32_t, uint64_t>([&](auto t) {
-    add_binary<decltype(t)>(table, {"BitShift", {11}}, [](const KernelCreateInfo& info) {
+    add_binary_with_attributes<decltype(t)>(table, "BitShift", {11}, "direction = \"LEFT\"", [](const KernelCreateInfo& info) {
       check_attributes(info, {"direction"});
       const std::string direction = info.string_attribute("direction", "");
       if (direction != "LEFT" && direction != "RIGHT")

@@ -305,6 +305,17 @@ class PoolKernel final : public ThresholdKernel {
   bool count_include_pad_ = false;
 };
 
+// Calibration: 3x3 windows, stride 1, pads 1 over [1, c, 16, 16]; the threshold counts output
+// elements times the window size.
+CalibrationWorkloadFunction pool_workload(const std::string& op_type, ElementType type) {
+  return [op_type, type](int64_t work, int, uint32_t seed) {
+    const int64_t c = std::max<int64_t>(1, work / (256 * 9));
+    return one_node_workload(op_type, 12, "kernel_shape = [3, 3], pads = [1, 1, 1, 1]",
+                             {{"x", random_tensor(type, {1, c, 16, 16}, seed)}}, {{"y", type, {1, c, 16, 16}}},
+                             c * 256 * 9);
+  };
+}
+
 }  // namespace
 
 void register_conv_pool_kernels(KernelTable& table) {
@@ -313,12 +324,21 @@ void register_conv_pool_kernels(KernelTable& table) {
     constexpr ElementType type = ElementTraits<T>::type;
     KernelDef conv = make_def("Conv", {1}, type, tiled_schema(elementwise_key("Conv", type, 1)));
     conv.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<ConvKernel<T>>(info); };
+    // Calibration: a 3x3 "same" convolution over [1, c, 8, 8] with c output maps (576 c^2 MACs).
+    conv.calibration_workload = [](int64_t macs, int, uint32_t seed) {
+      const auto c = std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(macs) / 576.0))));
+      return one_node_workload("Conv", 11, "pads = [1, 1, 1, 1]",
+                               {{"x", random_tensor(type, {1, c, 8, 8}, seed)},
+                                {"w", random_tensor(type, {c, c, 3, 3}, seed + 1)}},
+                               {{"y", type, {1, c, 8, 8}}}, 576 * c * c);
+    };
     table.add(std::move(conv));
     KernelDef average = make_def("AveragePool", {1}, type,
                                  parallel_threshold_schema(elementwise_key("AveragePool", type, 1), kDefaultMinimumElements));
     average.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
       return std::make_unique<PoolKernel<T, false>>(info);
     };
+    average.calibration_workload = pool_workload("AveragePool", type);
     table.add(std::move(average));
   });
   for_each_type<float, double, Float16, int8_t, uint8_t>([&](auto t) {
@@ -332,6 +352,7 @@ void register_conv_pool_kernels(KernelTable& table) {
     def.output_types = [](const KernelCreateInfo&) {
       return std::vector<ElementType>{ElementTraits<T>::type, ElementType::int64};
     };
+    def.calibration_workload = pool_workload("MaxPool", type);
     table.add(std::move(def));
   });
 }

@@ -9,8 +9,14 @@ void RegisterCpuKernels(KernelTable& table) {
   kernels::register_binary_kernels(table);
   kernels::register_comparison_logic_kernels(table);
   kernels::register_variadic_kernels(table);
+  kernels::register_matmul_gemm_kernels(table);
+  kernels::register_conv_pool_kernels(table);
+  kernels::register_normalization_kernels(table);
+  kernels::register_softmax_kernels(table);
   kernels::register_reduce_kernels(table);
+  kernels::register_shape_kernels(table);
   kernels::register_data_movement_kernels(table);
+  kernels::register_cast_kernels(table);
 }
 
 }  // namespace onnx_light::runtime

@@ -465,9 +465,207 @@ class TriluKernel final : public ThresholdKernel {
   bool upper_ = true;
 };
 
+// DepthToSpace (DCR or CRD) and SpaceToDepth: a 6-D transpose of a reshaped view.
+template <typename U>
+class SpaceDepthKernel : public ThresholdKernel {
+ public:
+  SpaceDepthKernel(const KernelCreateInfo& info, bool to_space) : ThresholdKernel(kDefaultMinimumElements), to_space_(to_space) {
+    if (to_space) check_attributes(info, {"blocksize", "mode"});
+    else check_attributes(info, {"blocksize"});
+    block_ = info.int_attribute("blocksize", 0);
+    if (block_ < 1) throw ModelError(fmt::format("{}: attribute 'blocksize' must be positive", info.node_label()));
+    const std::string mode = info.string_attribute("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      throw ModelError(fmt::format("{}: attribute 'mode' = \"{}\" is not DCR or CRD", info.node_label(), mode));
+    crd_ = mode == "CRD";
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const std::string& label = execution.label();
+    if (x.rank() != 4) throw InputError(fmt::format("{}: input {} must have rank 4", label, shape_to_string(x.shape())));
+    const int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3], b = block_;
+    Shape view, perm_order, out_shape;
+    if (to_space_) {
+      if (c % (b * b) != 0) throw InputError(fmt::format("{}: channels {} are not a multiple of {}", label, c, b * b));
+      view = crd_ ? Shape{n, c / (b * b), b, b, h, w} : Shape{n, b, b, c / (b * b), h, w};
+      perm_order = crd_ ? Shape{0, 1, 4, 2, 5, 3} : Shape{0, 3, 4, 1, 5, 2};
+      out_shape = {n, c / (b * b), h * b, w * b};
+    } else {
+      if (h % b != 0 || w % b != 0)
+        throw InputError(fmt::format("{}: spatial dims {}x{} are not multiples of {}", label, h, w, b));
+      view = {n, c, h / b, b, w / b, b};
+      perm_order = {0, 3, 5, 1, 2, 4};
+      out_shape = {n, c * b * b, h / b, w / b};
+    }
+    const std::vector<int64_t> view_strides = row_major_strides(view);
+    Shape walk(6);
+    std::vector<int64_t> strides(6);
+    for (std::size_t d = 0; d < 6; ++d) {
+      walk[d] = view[static_cast<std::size_t>(perm_order[d])];
+      strides[d] = view_strides[static_cast<std::size_t>(perm_order[d])];
+    }
+    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    const int64_t count = y.element_count();
+    if (count == 0) return;
+    copy_with_plan(execution, strided_plan(walk, strides), x.data<U>(), y.data<U>(), count, admitted(count, execution));
+  }
+
+ private:
+  bool to_space_;
+  bool crd_ = false;
+  int64_t block_ = 0;
+};
+template <typename U>
+struct DepthToSpaceKernel : SpaceDepthKernel<U> {
+  explicit DepthToSpaceKernel(const KernelCreateInfo& info) : SpaceDepthKernel<U>(info, true) {}
+};
+template <typename U>
+struct SpaceToDepthKernel : SpaceDepthKernel<U> {
+  explicit SpaceToDepthKernel(const KernelCreateInfo& info) : SpaceDepthKernel<U>(info, false) {}
+};
+
+// Pad: constant, edge or reflect. Pads (and, from opset 11, the constant and axes) are read
+// from the inputs at run time; negative pads crop.
+template <typename U>
+class PadKernel final : public ThresholdKernel {
+ public:
+  explicit PadKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    from_inputs_ = info.opset >= 11;
+    if (from_inputs_) check_attributes(info, {"mode"});
+    else check_attributes(info, {"mode", "pads", "value"});
+    const std::string mode = info.string_attribute("mode", "constant");
+    if (mode != "constant" && mode != "edge" && mode != "reflect")
+      throw UnsupportedError(fmt::format("{}: attribute 'mode' = \"{}\" is not supported (constant, edge, reflect)",
+                                         info.node_label(), mode));
+    mode_ = mode == "constant" ? 0 : (mode == "edge" ? 1 : 2);
+    pads_ = info.ints_attribute("pads");
+    value_ = info.float_attribute("value", 0.0f);
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const std::string& label = execution.label();
+    const auto rank = static_cast<int64_t>(x.rank());
+    std::vector<int64_t> pads = pads_;
+    U fill{};
+    if (from_inputs_) {
+      const std::vector<int64_t> given = read_int64_values(execution.required_input(1), label, "pads");
+      std::vector<int64_t> axes;
+      if (const Tensor* a = execution.input(3)) axes = read_int64_values(*a, label, "axes");
+      if (axes.empty())
+        for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+      if (given.size() != 2 * axes.size())
+        throw InputError(fmt::format("{}: pads {} must hold 2 values per padded axis ({})", label, given, axes.size()));
+      pads.assign(static_cast<std::size_t>(2 * rank), 0);
+      for (std::size_t i = 0; i < axes.size(); ++i) {
+        const auto d = static_cast<std::size_t>(normalize_axis(axes[i], rank, label, "axes"));
+        pads[d] = given[i];
+        pads[d + static_cast<std::size_t>(rank)] = given[i + axes.size()];
+      }
+      if (const Tensor* v = execution.input(2)) {
+        check_input_type(execution, 2, *v, x.element_type());
+        if (v->element_count() != 1) throw InputError(fmt::format("{}: constant_value must be one value", label));
+        std::memcpy(&fill, v->raw_data(), sizeof(U));
+      }
+    } else {
+      const double v = value_;
+      const float f = value_;
+      if constexpr (sizeof(U) == sizeof(float))
+        if (x.element_type() == ElementType::float32) std::memcpy(&fill, &f, sizeof f);
+      if constexpr (sizeof(U) == sizeof(double))
+        if (x.element_type() == ElementType::float64) std::memcpy(&fill, &v, sizeof v);
+      if (value_ != 0.0f && x.element_type() != ElementType::float32 && x.element_type() != ElementType::float64) {
+        throw UnsupportedError(fmt::format("{}: attribute 'value' is only supported for float and double", label));
+      }
+    }
+    if (pads.size() != static_cast<std::size_t>(2 * rank))
+      throw InputError(fmt::format("{}: pads {} must hold {} values", label, pads, 2 * rank));
+    Shape out_shape(x.shape());
+    for (std::size_t d = 0; d < x.rank(); ++d) {
+      out_shape[d] += pads[d] + pads[d + x.rank()];
+      if (out_shape[d] < 0) throw InputError(fmt::format("{}: pads {} crop more than the input {}", label, pads, shape_to_string(x.shape())));
+      if (mode_ != 0 && x.shape()[d] == 0 && out_shape[d] > 0)
+        throw InputError(fmt::format("{}: cannot {}-pad an empty axis {}", label, mode_ == 1 ? "edge" : "reflect", d));
+    }
+    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    const int64_t count = y.element_count();
+    if (count == 0) return;
+    const std::vector<int64_t> strides = row_major_strides(x.shape());
+    const U* in = x.data<U>();
+    U* out = y.data<U>();
+    const std::size_t r = x.rank();
+    // Output coordinate -> input coordinate, or -1 when it falls into constant padding.
+    auto source = [&](std::size_t d, int64_t o) -> int64_t {
+      const int64_t size = x.shape()[d];
+      int64_t c = o - pads[d];
+      if (c >= 0 && c < size) return c;
+      if (mode_ == 0) return -1;
+      if (mode_ == 1 || size == 1) return c < 0 ? 0 : size - 1;
+      const int64_t period = 2 * (size - 1);  // reflect without repeating the edge
+      c = ((c % period) + period) % period;
+      return c < size ? c : period - c;
+    };
+    const int64_t inner = r == 0 ? 1 : out_shape[r - 1];
+    const int64_t rows = count / inner;
+    execution.parallel_for(rows, 1, admitted(count, execution), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        int64_t rest = row, base = 0;
+        bool constant_row = false;
+        for (std::size_t d = r == 0 ? 0 : r - 1; d-- > 0;) {
+          const int64_t c = source(d, rest % out_shape[d]);
+          rest /= out_shape[d];
+          if (c < 0) constant_row = true;
+          else base += c * strides[d];
+        }
+        U* o = out + row * inner;
+        for (int64_t j = 0; j < inner; ++j) {
+          const int64_t c = r == 0 ? 0 : source(r - 1, j);
+          o[j] = constant_row || c < 0 ? fill : in[base + c];
+        }
+      }
+    });
+  }
+
+ private:
+  bool from_inputs_ = true;
+  int mode_ = 0;
+  std::vector<int64_t> pads_;
+  float value_ = 0.0f;
+};
+
+// Dropout in inference: y = x and an all-true mask. Training (the training_mode input, opset
+// 12+) is rejected unless it is a constant false.
+class DropoutKernel final : public ThresholdKernel {
+ public:
+  explicit DropoutKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    if (info.opset >= 12) check_attributes(info, {"seed"});
+    else check_attributes(info, {"ratio"});
+    if (info.input_types.size() > 2 && info.input_types[2] != ElementType::undefined) {
+      const Tensor* mode = info.constant_inputs.size() > 2 ? info.constant_inputs[2] : nullptr;
+      if (mode == nullptr || mode->element_type() != ElementType::boolean || mode->element_count() != 1 ||
+          *mode->data<bool>())
+        throw UnsupportedError(fmt::format("{}: input 'training_mode' is not supported unless it is a constant false "
+                                           "(training-mode dropout is not implemented)", info.node_label()));
+    }
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    Tensor& y = execution.output(0, x.element_type(), x.shape());
+    const auto* in = static_cast<const std::byte*>(x.raw_data());
+    auto* out = static_cast<std::byte*>(y.raw_data());
+    bool* mask = execution.output_count() > 1 ? execution.output(1, ElementType::boolean, x.shape()).data<bool>() : nullptr;
+    const int64_t bytes = static_cast<int64_t>(x.byte_size());
+    execution.parallel_for(bytes, 64, admitted(x.element_count(), execution), [&](int64_t begin, int64_t end) {
+      if (end > begin) std::memcpy(out + begin, in + begin, static_cast<std::size_t>(end - begin));
+    });
+    if (mask != nullptr) std::fill(mask, mask + x.element_count(), true);
+  }
+};
+
+using WorkloadMaker = CalibrationWorkloadFunction (*)(ElementType);
+
 // One definition per element type; Kernel<U> is chosen by the element size.
 template <template <typename> class K>
-void add_sized(KernelTable& table, const std::string& op_type, OpsetRange opsets) {
+void add_sized(KernelTable& table, const std::string& op_type, OpsetRange opsets, WorkloadMaker workload) {
   for (ElementType type : supported_element_types()) {
     KernelDef def = make_def(op_type, opsets, type,
                              parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements));
@@ -476,18 +674,119 @@ void add_sized(KernelTable& table, const std::string& op_type, OpsetRange opsets
       dispatch_element_size(element_size(type), [&](auto u) { kernel = std::make_unique<K<decltype(u)>>(info); });
       return kernel;
     };
+    def.calibration_workload = workload(type);
     table.add(std::move(def));
   }
 }
 
 template <typename K>
-void add_bytewise(KernelTable& table, const std::string& op_type, OpsetRange opsets) {
+void add_bytewise(KernelTable& table, const std::string& op_type, OpsetRange opsets, WorkloadMaker workload) {
   for (ElementType type : supported_element_types()) {
     KernelDef def = make_def(op_type, opsets, type,
                              parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements));
     def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<K>(info); };
+    def.calibration_workload = workload(type);
     table.add(std::move(def));
   }
+}
+
+// Calibration models: about `n` output elements each.
+CalibrationWorkloadFunction transpose_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const Shape shape = rows_of_64(n);
+    return one_node_workload("Transpose", 13, "perm = [1, 0]", {{"x", random_tensor(type, shape, seed)}},
+                             {{"y", type, {shape[1], shape[0]}}}, shape[0] * shape[1]);
+  };
+}
+CalibrationWorkloadFunction slice_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    return one_node_workload("Slice", 13, "",
+                             {{"x", random_tensor(type, {n + 2}, seed)}, {"starts", int64_tensor({1})},
+                              {"ends", int64_tensor({n + 1})}},
+                             {{"y", type, {n}}}, n);
+  };
+}
+CalibrationWorkloadFunction gather_elements_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const Shape shape = rows_of_64(n);
+    Tensor indices(ElementType::int64, shape);
+    for (int64_t i = 0; i < indices.element_count(); ++i) indices.data<int64_t>()[i] = (i * 7) % 64;
+    return one_node_workload("GatherElements", 13, "axis = 1",
+                             {{"x", random_tensor(type, shape, seed)}, {"indices", std::move(indices)}},
+                             {{"y", type, shape}}, shape[0] * shape[1]);
+  };
+}
+CalibrationWorkloadFunction expand_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const Shape shape = rows_of_64(n);
+    return one_node_workload("Expand", 13, "", {{"x", random_tensor(type, {1, 64}, seed)}, {"shape", int64_tensor(shape)}},
+                             {{"y", type, shape}}, shape[0] * shape[1]);
+  };
+}
+CalibrationWorkloadFunction tile_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const int64_t rows = std::max<int64_t>(1, n / 128);
+    return one_node_workload("Tile", 13, "", {{"x", random_tensor(type, {rows, 64}, seed)}, {"repeats", int64_tensor({1, 2})}},
+                             {{"y", type, {rows, 128}}}, rows * 128);
+  };
+}
+CalibrationWorkloadFunction trilu_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const Shape shape = rows_of_64(n);
+    return one_node_workload("Trilu", 14, "", {{"x", random_tensor(type, shape, seed)}}, {{"y", type, shape}},
+                             shape[0] * shape[1]);
+  };
+}
+CalibrationWorkloadFunction concat_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const int64_t half = std::max<int64_t>(1, n / 2);
+    return one_node_workload("Concat", 13, "axis = 0",
+                             {{"a", random_tensor(type, {half}, seed)}, {"b", random_tensor(type, {half}, seed + 1)}},
+                             {{"y", type, {2 * half}}}, 2 * half);
+  };
+}
+CalibrationWorkloadFunction split_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const int64_t half = std::max<int64_t>(1, n / 2);
+    return one_node_workload("Split", 13, "axis = 0", {{"x", random_tensor(type, {2 * half}, seed)}},
+                             {{"a", type, {half}}, {"b", type, {half}}}, 2 * half);
+  };
+}
+CalibrationWorkloadFunction depth_to_space_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const int64_t c = std::max<int64_t>(1, n / 256) * 4;
+    return one_node_workload("DepthToSpace", 13, "blocksize = 2", {{"x", random_tensor(type, {1, c, 8, 8}, seed)}},
+                             {{"y", type, {1, c / 4, 16, 16}}}, c * 64);
+  };
+}
+CalibrationWorkloadFunction space_to_depth_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const int64_t c = std::max<int64_t>(1, n / 256);
+    return one_node_workload("SpaceToDepth", 13, "blocksize = 2", {{"x", random_tensor(type, {1, c, 16, 16}, seed)}},
+                             {{"y", type, {1, 4 * c, 8, 8}}}, c * 256);
+  };
+}
+CalibrationWorkloadFunction pad_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const Shape shape = rows_of_64(n);
+    return one_node_workload("Pad", 13, "mode = \"reflect\"",
+                             {{"x", random_tensor(type, shape, seed)}, {"pads", int64_tensor({1, 2, 1, 2})}},
+                             {{"y", type, {shape[0] + 2, 68}}}, (shape[0] + 2) * 68);
+  };
+}
+CalibrationWorkloadFunction dropout_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    return one_node_workload("Dropout", 13, "", {{"x", random_tensor(type, {n}, seed)}}, {{"y", type, {n}}}, n);
+  };
+}
+CalibrationWorkloadFunction gather_workload(ElementType type) {
+  return [type](int64_t n, int, uint32_t seed) {
+    const Shape shape = rows_of_64(n);
+    Tensor indices(ElementType::int64, {shape[0]});
+    for (int64_t i = 0; i < shape[0]; ++i) indices.data<int64_t>()[i] = (i * 7919) % shape[0];
+    return one_node_workload("Gather", 13, "axis = 0", {{"x", random_tensor(type, shape, seed)}, {"indices", std::move(indices)}},
+                             {{"y", type, shape}}, shape[0] * shape[1]);
+  };
 }
 
 }  // namespace
@@ -506,15 +805,27 @@ void register_data_movement_kernels(KernelTable& table) {
     def.calibration_workload = unary_workload("Identity", type, 17);
     table.add(std::move(def));
   }
-  add_sized<TransposeKernel>(table, "Transpose", {1});
-  add_sized<SliceKernel>(table, "Slice", {1});
-  add_sized<GatherElementsKernel>(table, "GatherElements", {11});
-  add_sized<ExpandKernel>(table, "Expand", {8});
-  add_sized<TileKernel>(table, "Tile", {6});
-  add_sized<TriluKernel>(table, "Trilu", {14});
-  add_bytewise<ConcatKernel>(table, "Concat", {1});
-  add_bytewise<SplitKernel>(table, "Split", {2});
-  add_bytewise<GatherKernel>(table, "Gather", {1});
+  add_sized<TransposeKernel>(table, "Transpose", {1}, transpose_workload);
+  add_sized<SliceKernel>(table, "Slice", {1}, slice_workload);
+  add_sized<GatherElementsKernel>(table, "GatherElements", {11}, gather_elements_workload);
+  add_sized<ExpandKernel>(table, "Expand", {8}, expand_workload);
+  add_sized<TileKernel>(table, "Tile", {6}, tile_workload);
+  add_sized<TriluKernel>(table, "Trilu", {14}, trilu_workload);
+  add_bytewise<ConcatKernel>(table, "Concat", {1}, concat_workload);
+  add_bytewise<SplitKernel>(table, "Split", {2}, split_workload);
+  add_bytewise<GatherKernel>(table, "Gather", {1}, gather_workload);
+  add_sized<DepthToSpaceKernel>(table, "DepthToSpace", {1}, depth_to_space_workload);
+  add_sized<SpaceToDepthKernel>(table, "SpaceToDepth", {1}, space_to_depth_workload);
+  add_sized<PadKernel>(table, "Pad", {2}, pad_workload);
+  for_each_type<float, double, Float16, BFloat16>([&](auto t) {
+    constexpr ElementType type = ElementTraits<decltype(t)>::type;
+    KernelDef def = make_def("Dropout", {10}, type,
+                             parallel_threshold_schema(elementwise_key("Dropout", type, 1), kDefaultMinimumElements));
+    def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<DropoutKernel>(info); };
+    def.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{type, ElementType::boolean}; };
+    def.calibration_workload = dropout_workload(type);
+    table.add(std::move(def));
+  });
 }
 
 }  // namespace onnx_light::runtime::kernels

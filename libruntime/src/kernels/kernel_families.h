@@ -7,8 +7,14 @@ namespace onnx_light::runtime::kernels {
 void register_unary_kernels(KernelTable& table);             // unary.cc
 void register_binary_kernels(KernelTable& table);            // binary.cc
 void register_comparison_logic_kernels(KernelTable& table);  // comparison_logic.cc
-void register_variadic_kernels(KernelTable& table);          // variadic.cc
-void register_reduce_kernels(KernelTable& table);            // reduce.cc
+void register_variadic_kernels(KernelTable& table);          // variadic.cc (Sum, Mean, Max, Min, Where)
+void register_matmul_gemm_kernels(KernelTable& table);       // matmul_gemm.cc
+void register_conv_pool_kernels(KernelTable& table);         // conv_pool.cc
+void register_normalization_kernels(KernelTable& table);     // normalization.cc
+void register_softmax_kernels(KernelTable& table);           // softmax.cc (Softmax, LogSoftmax, Hardmax)
+void register_reduce_kernels(KernelTable& table);            // reduce.cc (Reduce*, ArgMax/Min, global pools)
+void register_shape_kernels(KernelTable& table);             // shape_ops.cc
 void register_data_movement_kernels(KernelTable& table);     // data_movement.cc
+void register_cast_kernels(KernelTable& table);              // cast.cc
 
 }  // namespace onnx_light::runtime::kernels

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kernels/element_traits.h"
 #include "onnx_light/runtime/error.h"
@@ -17,10 +18,9 @@ void check_attributes(const KernelCreateInfo& info, std::initializer_list<std::s
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const std::string& label, std::string_view what, int64_t extra) {
-  const int64_t limit = rank + extra;
-  if (axis < -limit || axis >= limit)
+  if (axis < -rank || axis >= rank + extra)
     throw InputError(fmt::format("{}: {} {} is out of range for rank {}", label, what, axis, rank));
-  return axis < 0 ? axis + limit : axis;
+  return axis < 0 ? axis + rank : axis;
 }
 
 int64_t normalize_axis_attribute(int64_t axis, int64_t rank, const KernelCreateInfo& info, std::string_view name) {
@@ -84,6 +84,46 @@ BroadcastPlan strided_plan(const Shape& output, const std::vector<int64_t>& stri
     plan.strides[0].push_back(0);
   }
   return plan;
+}
+
+namespace {
+
+std::string declare(ElementType type, const Shape& shape, const std::string& name) {
+  // A rank-0 value is declared without brackets, which the text syntax reads as a scalar.
+  if (shape.empty()) return fmt::format("{} {}", element_type_name(type), name);
+  return fmt::format("{}[{}] {}", element_type_name(type), fmt::join(shape, ","), name);
+}
+
+}  // namespace
+
+CalibrationWorkload one_node_workload(const std::string& op_type, int opset, const std::string& attributes,
+                                      std::vector<std::pair<std::string, Tensor>> inputs,
+                                      const std::vector<WorkloadOutput>& outputs, int64_t work_size) {
+  std::vector<std::string> in_decl, in_names, out_decl, out_names, described;
+  for (const auto& [name, t] : inputs) {
+    in_decl.push_back(declare(t.element_type(), t.shape(), name));
+    in_names.push_back(name);
+    described.push_back(t.describe());
+  }
+  for (const auto& o : outputs) {
+    out_decl.push_back(declare(o.type, o.shape, o.name));
+    out_names.push_back(o.name);
+  }
+  CalibrationWorkload w;
+  w.model_text = fmt::format("<ir_version: 8, opset_import: [\"\" : {}]>\ncalibration ({}) => ({}) {{ {} = {}{}({}) }}",
+                             opset, fmt::join(in_decl, ", "), fmt::join(out_decl, ", "), fmt::join(out_names, ", "),
+                             op_type, attributes.empty() ? std::string() : fmt::format(" <{}> ", attributes),
+                             fmt::join(in_names, ", "));
+  w.description = fmt::format("{}({})", op_type, fmt::join(described, ", "));
+  w.inputs = std::move(inputs);
+  w.work_size = work_size;
+  return w;
+}
+
+Tensor int64_tensor(const std::vector<int64_t>& values) {
+  Tensor t(ElementType::int64, {static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), t.data<int64_t>());
+  return t;
 }
 
 TuningSchema row_threshold_schema(TuningKey key, int64_t default_minimum_rows) {

@@ -14,6 +14,7 @@
 
 #include "kernels/broadcast.h"
 #include "kernels/elementwise.h"
+#include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/kernel.h"
 #include "onnx_light/runtime/kernel_table.h"
 
@@ -31,7 +32,8 @@ auto no_attributes(Op op) {
   };
 }
 
-// `axis` in [-rank, rank) (or [-rank-1, rank] with `extra` = 1) mapped to [0, rank + extra).
+// `axis` in [-rank, rank + extra) mapped to [0, rank + extra); negative values count from rank
+// (Flatten's axis takes extra = 1: [-rank, rank]).
 // Throws InputError naming `label` and `what` when out of range.
 int64_t normalize_axis(int64_t axis, int64_t rank, const std::string& label, std::string_view what = "axis",
                        int64_t extra = 0);
@@ -97,6 +99,21 @@ void copy_with_plan(KernelExecution& execution, const BroadcastPlan& plan, const
     });
   });
 }
+
+// A one-node calibration model over the given inputs (name -> seeded tensor) and outputs
+// (name -> type and shape); `attributes` is the text-syntax list without brackets ("axis = 1").
+struct WorkloadOutput {
+  std::string name;
+  ElementType type;
+  Shape shape;
+};
+CalibrationWorkload one_node_workload(const std::string& op_type, int opset, const std::string& attributes,
+                                      std::vector<std::pair<std::string, Tensor>> inputs,
+                                      const std::vector<WorkloadOutput>& outputs, int64_t work_size);
+// An int64 tensor holding `values` (shapes, axes, ...).
+Tensor int64_tensor(const std::vector<int64_t>& values);
+// [rows, 64] with rows * 64 ~ work (at least one row): the usual shape of row and reduction workloads.
+inline Shape rows_of_64(int64_t work) { return {std::max<int64_t>(1, work / 64), 64}; }
 
 // Tuning schemas. Every threshold is role `threshold` (searched by doubling), every tile role
 // `tile` with an allowed set.

@@ -2,6 +2,7 @@
 // with optional transposes and a unidirectionally broadcast C), both on the tiled GEMM core.
 // Tuning: gemm.tile_m/n/k (role tile) and parallel.minimum_macs (role threshold).
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -180,6 +181,14 @@ void add_tiled(KernelTable& table, const std::string& op_type, OpsetRange opsets
   constexpr ElementType type = ElementTraits<T>::type;
   KernelDef def = make_def(op_type, opsets, type, tiled_schema(elementwise_key(op_type, type, 1)));
   def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<K<T>>(info); };
+  // Calibration: square s x s operands with s^3 ~ the multiply-accumulate count searched.
+  def.calibration_workload = [op_type](int64_t macs, int, uint32_t seed) {
+    const auto s = std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::cbrt(static_cast<double>(macs)))));
+    std::vector<std::pair<std::string, Tensor>> inputs{{"a", random_tensor(type, {s, s}, seed)},
+                                                       {"b", random_tensor(type, {s, s}, seed + 1)}};
+    if (op_type == "Gemm") inputs.emplace_back("c", random_tensor(type, {s}, seed + 2));
+    return one_node_workload(op_type, 13, "", std::move(inputs), {{"y", type, {s, s}}}, s * s * s);
+  };
   table.add(std::move(def));
 }
 

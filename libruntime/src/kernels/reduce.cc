@@ -339,22 +339,102 @@ class ArgKernel final : public ThresholdKernel {
   bool last_ = false;
 };
 
+// Calibration: [rows, 64] reduced over axis 1 (variant 0) or axis 0 (variant 1) with the
+// attribute flavour; both flavours share one tuning key, so they share this workload.
+CalibrationWorkloadFunction reduce_workload(const std::string& op_type, ElementType type, int attribute_opset) {
+  return [op_type, type, attribute_opset](int64_t n, int variant, uint32_t seed) {
+    const Shape shape = rows_of_64(n);
+    Shape out = shape;
+    out[variant == 0 ? 1 : 0] = 1;
+    return one_node_workload(op_type, attribute_opset, fmt::format("axes = [{}]", variant == 0 ? 1 : 0),
+                             {{"x", random_tensor(type, shape, seed)}}, {{"y", type, out}}, shape[0] * shape[1]);
+  };
+}
+
+CalibrationWorkloadFunction global_pool_workload(const std::string& op_type, ElementType type) {
+  return [op_type, type](int64_t n, int, uint32_t seed) {
+    const int64_t channels = std::max<int64_t>(1, n / 64);
+    return one_node_workload(op_type, 17, "", {{"x", random_tensor(type, {1, channels, 8, 8}, seed)}},
+                             {{"y", type, {1, channels, 1, 1}}}, channels * 64);
+  };
+}
+
+// CumSum along one axis (read from input 1 at run time), optionally exclusive and/or reversed.
+// Each line along the axis is summed by one thread in order; lines sharing an outer index are
+// processed in chunks of inner positions.
+template <typename T>
+class CumSumKernel final : public ThresholdKernel {
+ public:
+  explicit CumSumKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"exclusive", "reverse"});
+    exclusive_ = info.int_attribute("exclusive", 0) != 0;
+    reverse_ = info.int_attribute("reverse", 0) != 0;
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const std::vector<int64_t> axis_value = read_int64_values(execution.required_input(1), execution.label(), "axis");
+    if (axis_value.size() != 1) throw InputError(fmt::format("{}: axis must be a scalar", execution.label()));
+    const auto rank = static_cast<int64_t>(x.rank());
+    const auto axis = static_cast<std::size_t>(normalize_axis(axis_value[0], std::max<int64_t>(rank, 1), execution.label()));
+    Tensor& y = execution.output(0, ElementTraits<T>::type, x.shape());
+    if (x.element_count() == 0) return;
+    int64_t outer = 1, length = 1, inner = 1;
+    for (std::size_t d = 0; d < x.rank(); ++d) (d < axis ? outer : d == axis ? length : inner) *= x.shape()[d];
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    using A = acc_t<T>;
+    const int64_t lines = outer * inner;
+    execution.parallel_for(lines, 1, admitted(x.element_count(), execution), [&](int64_t begin, int64_t end) {
+      A acc[kChunk];
+      int64_t r = begin;
+      while (r < end) {
+        const int64_t o = r / inner, j0 = r % inner;
+        const int64_t count = std::min({inner - j0, end - r, kChunk});
+        const int64_t base = o * length * inner + j0;
+        for (int64_t j = 0; j < count; ++j) acc[j] = A(0);
+        for (int64_t step = 0; step < length; ++step) {
+          const int64_t k = reverse_ ? length - 1 - step : step;
+          for (int64_t j = 0; j < count; ++j) {
+            const int64_t at = base + k * inner + j;
+            const A v = load<T>(in[at]);
+            if (exclusive_) {
+              out[at] = store<T>(acc[j]);
+              acc[j] = wrap_add(acc[j], v);
+            } else {
+              acc[j] = wrap_add(acc[j], v);
+              out[at] = store<T>(acc[j]);
+            }
+          }
+        }
+        r += count;
+      }
+    });
+  }
+
+ private:
+  bool exclusive_ = false, reverse_ = false;
+};
+
 template <typename T, typename R>
-void add_reduce(KernelTable& table, const std::string& op_type, OpsetRange opsets, AxesSource source) {
+void add_reduce(KernelTable& table, const std::string& op_type, OpsetRange opsets, AxesSource source,
+                CalibrationWorkloadFunction workload, int variants) {
   constexpr ElementType type = ElementTraits<T>::type;
   KernelDef def = make_def(op_type, opsets, type,
                            parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements));
   def.create = [source](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
     return std::make_unique<ReduceKernel<T, R>>(info, source);
   };
+  def.calibration_workload = std::move(workload);
+  def.calibration_variants = variants;
   table.add(std::move(def));
 }
 
 // The attribute flavour up to `last_attribute_opset`, the input flavour after it.
 template <typename T, typename R>
 void add_reduce_op(KernelTable& table, const std::string& op_type, int last_attribute_opset) {
-  add_reduce<T, R>(table, op_type, {1, last_attribute_opset}, AxesSource::attribute);
-  add_reduce<T, R>(table, op_type, {last_attribute_opset + 1}, AxesSource::input);
+  const auto workload = reduce_workload(op_type, ElementTraits<T>::type, last_attribute_opset);
+  add_reduce<T, R>(table, op_type, {1, last_attribute_opset}, AxesSource::attribute, workload, 2);
+  add_reduce<T, R>(table, op_type, {last_attribute_opset + 1}, AxesSource::input, workload, 2);
 }
 
 template <typename T, bool kMax>
@@ -366,6 +446,11 @@ void add_arg(KernelTable& table, const std::string& op_type) {
     return std::make_unique<ArgKernel<T, kMax>>(info);
   };
   def.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{ElementType::int64}; };
+  def.calibration_workload = [op_type](int64_t n, int, uint32_t seed) {
+    const Shape shape = rows_of_64(n);
+    return one_node_workload(op_type, 13, "axis = 1", {{"x", random_tensor(type, shape, seed)}},
+                             {{"y", ElementType::int64, {shape[0], 1}}}, shape[0] * shape[1]);
+  };
   table.add(std::move(def));
 }
 
@@ -394,10 +479,25 @@ void register_reduce_kernels(KernelTable& table) {
     add_arg<T, true>(table, "ArgMax");
     add_arg<T, false>(table, "ArgMin");
   });
+  for_each_type<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>([&](auto t) {
+    using T = decltype(t);
+    constexpr ElementType type = ElementTraits<T>::type;
+    KernelDef def = make_def("CumSum", {11}, type,
+                             parallel_threshold_schema(elementwise_key("CumSum", type, 1), kDefaultMinimumElements));
+    def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<CumSumKernel<T>>(info); };
+    def.calibration_workload = [](int64_t n, int, uint32_t seed) {
+      const Shape shape = rows_of_64(n);
+      return one_node_workload("CumSum", 14, "", {{"x", random_tensor(type, shape, seed)}, {"axis", int64_tensor({1})}},
+                               {{"y", type, shape}}, shape[0] * shape[1]);
+    };
+    table.add(std::move(def));
+  });
   for_each_type<float, double, Float16>([&](auto t) {
     using T = decltype(t);
-    add_reduce<T, MeanReducer>(table, "GlobalAveragePool", {1}, AxesSource::spatial);
-    add_reduce<T, MaxReducer>(table, "GlobalMaxPool", {1}, AxesSource::spatial);
+    constexpr ElementType type = ElementTraits<T>::type;
+    add_reduce<T, MeanReducer>(table, "GlobalAveragePool", {1}, AxesSource::spatial,
+                               global_pool_workload("GlobalAveragePool", type), 1);
+    add_reduce<T, MaxReducer>(table, "GlobalMaxPool", {1}, AxesSource::spatial, global_pool_workload("GlobalMaxPool", type), 1);
   });
 }
 

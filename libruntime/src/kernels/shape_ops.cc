@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -264,6 +265,25 @@ KernelDef threshold_def(const std::string& op_type, OpsetRange opsets, ElementTy
   return make_def(op_type, opsets, type, parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements));
 }
 
+// Calibration: x of about n elements, reshaped between [rows * 64] (or [rows, 8, 8], [rows, 1, 64]) and [rows, 64].
+CalibrationWorkloadFunction reshape_like_workload(const std::string& op_type, ElementType type) {
+  return [op_type, type](int64_t n, int, uint32_t seed) {
+    const Shape out = rows_of_64(n);
+    const int64_t rows = out[0];
+    if (op_type == "Reshape")
+      return one_node_workload(op_type, 14, "", {{"x", random_tensor(type, {rows * 64}, seed)}, {"shape", int64_tensor(out)}},
+                               {{"y", type, out}}, rows * 64);
+    if (op_type == "Flatten")
+      return one_node_workload(op_type, 13, "axis = 1", {{"x", random_tensor(type, {rows, 8, 8}, seed)}},
+                               {{"y", type, out}}, rows * 64);
+    if (op_type == "Squeeze")
+      return one_node_workload(op_type, 13, "", {{"x", random_tensor(type, {rows, 1, 64}, seed)}, {"axes", int64_tensor({1})}},
+                               {{"y", type, out}}, rows * 64);
+    return one_node_workload(op_type, 13, "", {{"x", random_tensor(type, out, seed)}, {"axes", int64_tensor({1})}},
+                             {{"y", type, {rows, 1, 64}}}, rows * 64);
+  };
+}
+
 }  // namespace
 
 void register_shape_kernels(KernelTable& table) {
@@ -272,17 +292,20 @@ void register_shape_kernels(KernelTable& table) {
     reshape.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
       return std::make_unique<ReshapeKernel>(info);
     };
+    reshape.calibration_workload = reshape_like_workload("Reshape", type);
     table.add(std::move(reshape));
     KernelDef flatten = threshold_def("Flatten", {1}, type);
     flatten.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
       return std::make_unique<FlattenKernel>(info);
     };
+    flatten.calibration_workload = reshape_like_workload("Flatten", type);
     table.add(std::move(flatten));
     for (bool unsqueeze : {false, true}) {
       KernelDef def = threshold_def(unsqueeze ? "Unsqueeze" : "Squeeze", {1}, type);
       def.create = [unsqueeze](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
         return std::make_unique<SqueezeKernel>(info, unsqueeze);
       };
+      def.calibration_workload = reshape_like_workload(unsqueeze ? "Unsqueeze" : "Squeeze", type);
       table.add(std::move(def));
     }
     // Shape and Size do O(rank) work: an empty schema (nothing to tune).
@@ -303,11 +326,30 @@ void register_shape_kernels(KernelTable& table) {
   constant_of_shape.output_types = [](const KernelCreateInfo& info) {
     return std::vector<ElementType>{ConstantOfShapeKernel::value_of(info).element_type()};
   };
+  constant_of_shape.calibration_workload = [](int64_t n, int, uint32_t) {
+    const Shape shape = rows_of_64(n);
+    return one_node_workload("ConstantOfShape", 9, "", {{"shape", int64_tensor(shape)}},
+                             {{"y", ElementType::float32, shape}}, shape[0] * shape[1]);
+  };
   table.add(std::move(constant_of_shape));
   for_each_type<float, double, int16_t, int32_t, int64_t>([&](auto t) {
     using T = decltype(t);
     KernelDef def = threshold_def("Range", {11}, ElementTraits<T>::type);
     def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<RangeKernel<T>>(info); };
+    def.calibration_workload = [](int64_t n, int, uint32_t) {
+      // Capped where T still counts exactly (int16's range, float's 24-bit mantissa).
+      const int64_t cap = std::is_integral_v<T> ? static_cast<int64_t>(std::min<double>(std::numeric_limits<T>::max(), 1e15))
+                                                 : (int64_t{1} << 24);
+      const int64_t count = std::min<int64_t>(n, cap);
+      auto scalar = [](T v) {
+        Tensor value(ElementTraits<T>::type, {});
+        *value.data<T>() = v;
+        return value;
+      };
+      return one_node_workload("Range", 11, "",
+                               {{"start", scalar(T(0))}, {"limit", scalar(static_cast<T>(count))}, {"delta", scalar(T(1))}},
+                               {{"y", ElementTraits<T>::type, {count}}}, count);
+    };
     table.add(std::move(def));
   });
 }

@@ -61,7 +61,7 @@ class VariadicKernel final : public ThresholdKernel {
     T* out = y.data<T>();
     const int64_t n = y.element_count();
     const Op op;
-    execution.parallel_for(n, cache_line_grain<T>(), admitted(n * static_cast<int64_t>(count), execution),
+    execution.parallel_for(n, cache_line_grain<T>(), admitted(n, execution),
                            [&](int64_t begin, int64_t end) {
       walk_input<T>(*inputs[0], plan_of[0], begin, end, [&](int64_t o, const T* in, int64_t c, int64_t step) {
         for (int64_t i = 0; i < c; ++i) out[o + i] = in[i * step];
@@ -169,6 +169,13 @@ void register_variadic_kernels(KernelTable& table) {
     KernelDef def = make_def("Where", {9}, type,
                              parallel_threshold_schema(elementwise_key("Where", type, 1), kDefaultMinimumElements));
     def.type_input = 1;
+    def.calibration_workload = [type](int64_t n, int, uint32_t seed) {
+      return one_node_workload("Where", 16, "",
+                               {{"c", random_tensor(ElementType::boolean, {n}, seed)},
+                                {"x", random_tensor(type, {n}, seed + 1)},
+                                {"y", random_tensor(type, {n}, seed + 2)}},
+                               {{"z", type, {n}}}, n);
+    };
     def.create = [type](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
       check_attributes(info, {});
       std::unique_ptr<Kernel> kernel;

@@ -60,6 +60,10 @@ struct CacheFile {
 // or a newer `format_version` is `malformed`; inside a good file each profile stands alone. An
 // empty (whitespace-only) file is an empty cache.
 CacheFile parse_cache_text(std::string_view text, const std::filesystem::path& path);
+// The same result computed the slow, obvious way: the whole document through toml++.
+// parse_cache_text reads the layout serialize_cache writes section by section (memoising repeated
+// sections) and falls back to this for anything else. Exposed so tests can compare the two.
+CacheFile parse_cache_text_reference(std::string_view text, const std::filesystem::path& path);
 // Reads and parses a file: not_found, unreadable (permissions, not a regular file, I/O error), or
 // as parse_cache_text.
 CacheFile read_cache_file(const std::filesystem::path& path);

@@ -146,6 +146,9 @@ struct InspectReport {
 
   // {status, path, diagnostics, profiles}.
   nlohmann::json to_json() const;
+  // Appends exactly to_json().dump(2) without building the document (a 10,000-profile cache
+  // prints in a fraction of the time); what `inspect --json` prints.
+  void write_json(std::string& out) const;
 };
 
 struct RemoveReport {

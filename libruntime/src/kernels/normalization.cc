@@ -1,0 +1,276 @@
+// BatchNormalization (inference) and LayerNormalization. BatchNormalization is elementwise with
+// per-channel constants (parallel.minimum_elements); LayerNormalization is a row kernel (each
+// row's mean and variance computed by one thread in a fixed order; parallel.minimum_rows).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "kernels/broadcast.h"
+#include "kernels/elementwise.h"
+#include "kernels/kernel_families.h"
+#include "kernels/kernel_util.h"
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime::kernels {
+
+namespace {
+
+// y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c], c the channel (dim 1).
+template <typename T>
+class BatchNormKernel final : public ThresholdKernel {
+ public:
+  explicit BatchNormKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    if (info.opset >= 14) check_attributes(info, {"epsilon", "momentum", "training_mode"});
+    else if (info.opset >= 9) check_attributes(info, {"epsilon", "momentum"});
+    else check_attributes(info, {"epsilon", "momentum", "spatial"});
+    epsilon_ = info.float_attribute("epsilon", 1e-5f);
+    if (info.int_attribute("training_mode", 0) != 0)
+      throw UnsupportedError(fmt::format("{}: attribute 'training_mode' = 1 is not supported (inference only)",
+                                         info.node_label()));
+    if (info.int_attribute("spatial", 1) != 1)
+      throw UnsupportedError(fmt::format("{}: attribute 'spatial' = 0 is not supported", info.node_label()));
+    if (info.node.output_size() > 1)
+      throw UnsupportedError(fmt::format("{}: outputs beyond Y (training statistics) are not supported (inference only)",
+                                         info.node_label()));
+  }
+
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const std::string& label = execution.label();
+    if (x.rank() < 2) throw InputError(fmt::format("{}: X {} must have rank 2 or more", label, shape_to_string(x.shape())));
+    const int64_t channels = x.shape()[1];
+    using C = compute_t<T>;
+    std::vector<C> shift(static_cast<std::size_t>(channels)), factor(static_cast<std::size_t>(channels)),
+        offset(static_cast<std::size_t>(channels));
+    const Tensor* params[4];
+    static constexpr const char* names[] = {"scale", "B", "input_mean", "input_var"};
+    for (std::size_t i = 0; i < 4; ++i) {
+      params[i] = &execution.required_input(i + 1);
+      if (params[i]->element_count() != channels)
+        throw InputError(fmt::format("{}: {} {} must have {} elements (the channels of X {})", label, names[i],
+                                     params[i]->describe(), channels, shape_to_string(x.shape())));
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      shift[i] = static_cast<C>(read_as_double(*params[2], c));
+      factor[i] = static_cast<C>(read_as_double(*params[0], c)) /
+                  std::sqrt(static_cast<C>(read_as_double(*params[3], c)) + static_cast<C>(epsilon_));
+      offset[i] = static_cast<C>(read_as_double(*params[1], c));
+    }
+    Tensor& y = execution.output(0, ElementTraits<T>::type, x.shape());
+    int64_t spatial = 1;
+    for (std::size_t d = 2; d < x.rank(); ++d) spatial *= x.shape()[d];
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    const int64_t n = x.element_count();
+    execution.parallel_for(n, cache_line_grain<T>(), admitted(n, execution), [&](int64_t begin, int64_t end) {
+      int64_t e = begin;
+      while (e < end) {
+        const auto c = static_cast<std::size_t>((e / spatial) % channels);
+        const int64_t stop = std::min(end, (e / spatial + 1) * spatial);
+        for (; e < stop; ++e) out[e] = store<T>((load<T>(in[e]) - shift[c]) * factor[c] + offset[c]);
+      }
+    });
+  }
+
+ private:
+  float epsilon_ = 1e-5f;
+};
+
+// Per-row normalisation over the dims from `axis` on; Scale and B broadcast to those dims.
+template <typename T>
+class LayerNormKernel final : public RowKernel {
+ public:
+  explicit LayerNormKernel(const KernelCreateInfo& info) : RowKernel(kDefaultMinimumRows) {
+    check_attributes(info, {"axis", "epsilon", "stash_type"});
+    axis_ = info.int_attribute("axis", -1);
+    epsilon_ = info.float_attribute("epsilon", 1e-5f);
+    if (const int64_t stash = info.int_attribute("stash_type", 1); stash != 1)
+      throw UnsupportedError(fmt::format("{}: attribute 'stash_type' = {} is not supported (only 1, float)",
+                                         info.node_label(), stash));
+  }
+
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const Tensor& scale = execution.required_input(1);
+    const Tensor* bias = execution.input(2);
+    const std::string& label = execution.label();
+    check_input_type(execution, 1, scale, ElementTraits<T>::type);
+    if (bias != nullptr) check_input_type(execution, 2, *bias, ElementTraits<T>::type);
+    const auto axis = static_cast<std::size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank()), label));
+    const Shape normalized(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
+    const int64_t length = shape_element_count(normalized);
+    const int64_t rows = length == 0 ? 0 : x.element_count() / length;
+    const std::vector<int64_t> scale_index = broadcast_index(scale, normalized, label, "Scale");
+    const std::vector<int64_t> bias_index = bias != nullptr ? broadcast_index(*bias, normalized, label, "B") : std::vector<int64_t>{};
+    Tensor& y = execution.output(0, ElementTraits<T>::type, x.shape());
+    Shape stat_shape(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+    stat_shape.resize(x.rank(), 1);
+    float* mean_out = execution.output_count() > 1 ? execution.output(1, ElementType::float32, stat_shape).data<float>() : nullptr;
+    float* inv_out = execution.output_count() > 2 ? execution.output(2, ElementType::float32, stat_shape).data<float>() : nullptr;
+    const T* in = x.data<T>();
+    const T* ps = scale.data<T>();
+    const T* pb = bias != nullptr ? bias->data<T>() : nullptr;
+    T* out = y.data<T>();
+    // Statistics in float (stash_type 1), or in double for double inputs.
+    using C = compute_t<T>;
+    execution.parallel_for(rows, 1, admitted_rows(rows, execution), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* row = in + r * length;
+        C sum = C(0);
+        for (int64_t i = 0; i < length; ++i) sum += load<T>(row[i]);
+        const C mean = sum / static_cast<C>(length);
+        C squares = C(0);
+        for (int64_t i = 0; i < length; ++i) {
+          const C d = load<T>(row[i]) - mean;
+          squares += d * d;
+        }
+        const C inv = C(1) / std::sqrt(squares / static_cast<C>(length) + static_cast<C>(epsilon_));
+        T* o = out + r * length;
+        for (int64_t i = 0; i < length; ++i) {
+          const auto k = static_cast<std::size_t>(i);
+          C v = (load<T>(row[i]) - mean) * inv * load<T>(ps[scale_index.empty() ? i : scale_index[k]]);
+          if (pb != nullptr) v += load<T>(pb[bias_index.empty() ? i : bias_index[k]]);
+          o[i] = store<T>(v);
+        }
+        if (mean_out != nullptr) mean_out[r] = static_cast<float>(mean);
+        if (inv_out != nullptr) inv_out[r] = static_cast<float>(inv);
+      }
+    });
+  }
+
+ private:
+  // Element index of `t` for each position of `shape` (empty when t already has that layout).
+  static std::vector<int64_t> broadcast_index(const Tensor& t, const Shape& shape, const std::string& label,
+                                              std::string_view name) {
+    if (t.element_count() == shape_element_count(shape) && t.rank() <= shape.size()) return {};
+    if (t.rank() > shape.size() || broadcast_shapes(t.shape(), shape, label) != shape)
+      throw InputError(fmt::format("{}: {} {} does not broadcast to the normalized dims {}", label, name,
+                                   shape_to_string(t.shape()), shape_to_string(shape)));
+    const std::vector<int64_t> strides = broadcast_strides(t.shape(), shape);
+    std::vector<int64_t> index(static_cast<std::size_t>(shape_element_count(shape)));
+    for (std::size_t e = 0; e < index.size(); ++e) {
+      int64_t rest = static_cast<int64_t>(e), offset = 0;
+      for (std::size_t d = shape.size(); d-- > 0;) {
+        offset += (rest % shape[d]) * strides[d];
+        rest /= shape[d];
+      }
+      index[e] = offset;
+    }
+    return index;
+  }
+
+  int64_t axis_ = -1;
+  float epsilon_ = 1e-5f;
+};
+
+// InstanceNormalization: each (n, c) plane normalised by its own mean and variance, then
+// scale[c] and B[c]; a plane is a row.
+template <typename T>
+class InstanceNormKernel final : public RowKernel {
+ public:
+  explicit InstanceNormKernel(const KernelCreateInfo& info) : RowKernel(kDefaultMinimumRows) {
+    check_attributes(info, {"epsilon"});
+    epsilon_ = info.float_attribute("epsilon", 1e-5f);
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const Tensor& scale = execution.required_input(1);
+    const Tensor& bias = execution.required_input(2);
+    const std::string& label = execution.label();
+    check_input_type(execution, 1, scale, ElementTraits<T>::type);
+    check_input_type(execution, 2, bias, ElementTraits<T>::type);
+    if (x.rank() < 3) throw InputError(fmt::format("{}: X {} must have rank 3 or more", label, shape_to_string(x.shape())));
+    const int64_t channels = x.shape()[1];
+    if (scale.element_count() != channels || bias.element_count() != channels)
+      throw InputError(fmt::format("{}: scale {} and B {} must have {} elements", label, scale.describe(), bias.describe(), channels));
+    Tensor& y = execution.output(0, ElementTraits<T>::type, x.shape());
+    int64_t length = 1;
+    for (std::size_t d = 2; d < x.rank(); ++d) length *= x.shape()[d];
+    const int64_t rows = x.shape()[0] * channels;
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    using C = compute_t<T>;
+    execution.parallel_for(rows, 1, admitted_rows(rows, execution), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* row = in + r * length;
+        C sum = C(0);
+        for (int64_t i = 0; i < length; ++i) sum += load<T>(row[i]);
+        const C mean = sum / static_cast<C>(length);
+        C squares = C(0);
+        for (int64_t i = 0; i < length; ++i) {
+          const C d = load<T>(row[i]) - mean;
+          squares += d * d;
+        }
+        const C factor = load<T>(scale.data<T>()[r % channels]) /
+                         std::sqrt(squares / static_cast<C>(length) + static_cast<C>(epsilon_));
+        const C shift = load<T>(bias.data<T>()[r % channels]);
+        for (int64_t i = 0; i < length; ++i) out[r * length + i] = store<T>((load<T>(row[i]) - mean) * factor + shift);
+      }
+    });
+  }
+
+ private:
+  float epsilon_ = 1e-5f;
+};
+
+}  // namespace
+
+void register_normalization_kernels(KernelTable& table) {
+  for_each_type<float, double, Float16, BFloat16>([&](auto t) {
+    using T = decltype(t);
+    constexpr ElementType type = ElementTraits<T>::type;
+    KernelDef batch = make_def("BatchNormalization", {7}, type,
+                               parallel_threshold_schema(elementwise_key("BatchNormalization", type, 1), kDefaultMinimumElements));
+    batch.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<BatchNormKernel<T>>(info);
+    };
+    batch.calibration_workload = [](int64_t n, int, uint32_t seed) {
+      const int64_t channels = std::max<int64_t>(1, n / 64);
+      Tensor variance(type, {channels});
+      for (int64_t c = 0; c < channels; ++c) variance.data<T>()[c] = store<T>(compute_t<T>(1));
+      return one_node_workload("BatchNormalization", 15, "",
+                               {{"x", random_tensor(type, {1, channels, 8, 8}, seed)},
+                                {"scale", random_tensor(type, {channels}, seed + 1)},
+                                {"b", random_tensor(type, {channels}, seed + 2)},
+                                {"mean", random_tensor(type, {channels}, seed + 3)},
+                                {"var", std::move(variance)}},
+                               {{"y", type, {1, channels, 8, 8}}}, channels * 64);
+    };
+    table.add(std::move(batch));
+    KernelDef layer = make_def("LayerNormalization", {17}, type,
+                               row_threshold_schema(elementwise_key("LayerNormalization", type, 1), kDefaultMinimumRows));
+    layer.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<LayerNormKernel<T>>(info);
+    };
+    layer.calibration_workload = [](int64_t rows, int, uint32_t seed) {
+      const Shape shape{std::max<int64_t>(1, rows), 64};
+      return one_node_workload("LayerNormalization", 17, "",
+                               {{"x", random_tensor(type, shape, seed)},
+                                {"scale", random_tensor(type, {64}, seed + 1)},
+                                {"b", random_tensor(type, {64}, seed + 2)}},
+                               {{"y", type, shape}}, shape[0]);
+    };
+    layer.output_types = [](const KernelCreateInfo&) {
+      return std::vector<ElementType>{ElementTraits<T>::type, ElementType::float32, ElementType::float32};
+    };
+    table.add(std::move(layer));
+    KernelDef instance = make_def("InstanceNormalization", {6}, type,
+                                  row_threshold_schema(elementwise_key("InstanceNormalization", type, 1), kDefaultMinimumRows));
+    instance.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<InstanceNormKernel<T>>(info);
+    };
+    instance.calibration_workload = [](int64_t rows, int, uint32_t seed) {
+      const int64_t planes = std::max<int64_t>(1, rows);
+      return one_node_workload("InstanceNormalization", 6, "",
+                               {{"x", random_tensor(type, {1, planes, 8, 8}, seed)},
+                                {"scale", random_tensor(type, {planes}, seed + 1)},
+                                {"b", random_tensor(type, {planes}, seed + 2)}},
+                               {{"y", type, {1, planes, 8, 8}}}, planes);
+    };
+    table.add(std::move(instance));
+  }
+  );
+}
+
+}  // namespace onnx_light::runtime::kernels
