@@ -266,14 +266,54 @@ class ProfileReader {
   CacheProfile& profile_;
 };
 
+// A TOML literal for any node, tables and arrays inline. Used to keep unreadable profiles: toml++'s
+// own formatter leaves keys such as a'b unquoted (invalid TOML), so we write them ourselves.
+void append_inline(std::string& out, const toml::node& node) {
+  if (const auto* table = node.as_table()) {
+    out += '{';
+    bool first = true;
+    for (auto&& [key, value] : *table) {
+      out += first ? " " : ", ";
+      first = false;
+      out += toml_quote(key.str());
+      out += " = ";
+      append_inline(out, value);
+    }
+    out += first ? "}" : " }";
+  } else if (const auto* array = node.as_array()) {
+    out += '[';
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      if (i != 0) out += ", ";
+      append_inline(out, *array->get(i));
+    }
+    out += ']';
+  } else if (const auto* text = node.as_string()) {
+    out += toml_quote(text->get());
+  } else if (const auto* integer = node.as_integer()) {
+    out += toml_value_literal(integer->get());
+  } else if (const auto* floating = node.as_floating_point()) {
+    out += toml_value_literal(floating->get());
+  } else if (const auto* boolean = node.as_boolean()) {
+    out += boolean->get() ? "true" : "false";
+  } else if (const auto* date_time = node.as_date_time()) {
+    out += format_date_time(date_time->get());
+  } else if (const auto* date = node.as_date()) {
+    out += fmt::format("{:04}-{:02}-{:02}", date->get().year, date->get().month, date->get().day);
+  } else if (const auto* time = node.as_time()) {
+    toml::date_time at{toml::date{2000, 1, 1}, time->get()};
+    out += format_date_time(at).substr(11);  // the time part
+  }
+}
+
 std::string raw_profile_text(const toml::table& table) {
-  toml::table wrapper;
-  toml::array array;
-  array.push_back(table);
-  wrapper.insert("profile", std::move(array));
-  std::ostringstream out;
-  out << toml::toml_formatter{wrapper};
-  return out.str();
+  std::string out = "[[profile]]\n";
+  for (auto&& [key, value] : table) {
+    out += toml_quote(key.str());
+    out += " = ";
+    append_inline(out, value);
+    out += '\n';
+  }
+  return out;
 }
 
 }  // namespace

@@ -306,3 +306,22 @@ TEST_CASE("cache_file_sectioned_parse_agrees_with_whole_document_parse") {
     check_same_as_reference(text);
   }
 }
+
+TEST_CASE("cache_file_unreadable_profile_with_awkward_keys_is_rewritten_as_valid_toml") {
+  // toml++'s formatter would write the key a'b unquoted; the writer must not produce a malformed file.
+  const std::string text = kHeader +
+                           "[[profile]]\nkernel = 42\n\"a'b\" = 1\nwhen = 1979-05-27\nat = 07:32:00.5\n"
+                           "nested = { \"x y\" = [1, 2.5, \"s\"], \"q'\" = { inner = true } }\n"
+                           "[profile.values]\n\"c'd\" = 2\n";
+  const CacheFile file = parse_cache_text(text, "x");
+  REQUIRE(file.status == FileStatus::loaded);
+  REQUIRE(file.profiles.size() == 1);
+  REQUIRE_FALSE(file.profiles[0].readable());
+  const std::string written = serialize_cache(file.profiles);
+  const CacheFile again = parse_cache_text(written, "y");
+  REQUIRE(again.status == FileStatus::loaded);
+  REQUIRE(again.profiles.size() == 1);
+  CHECK(again.profiles[0].raw_toml == file.profiles[0].raw_toml);
+  CHECK(serialize_cache(again.profiles) == written);
+  CHECK(written.find("\"a'b\" = 1") != std::string::npos);
+}

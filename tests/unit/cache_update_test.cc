@@ -257,7 +257,7 @@ TEST_CASE("update_keeps_unreadable_profiles_of_the_file") {
   const CacheFile file = read_cache_file(f.cache);
   REQUIRE(file.profiles.size() == 3);
   CHECK_FALSE(file.profiles[2].readable());
-  CHECK(file.profiles[2].raw_toml.find("kernel = 42") != std::string::npos);
+  CHECK(file.profiles[2].raw_toml.find("\"kernel\" = 42") != std::string::npos);
 }
 
 TEST_CASE("update_erase_removes_matching_profiles") {
