@@ -2,11 +2,11 @@
 # CLI-level timing of the tuning cache (issue 3), process start-up included:
 #   inspect --json of a 10,000-profile cache (goal < 100 ms)
 #   set into a 1,000-profile cache            (goal < 30 ms plus the fsyncs)
-# Usage: bench/cache_cli_bench.sh path/to/onnx-light-tune [work dir on a real disk]
+# Usage: bench/cache_cli_bench.sh path/to/onnx-light-tune [work dir on a real disk; default /var/tmp/...]
 # Needs hyperfine (Debian: apt-get install hyperfine) and python3. Prints markdown tables.
 set -euo pipefail
 TOOL=$(realpath "$1")
-WORK=$(realpath -m "${2:-$PWD/cache-cli-bench}")
+WORK=$(realpath -m "${2:-$(mktemp -d /var/tmp/onnx-light-cache-bench.XXXXXX)}")
 rm -rf "$WORK" && mkdir -p "$WORK"
 export ONNX_LIGHT_SYSTEM_TUNING_CACHE=""  # no system layer: time the user cache alone
 
