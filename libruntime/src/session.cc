@@ -176,6 +176,7 @@ struct RuntimeSession::Impl {
   std::vector<Tensor> input_defaults;  // initializer values of inputs that have one (IR < 4 style)
   std::vector<ValueInfo> outputs;
   std::vector<int> output_slots;
+  std::vector<bool> output_shared;  // an input or constant: handed out as a shared copy
   std::vector<Step> steps;
   bool is_initialized = false;
   std::vector<ResolvedTuning> resolved;
@@ -383,6 +384,9 @@ void RuntimeSession::Impl::build() {
     outputs.push_back(std::move(info));
     output_slots.push_back(slot(output.name()));
   }
+  for (int id : output_slots)
+    output_shared.push_back(constant_slot[static_cast<std::size_t>(id)] ||
+                            std::find(input_slots.begin(), input_slots.end(), id) != input_slots.end());
   if (!problems.empty()) {
     std::string list;
     for (const auto& p : problems) list += fmt::format("\n  - {}", p);
@@ -471,8 +475,7 @@ void RuntimeSession::run(RuntimeContext& context) {
   for (std::size_t k = 0; k < s.outputs.size(); ++k) {
     auto it = context.values().find(s.outputs[k].name);
     int id = s.output_slots[k];
-    if (it != context.values().end() && !s.constant_slot[static_cast<std::size_t>(id)] &&
-        it->second.exclusively_owned())
+    if (it != context.values().end() && !s.output_shared[k] && it->second.exclusively_owned())
       s.slots[static_cast<std::size_t>(id)] = std::move(it->second);
   }
   s.bind_inputs(context);
@@ -489,7 +492,7 @@ void RuntimeSession::run(RuntimeContext& context) {
   for (std::size_t k = 0; k < s.outputs.size(); ++k) {
     std::size_t id = static_cast<std::size_t>(s.output_slots[k]);
     // Graph outputs that are inputs or constants are shared; computed ones are handed over.
-    if (s.constant_slot[id] || std::find(s.input_slots.begin(), s.input_slots.end(), s.output_slots[k]) != s.input_slots.end())
+    if (s.output_shared[k])
       context.set(s.outputs[k].name, s.slots[id]);
     else
       context.set(s.outputs[k].name, std::move(s.slots[id]));

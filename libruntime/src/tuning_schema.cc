@@ -95,16 +95,22 @@ std::vector<std::string> TuningSchema::validate(const TuningValues& values) cons
   return problems;
 }
 
-TuningSchema parallel_threshold_schema(TuningKey key, int64_t default_minimum_elements) {
+ParameterSpec threshold_parameter(std::string name, int64_t default_value, int64_t maximum, std::string description) {
   ParameterSpec spec;
-  spec.name = "parallel.minimum_elements";
+  spec.name = std::move(name);
   spec.type = ValueType::int64;
-  spec.default_value = default_minimum_elements;
+  spec.default_value = default_value;
   spec.role = ParameterRole::threshold;
   spec.minimum = 1;
-  spec.maximum = static_cast<double>(int64_t{1} << 40);
-  spec.description = "Smallest element count run in parallel; smaller inputs run on one thread.";
-  return TuningSchema{std::move(key), {std::move(spec)}};
+  spec.maximum = static_cast<double>(maximum);
+  spec.description = std::move(description);
+  return spec;
+}
+
+TuningSchema parallel_threshold_schema(TuningKey key, int64_t default_minimum_elements) {
+  return TuningSchema{std::move(key),
+                      {threshold_parameter("parallel.minimum_elements", default_minimum_elements, int64_t{1} << 40,
+                                           "Smallest element count run in parallel; smaller inputs run on one thread.")}};
 }
 
 }  // namespace onnx_light::runtime

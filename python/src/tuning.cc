@@ -49,6 +49,18 @@ std::optional<int64_t> checked_threads(std::optional<int64_t> threads, const cha
   return threads;
 }
 
+// Runs an operation without the GIL (cache locks may block, calibration measures) and returns its
+// report as Python objects.
+template <typename Operation>
+py::object report_without_gil(Operation&& operation) {
+  nlohmann::json json;
+  {
+    py::gil_scoped_release release;
+    json = operation().to_json();
+  }
+  return json_to_python(json);
+}
+
 bool is_numpy(py::handle object, const char* type) {
   const py::module_ numpy = py::module_::import("numpy");
   return py::isinstance(object, numpy.attr(type));
@@ -131,12 +143,7 @@ void bind_tuning(py::module_& m) {
                                            std::move(library), device);
         options.path = std::move(path);
         options.num_threads = checked_threads(num_threads, "num_threads");
-        nlohmann::json json;
-        {
-          py::gil_scoped_release release;
-          json = tune::kernel_tuning_parameters(options).to_json();
-        }
-        return json_to_python(json);
+        return report_without_gil([&] { return tune::kernel_tuning_parameters(options); });
       },
       py::kw_only(), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"), py::arg("library"),
       py::arg("device"), py::arg("path"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
@@ -150,12 +157,7 @@ void bind_tuning(py::module_& m) {
                                            std::move(library), device);
         options.path = std::move(path);
         options.num_threads = checked_threads(num_threads, "num_threads");
-        nlohmann::json json;
-        {
-          py::gil_scoped_release release;
-          json = tune::propose_kernel_tuning_updates(options).to_json();
-        }
-        return json_to_python(json);
+        return report_without_gil([&] { return tune::propose_kernel_tuning_updates(options); });
       },
       py::kw_only(), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"), py::arg("library"),
       py::arg("device"), py::arg("path"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
@@ -176,12 +178,7 @@ void bind_tuning(py::module_& m) {
         if (!library.empty()) options.library = std::move(library);
         if (device) options.device = *device;
         options.prune_stale = prune_stale;
-        nlohmann::json json;
-        {
-          py::gil_scoped_release release;
-          json = tune::set_kernel_tuning_parameters(options).to_json();
-        }
-        return json_to_python(json);
+        return report_without_gil([&] { return tune::set_kernel_tuning_parameters(options); });
       },
       py::kw_only(), py::arg("kernel"), py::arg("element_type"), py::arg("values"), py::arg("path"),
       py::arg("num_threads"), py::arg("load"), py::arg("implementation"), py::arg("library"), py::arg("device"),
@@ -197,12 +194,7 @@ void bind_tuning(py::module_& m) {
         options.filter = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
                                         std::move(library), device);
         options.threads = checked_threads(num_threads, "num_threads");
-        nlohmann::json json;
-        {
-          py::gil_scoped_release release;
-          json = tune::inspect_kernel_tuning_cache(options).to_json();
-        }
-        return json_to_python(json);
+        return report_without_gil([&] { return tune::inspect_kernel_tuning_cache(options); });
       },
       py::kw_only(), py::arg("path"), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"),
       py::arg("library"), py::arg("device"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
@@ -217,12 +209,7 @@ void bind_tuning(py::module_& m) {
         options.selection = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
                                            std::move(library), device);
         options.num_threads = checked_threads(num_threads, "num_threads");
-        nlohmann::json json;
-        {
-          py::gil_scoped_release release;
-          json = tune::load_kernel_tuning_cache(options).to_json();
-        }
-        return json_to_python(json);
+        return report_without_gil([&] { return tune::load_kernel_tuning_cache(options); });
       },
       py::kw_only(), py::arg("path"), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"),
       py::arg("library"), py::arg("device"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
@@ -237,12 +224,7 @@ void bind_tuning(py::module_& m) {
         options.filter = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
                                         std::move(library), device);
         options.threads = checked_threads(num_threads, "num_threads");
-        nlohmann::json json;
-        {
-          py::gil_scoped_release release;
-          json = tune::remove_kernel_tuning_cache(options).to_json();
-        }
-        return json_to_python(json);
+        return report_without_gil([&] { return tune::remove_kernel_tuning_cache(options); });
       },
       py::kw_only(), py::arg("path"), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"),
       py::arg("library"), py::arg("device"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
@@ -284,12 +266,7 @@ void bind_tuning(py::module_& m) {
         options.repeat = static_cast<int>(repeat);
         if (seed) options.seed = *seed;
         options.prune_stale = prune_stale;
-        nlohmann::json json;
-        {
-          py::gil_scoped_release release;
-          json = tune::calibrate_kernel_tuning(options).to_json();
-        }
-        return json_to_python(json);
+        return report_without_gil([&] { return tune::calibrate_kernel_tuning(options); });
       },
       py::kw_only(), py::arg("kernels"), py::arg("element_types"), py::arg("all"), py::arg("implementation"),
       py::arg("library"), py::arg("device"), py::arg("maximum_duration_ms"), py::arg("maximum_memory_bytes"),

@@ -127,15 +127,9 @@ Tensor int64_tensor(const std::vector<int64_t>& values) {
 }
 
 TuningSchema row_threshold_schema(TuningKey key, int64_t default_minimum_rows) {
-  ParameterSpec spec;
-  spec.name = "parallel.minimum_rows";
-  spec.type = ValueType::int64;
-  spec.default_value = default_minimum_rows;
-  spec.role = ParameterRole::threshold;
-  spec.minimum = 1;
-  spec.maximum = static_cast<double>(int64_t{1} << 40);
-  spec.description = "Smallest number of rows run in parallel; each row is processed by one thread.";
-  return TuningSchema{std::move(key), {std::move(spec)}};
+  return TuningSchema{std::move(key),
+                      {threshold_parameter("parallel.minimum_rows", default_minimum_rows, int64_t{1} << 40,
+                                           "Smallest number of rows run in parallel; each row is processed by one thread.")}};
 }
 
 TuningSchema tiled_schema(TuningKey key, TileDefaults tiles, int64_t default_minimum_macs) {
@@ -149,14 +143,9 @@ TuningSchema tiled_schema(TuningKey key, TileDefaults tiles, int64_t default_min
     spec.description = std::move(description);
     return spec;
   };
-  ParameterSpec macs;
-  macs.name = "parallel.minimum_macs";
-  macs.type = ValueType::int64;
-  macs.default_value = default_minimum_macs;
-  macs.role = ParameterRole::threshold;
-  macs.minimum = 1;
-  macs.maximum = static_cast<double>(int64_t{1} << 50);
-  macs.description = "Smallest multiply-accumulate count run in parallel; smaller problems run on one thread.";
+  ParameterSpec macs = threshold_parameter(
+      "parallel.minimum_macs", default_minimum_macs, int64_t{1} << 50,
+      "Smallest multiply-accumulate count run in parallel; smaller problems run on one thread.");
   TuningSchema schema{std::move(key), {}};
   schema.parameters.push_back(tile("gemm.tile_m", tiles.m, {8, 16, 32, 64, 128, 256},
                                    "Output rows per task (one task is one tile of the output)."));

@@ -48,6 +48,9 @@ struct TuningSchema {
 // True when a parameter name is dot-separated identifier segments.
 bool is_valid_parameter_name(std::string_view name);
 
+// An int64 work-size threshold in [1, maximum] that the calibration engine can search.
+ParameterSpec threshold_parameter(std::string name, int64_t default_value, int64_t maximum, std::string description);
+
 // The schema shared by every elementwise-style kernel: one parallel threshold.
 TuningSchema parallel_threshold_schema(TuningKey key, int64_t default_minimum_elements);
 
