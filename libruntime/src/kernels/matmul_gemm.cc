@@ -1,6 +1,11 @@
 // MatMul (numpy matmul: 1-D promotion, broadcast batch dims) and Gemm (alpha * A' B' + beta * C
 // with optional transposes and a unidirectionally broadcast C), both on the tiled GEMM core.
 // Tuning: gemm.tile_m/n/k (role tile) and parallel.minimum_macs (role threshold).
+//
+// float32 also has "avx512" and "avx2" implementations (registered first, so preferred) on the
+// packed GEMM driver (packed_gemm.h): B packed once at creation when it is a constant (weights
+// as initializers), else once per run; Gemm's alpha, beta and C applied when the tile is stored.
+// Their schemas: parallel.minimum_macs, then gemm.block_m / gemm.block_k / gemm.block_n.
 #include <algorithm>
 #include <cmath>
 
@@ -9,6 +14,8 @@
 #include "kernels/broadcast.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm_core.h"
+#include "kernels/isa_requirements.h"
+#include "kernels/packed_gemm.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
@@ -176,25 +183,266 @@ class GemmKernel final : public TiledKernel {
   bool trans_a_ = false, trans_b_ = false;
 };
 
-template <template <typename> class K, typename T>
-void add_tiled(KernelTable& table, const std::string& op_type, OpsetRange opsets) {
-  constexpr ElementType type = ElementTraits<T>::type;
-  KernelDef def = make_def(op_type, opsets, type, tiled_schema(elementwise_key(op_type, type, 1)));
-  def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<K<T>>(info); };
-  // Calibration: square s x s operands with s^3 ~ the multiply-accumulate count searched.
-  def.calibration_workload = [op_type](int64_t macs, int, uint32_t seed) {
+// Calibration: square s x s operands with s^3 ~ the multiply-accumulate count searched.
+CalibrationWorkloadFunction square_workload(const std::string& op_type, ElementType type) {
+  return [op_type, type](int64_t macs, int, uint32_t seed) {
     const auto s = std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::cbrt(static_cast<double>(macs)))));
     std::vector<std::pair<std::string, Tensor>> inputs{{"a", random_tensor(type, {s, s}, seed)},
                                                        {"b", random_tensor(type, {s, s}, seed + 1)}};
     if (op_type == "Gemm") inputs.emplace_back("c", random_tensor(type, {s}, seed + 2));
     return one_node_workload(op_type, 13, "", std::move(inputs), {{"y", type, {s, s}}}, s * s * s);
   };
+}
+
+// ---- float32 on the packed GEMM driver ----
+
+// Schema of the packed implementations: the threshold first, then the cache blocks.
+TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults) {
+  auto tile = [](std::string name, int64_t value, std::vector<int64_t> allowed, std::string description) {
+    ParameterSpec spec;
+    spec.name = std::move(name);
+    spec.type = ValueType::int64;
+    spec.default_value = value;
+    spec.role = ParameterRole::tile;
+    for (int64_t a : allowed) spec.allowed.emplace_back(a);
+    spec.description = std::move(description);
+    return spec;
+  };
+  TuningSchema schema{std::move(key), {}};
+  schema.parameters.push_back(threshold_parameter(
+      "parallel.minimum_macs", kDefaultMinimumMacs, int64_t{1} << 50,
+      "Smallest multiply-accumulate count run in parallel; smaller problems run on one thread."));
+  schema.parameters.push_back(tile("gemm.block_m", defaults.m, {24, 48, 96, 192, 384, 768},
+                                   "Output rows per task (rounded up to the micro-kernel's rows); the packed A "
+                                   "block is block_m x block_k."));
+  schema.parameters.push_back(tile("gemm.block_k", defaults.k, {64, 128, 192, 256, 384, 512, 1024},
+                                   "Depth of one k-block: the micro-kernel streams block_k x NR of packed B."));
+  schema.parameters.push_back(tile("gemm.block_n", defaults.n, {32, 64, 128, 256, 512, 1024, 2048},
+                                   "Output columns per task (rounded up to the micro-kernel's columns)."));
+  return schema;
+}
+
+class PackedGemmKernelBase : public Kernel {
+ public:
+  explicit PackedGemmKernelBase(const PackedGemmIsa& isa) : isa_(isa) {}
+  void apply_tuning(const TuningValues& values) override {
+    auto read = [&](const char* name, int64_t& target) {
+      if (auto it = values.find(name); it != values.end())
+        if (const auto* v = std::get_if<int64_t>(&it->second)) target = *v;
+    };
+    read("parallel.minimum_macs", minimum_macs_);
+    read("gemm.block_m", blocking_.m);
+    read("gemm.block_k", blocking_.k);
+    read("gemm.block_n", blocking_.n);
+  }
+
+ protected:
+  int admitted_macs(int64_t macs, const KernelExecution& execution) const {
+    return admitted_threads_for(macs, minimum_macs_, execution.threads());
+  }
+  // Packs the constant B tensor's `matrices` k x n matrices (strides inside one matrix given).
+  void pack_constant_b(const Tensor& b, int64_t matrices, int64_t k, int64_t n, int64_t row_stride, int64_t col_stride) {
+    const float* data = b.data<float>();
+    constant_b_.resize(static_cast<std::size_t>(matrices * packed_b_floats(isa_, k, n)));
+    pack_b_matrices(nullptr, 1, isa_, matrices, k, n,
+                    [&](int64_t i) { return MatrixView{data + i * k * n, row_stride, col_stride}; },
+                    constant_b_.data());
+    constant_b_shape_ = b.shape();
+    has_constant_b_ = true;
+  }
+  // Packs this run's B matrices into run_b_ (reused across runs; grows only).
+  template <typename ViewOf>
+  const float* pack_run_b(KernelExecution& execution, int admitted, int64_t matrices, int64_t k, int64_t n,
+                          ViewOf&& view_of) {
+    const auto floats = static_cast<std::size_t>(matrices * packed_b_floats(isa_, k, n));
+    if (run_b_.size() < floats) run_b_.resize(floats);
+    pack_b_matrices(&execution, admitted, isa_, matrices, k, n, view_of, run_b_.data());
+    return run_b_.data();
+  }
+  bool constant_b_matches(const Tensor& b) const { return has_constant_b_ && b.shape() == constant_b_shape_; }
+
+  const PackedGemmIsa& isa_;
+  GemmBlocking blocking_;
+  int64_t minimum_macs_ = kDefaultMinimumMacs;
+  std::vector<float> constant_b_;
+  Shape constant_b_shape_;
+  bool has_constant_b_ = false;
+  std::vector<float> run_b_;
+};
+
+class PackedMatMulKernel final : public PackedGemmKernelBase {
+ public:
+  PackedMatMulKernel(const KernelCreateInfo& info, const PackedGemmIsa& isa) : PackedGemmKernelBase(isa) {
+    check_attributes(info, {});
+    const Tensor* b = info.constant_inputs.size() > 1 ? info.constant_inputs[1] : nullptr;
+    if (b != nullptr && b->element_type() == ElementType::float32 && b->rank() >= 1 && b->element_count() > 0) {
+      const Shape sb = b->rank() == 1 ? Shape{b->shape()[0], 1} : b->shape();
+      const int64_t k = sb[sb.size() - 2], n = sb[sb.size() - 1];
+      pack_constant_b(*b, b->element_count() / (k * n), k, n, n, 1);
+    }
+  }
+
+  void run(KernelExecution& execution) override {
+    const Tensor& a = execution.required_input(0);
+    const Tensor& b = execution.required_input(1);
+    check_input_type(execution, 1, b, ElementType::float32);
+    const std::string& label = execution.label();
+    if (a.rank() == 0 || b.rank() == 0) throw InputError(fmt::format("{}: MatMul inputs must not be scalars", label));
+    const Shape sa = a.rank() == 1 ? Shape{1, a.shape()[0]} : a.shape();
+    const Shape sb = b.rank() == 1 ? Shape{b.shape()[0], 1} : b.shape();
+    const int64_t m = sa[sa.size() - 2], k = sa[sa.size() - 1];
+    const int64_t k2 = sb[sb.size() - 2], n = sb[sb.size() - 1];
+    if (k != k2)
+      throw InputError(fmt::format("{}: shapes {} and {} cannot be multiplied ({} != {})", label,
+                                   shape_to_string(a.shape()), shape_to_string(b.shape()), k, k2));
+    const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
+    const Shape batch = broadcast_shapes(batch_a, batch_b, label);
+    Shape out_shape = batch;
+    if (a.rank() > 1) out_shape.push_back(m);
+    if (b.rank() > 1) out_shape.push_back(n);
+    Tensor& y = execution.output(0, ElementType::float32, out_shape);
+    if (y.element_count() == 0) return;
+    const int64_t batches = shape_element_count(batch);
+    const int64_t b_matrices = shape_element_count(batch_b);
+    const int admitted = admitted_macs(batches * m * n * k, execution);
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    float* out = y.data<float>();
+    const int64_t per_b = packed_b_floats(isa_, k, n);
+    const float* packed = constant_b_matches(b)
+                              ? constant_b_.data()
+                              : pack_run_b(execution, admitted, b_matrices, k, n, [&](int64_t i) {
+                                  return MatrixView{pb + i * k * n, n, 1};
+                                });
+    if (b_matrices == 1 && shape_element_count(batch_a) == batches) {
+      // One B for every batch and A not broadcast: the batches are one (batches * m) x k matrix.
+      packed_gemm(execution, admitted, isa_, blocking_, 1, batches * m, n, k, nullptr, [&](int64_t) {
+        return PackedGemmOperands{MatrixView{pa, k, 1}, packed, out, n};
+      });
+      return;
+    }
+    const std::vector<int64_t> stride_a = broadcast_strides(batch_a, batch);
+    const std::vector<int64_t> stride_b = broadcast_strides(batch_b, batch);
+    auto matrix_index = [&](int64_t index, const std::vector<int64_t>& strides) {
+      int64_t offset = 0;
+      for (std::size_t d = batch.size(); d-- > 0;) {
+        offset += (index % batch[d]) * strides[d];
+        index /= batch[d];
+      }
+      return offset;
+    };
+    packed_gemm(execution, admitted, isa_, blocking_, batches, m, n, k, nullptr, [&](int64_t t) {
+      return PackedGemmOperands{MatrixView{pa + matrix_index(t, stride_a) * m * k, k, 1},
+                                packed + matrix_index(t, stride_b) * per_b, out + t * m * n, n};
+    });
+  }
+};
+
+class PackedGemmKernel final : public PackedGemmKernelBase {
+ public:
+  PackedGemmKernel(const KernelCreateInfo& info, const PackedGemmIsa& isa) : PackedGemmKernelBase(isa) {
+    check_attributes(info, {"alpha", "beta", "transA", "transB"});
+    alpha_ = info.float_attribute("alpha", 1.0f);
+    beta_ = info.float_attribute("beta", 1.0f);
+    trans_a_ = info.int_attribute("transA", 0) != 0;
+    trans_b_ = info.int_attribute("transB", 0) != 0;
+    const Tensor* b = info.constant_inputs.size() > 1 ? info.constant_inputs[1] : nullptr;
+    if (b != nullptr && b->element_type() == ElementType::float32 && b->rank() == 2 && b->element_count() > 0) {
+      const int64_t k = trans_b_ ? b->shape()[1] : b->shape()[0];
+      const int64_t n = trans_b_ ? b->shape()[0] : b->shape()[1];
+      pack_constant_b(*b, 1, k, n, trans_b_ ? 1 : n, trans_b_ ? k : 1);
+    }
+  }
+
+  void run(KernelExecution& execution) override {
+    const Tensor& a = execution.required_input(0);
+    const Tensor& b = execution.required_input(1);
+    const Tensor* c = execution.input(2);
+    const std::string& label = execution.label();
+    check_input_type(execution, 1, b, ElementType::float32);
+    if (c != nullptr) check_input_type(execution, 2, *c, ElementType::float32);
+    if (a.rank() != 2 || b.rank() != 2)
+      throw InputError(fmt::format("{}: A {} and B {} must be matrices", label, shape_to_string(a.shape()),
+                                   shape_to_string(b.shape())));
+    const int64_t m = trans_a_ ? a.shape()[1] : a.shape()[0];
+    const int64_t k = trans_a_ ? a.shape()[0] : a.shape()[1];
+    const int64_t k2 = trans_b_ ? b.shape()[1] : b.shape()[0];
+    const int64_t n = trans_b_ ? b.shape()[0] : b.shape()[1];
+    if (k != k2)
+      throw InputError(fmt::format("{}: A {} and B {} (transA={}, transB={}) cannot be multiplied", label,
+                                   shape_to_string(a.shape()), shape_to_string(b.shape()), trans_a_, trans_b_));
+    const Shape out_shape{m, n};
+    int64_t c_row = 0, c_col = 0;
+    const bool use_c = c != nullptr && beta_ != 0.0f;
+    if (use_c) {
+      if (c->rank() > 2 || broadcast_shapes(c->shape(), out_shape, label) != out_shape)
+        throw InputError(fmt::format("{}: C {} does not broadcast to {}", label, shape_to_string(c->shape()),
+                                     shape_to_string(out_shape)));
+      const std::vector<int64_t> strides = broadcast_strides(c->shape(), out_shape);
+      c_row = strides[0];
+      c_col = strides[1];
+    }
+    Tensor& y = execution.output(0, ElementType::float32, out_shape);
+    if (y.element_count() == 0) return;
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    float* out = y.data<float>();
+    const int admitted = admitted_macs(m * n * k, execution);
+    const float* packed = constant_b_matches(b) ? constant_b_.data()
+                                                : pack_run_b(execution, admitted, 1, k, n, [&](int64_t) {
+                                                    return MatrixView{pb, trans_b_ ? 1 : n, trans_b_ ? k : 1};
+                                                  });
+    const simd::GemmF32Epilogue epilogue{alpha_, beta_, use_c ? c->data<float>() : nullptr, c_row, c_col};
+    const bool plain = alpha_ == 1.0f && !use_c;
+    const MatrixView view{pa, trans_a_ ? 1 : k, trans_a_ ? m : 1};
+    packed_gemm(execution, admitted, isa_, blocking_, 1, m, n, k, plain ? nullptr : &epilogue,
+                [&](int64_t) { return PackedGemmOperands{view, packed, out, n}; });
+  }
+
+ private:
+  float alpha_ = 1.0f, beta_ = 1.0f;
+  bool trans_a_ = false, trans_b_ = false;
+};
+
+// Registers MatMul and Gemm float32 on one ISA's packed driver.
+void add_packed(KernelTable& table, const PackedGemmIsa* isa, std::function<std::string(const CpuFeatures&)> needs,
+                const GemmBlocking& defaults) {
+  if (isa == nullptr) return;
+  constexpr ElementType type = ElementType::float32;
+  for (const std::string op_type : {"MatMul", "Gemm"}) {
+    TuningKey key = elementwise_key(op_type, type, 1, isa->name);
+    KernelDef def = make_def(op_type, op_type == "MatMul" ? OpsetRange{1} : OpsetRange{7}, type,
+                             packed_gemm_schema(std::move(key), defaults));
+    def.implementation = isa->name;
+    def.unavailable_reason = needs;
+    if (op_type == "MatMul")
+      def.create = [isa](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+        return std::make_unique<PackedMatMulKernel>(info, *isa);
+      };
+    else
+      def.create = [isa](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+        return std::make_unique<PackedGemmKernel>(info, *isa);
+      };
+    def.calibration_workload = square_workload(op_type, type);
+    table.add(std::move(def));
+  }
+}
+
+template <template <typename> class K, typename T>
+void add_tiled(KernelTable& table, const std::string& op_type, OpsetRange opsets) {
+  constexpr ElementType type = ElementTraits<T>::type;
+  KernelDef def = make_def(op_type, opsets, type, tiled_schema(elementwise_key(op_type, type, 1)));
+  def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<K<T>>(info); };
+  def.calibration_workload = square_workload(op_type, type);
   table.add(std::move(def));
 }
 
 }  // namespace
 
 void register_matmul_gemm_kernels(KernelTable& table) {
+  // Preference order for float32: avx512, avx2, portable.
+  add_packed(table, packed_gemm_avx512(), needs_avx512, GemmBlocking{96, 256, 256});
+  add_packed(table, packed_gemm_avx2(), needs_avx2_fma, GemmBlocking{96, 256, 256});
   for_each_type<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>([&](auto t) {
     using T = decltype(t);
     add_tiled<MatMulKernel, T>(table, "MatMul", {1});

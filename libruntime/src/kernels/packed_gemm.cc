@@ -1,0 +1,145 @@
+// The float32 packed GEMM driver (contract in packed_gemm.h).
+#include "kernels/packed_gemm.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace onnx_light::runtime::kernels {
+
+namespace {
+
+#if defined(ONNX_LIGHT_X86_SIMD)
+const PackedGemmIsa kAvx2{"avx2", simd::kGemmF32Avx2Mr, simd::kGemmF32Avx2Nr, &simd::gemm_f32_kernel_avx2,
+                          &simd::gemm_f32_pack_a_avx2, &simd::gemm_f32_pack_b_avx2};
+const PackedGemmIsa kAvx512{"avx512", simd::kGemmF32Avx512Mr, simd::kGemmF32Avx512Nr, &simd::gemm_f32_kernel_avx512,
+                            &simd::gemm_f32_pack_a_avx512, &simd::gemm_f32_pack_b_avx512};
+#endif
+
+// A packs rows [i0, i0 + mc) over the whole depth when it fits in this many floats (then tasks of
+// the same row block on one worker reuse it); otherwise it packs one k-block at a time.
+constexpr int64_t kWholeDepthAFloats = int64_t{1} << 18;
+
+// One buffer per worker thread, grown to the largest size seen, never freed while the thread lives.
+float* worker_buffer(int64_t floats) {
+  thread_local std::vector<float> buffer;
+  const auto needed = static_cast<std::size_t>(floats + 16);
+  if (buffer.size() < needed) buffer.resize(needed);
+  auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
+  address = (address + 63) & ~std::uintptr_t{63};
+  return reinterpret_cast<float*>(address);
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+const PackedGemmIsa* packed_gemm_avx2() {
+#if defined(ONNX_LIGHT_X86_SIMD)
+  return &kAvx2;
+#else
+  return nullptr;
+#endif
+}
+
+const PackedGemmIsa* packed_gemm_avx512() {
+#if defined(ONNX_LIGHT_X86_SIMD)
+  return &kAvx512;
+#else
+  return nullptr;
+#endif
+}
+
+PackedGemmPlan plan_packed_gemm(const PackedGemmIsa& isa, const GemmBlocking& blocking, int64_t batches, int64_t m,
+                                int64_t n, int64_t k, int admitted) {
+  PackedGemmPlan plan;
+  plan.batches = batches;
+  plan.m = m;
+  plan.n = n;
+  plan.k = k;
+  plan.row_panels = ceil_div(m, isa.mr);
+  plan.col_panels = ceil_div(n, isa.nr);
+  const int64_t panels_per_row_block = std::max<int64_t>(1, ceil_div(blocking.m, isa.mr));
+  const int64_t panels_per_col_block = std::max<int64_t>(1, ceil_div(blocking.n, isa.nr));
+  plan.row_blocks = std::max<int64_t>(1, ceil_div(plan.row_panels, panels_per_row_block));
+  plan.col_blocks = std::max<int64_t>(1, ceil_div(plan.col_panels, panels_per_col_block));
+  plan.block_k = std::max<int64_t>(1, blocking.k);
+  // With several threads, split further until every thread gets the same number of tasks (tasks
+  // are balanced to within one micro-panel). Splitting never changes results.
+  if (admitted > 1) {
+    for (int guard = 0; guard < 4096; ++guard) {
+      const int64_t tasks = plan.tasks();
+      if (tasks >= 16 * int64_t{admitted} || tasks % admitted == 0) break;
+      const bool can_cols = plan.col_blocks < plan.col_panels, can_rows = plan.row_blocks < plan.row_panels;
+      if (can_cols && (!can_rows || plan.col_panels * plan.row_blocks >= plan.row_panels * plan.col_blocks))
+        ++plan.col_blocks;
+      else if (can_rows)
+        ++plan.row_blocks;
+      else
+        break;
+    }
+  }
+  return plan;
+}
+
+void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan, int64_t begin, int64_t end,
+                           const PackedGemmOperands* (*operands_of)(const void*, int64_t), const void* context,
+                           const simd::GemmF32Epilogue* epilogue) {
+  const int64_t mr = isa.mr, nr = isa.nr, k = plan.k;
+  const int64_t max_rows = ceil_div(plan.row_panels, plan.row_blocks) * mr;
+  const bool whole_depth = max_rows * k <= kWholeDepthAFloats;
+  const int64_t depth = whole_depth ? k : std::min(k, plan.block_k);
+  float* a_buffer = worker_buffer(max_rows * std::max<int64_t>(depth, 1));
+  int64_t packed_batch = -1, packed_row_block = -1;
+  const PackedGemmOperands* ops = nullptr;
+  int64_t ops_batch = -1;
+  simd::GemmF32Epilogue tile_epilogue{};
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t per_batch = plan.row_blocks * plan.col_blocks;
+    const int64_t batch = t / per_batch;
+    const int64_t rb = (t % per_batch) / plan.col_blocks, cb = t % plan.col_blocks;
+    if (batch != ops_batch) {
+      ops = operands_of(context, batch);
+      ops_batch = batch;
+    }
+    const int64_t p0 = rb * plan.row_panels / plan.row_blocks, p1 = (rb + 1) * plan.row_panels / plan.row_blocks;
+    const int64_t q0 = cb * plan.col_panels / plan.col_blocks, q1 = (cb + 1) * plan.col_panels / plan.col_blocks;
+    const int64_t i0 = p0 * mr, mc = std::min(plan.m, p1 * mr) - i0;
+    if (mc <= 0 || q1 <= q0) continue;
+    const MatrixView& a = ops->a;
+    if (whole_depth && (batch != packed_batch || rb != packed_row_block)) {
+      isa.pack_a(a.data, a.row_stride, a.col_stride, i0, mc, 0, k, a_buffer);
+      packed_batch = batch;
+      packed_row_block = rb;
+    }
+    for (int64_t k0 = 0;; k0 += plan.block_k) {
+      const int64_t kc = std::min(plan.block_k, k - k0);
+      const bool last = k0 + kc >= k;
+      int64_t panel_stride = k * mr, a_offset = k0 * mr;
+      if (!whole_depth) {
+        isa.pack_a(a.data, a.row_stride, a.col_stride, i0, mc, k0, kc, a_buffer);
+        panel_stride = kc * mr;
+        a_offset = 0;
+      }
+      const simd::GemmF32Epilogue* tile_last = last ? epilogue : nullptr;
+      for (int64_t q = q0; q < q1; ++q) {
+        const int64_t j = q * nr;
+        const int cols = static_cast<int>(std::min(nr, plan.n - j));
+        const float* pb = ops->packed_b + q * k * nr + k0 * nr;
+        for (int64_t p = 0; p * mr < mc; ++p) {
+          const int64_t i = i0 + p * mr;
+          const int rows = static_cast<int>(std::min(mr, mc - p * mr));
+          if (tile_last != nullptr) {
+            tile_epilogue = *tile_last;
+            if (tile_epilogue.bias != nullptr)
+              tile_epilogue.bias += i * tile_epilogue.bias_row_stride + j * tile_epilogue.bias_col_stride;
+          }
+          isa.kernel(kc, a_buffer + p * panel_stride + a_offset, pb, ops->c + i * ops->ldc + j, ops->ldc, rows, cols,
+                     k0 > 0 ? 1 : 0, tile_last != nullptr ? &tile_epilogue : nullptr);
+        }
+      }
+      if (last) break;
+    }
+  }
+}
+
+}  // namespace onnx_light::runtime::kernels

@@ -1,0 +1,122 @@
+#pragma once
+// The float32 packed GEMM driver behind the "avx2" and "avx512" MatMul/Gemm implementations:
+// cache blocking (block_m x block_n tasks, block_k deep), B packed once per matrix into NR-column
+// panels over the whole depth (at kernel creation when B is a constant), A packed per task into
+// MR-row panels, and the ISA's register-tile micro-kernel (simd/gemm_f32.h).
+//
+// Determinism: tasks split M and N only. Every output element starts from 0, accumulates
+// fma(a(i, k), b(k, j)) for k ascending (a later k-block resumes from the partial sum it stored
+// in C, which is exact) and gets the epilogue once, so results are bit-identical whatever the
+// block sizes and the number of threads.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/simd/gemm_f32.h"
+#include "onnx_light/runtime/kernel.h"
+
+namespace onnx_light::runtime::kernels {
+
+// One instruction set's micro-kernel and packing routines.
+struct PackedGemmIsa {
+  const char* name;
+  int mr;
+  int nr;
+  void (*kernel)(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int m, int n, int accumulate,
+                 const simd::GemmF32Epilogue* last);
+  void (*pack_a)(const float* a, int64_t row_stride, int64_t col_stride, int64_t i0, int64_t mc, int64_t k0,
+                 int64_t kc, float* dst);
+  void (*pack_b)(const float* b, int64_t row_stride, int64_t col_stride, int64_t k_total, int64_t n, int64_t q0,
+                 int64_t q1, float* dst);
+};
+
+// nullptr when this build has no such variant (non-x86 targets). Call the functions only after
+// the kernel table found the host able to run them.
+const PackedGemmIsa* packed_gemm_avx2();
+const PackedGemmIsa* packed_gemm_avx512();
+
+struct GemmBlocking {
+  int64_t m = 96;
+  int64_t k = 256;
+  int64_t n = 256;
+};
+
+// A strided matrix: element (r, c) at data[r * row_stride + c * col_stride].
+struct MatrixView {
+  const float* data = nullptr;
+  int64_t row_stride = 0;
+  int64_t col_stride = 0;
+};
+
+// Floats of one packed k x n B matrix.
+inline int64_t packed_b_floats(const PackedGemmIsa& isa, int64_t k, int64_t n) {
+  return (n + isa.nr - 1) / isa.nr * k * isa.nr;
+}
+
+// Packs `matrices` B matrices (view_of(index) -> MatrixView, each k x n) into dst, matrix i at
+// dst + i * packed_b_floats(isa, k, n); parallel over (matrix, panel) with up to `admitted` threads.
+template <typename ViewOf>
+void pack_b_matrices(KernelExecution* execution, int admitted, const PackedGemmIsa& isa, int64_t matrices, int64_t k,
+                     int64_t n, ViewOf&& view_of, float* dst) {
+  const int64_t panels = (n + isa.nr - 1) / isa.nr;
+  const int64_t per = packed_b_floats(isa, k, n);
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end;) {
+      const int64_t matrix = u / panels, q0 = u % panels;
+      const int64_t q1 = std::min(panels, q0 + (end - u));
+      const MatrixView v = view_of(matrix);
+      isa.pack_b(v.data, v.row_stride, v.col_stride, k, n, q0, q1, dst + matrix * per);
+      u += q1 - q0;
+    }
+  };
+  if (execution == nullptr || admitted <= 1 || matrices * panels <= 1) body(0, matrices * panels);
+  else execution->parallel_for(matrices * panels, 1, admitted, body);
+}
+
+// What one batch multiplies: A (m x k view), its packed B, and C (m x n, row stride ldc).
+struct PackedGemmOperands {
+  MatrixView a;
+  const float* packed_b = nullptr;
+  float* c = nullptr;
+  int64_t ldc = 0;
+};
+
+// The task grid of one run.
+struct PackedGemmPlan {
+  int64_t batches = 1, m = 0, n = 0, k = 0;
+  int64_t row_panels = 0, col_panels = 0;  // MR-row and NR-column micro-panels
+  int64_t row_blocks = 1, col_blocks = 1;
+  int64_t block_k = 1;
+  int64_t tasks() const { return batches * row_blocks * col_blocks; }
+};
+PackedGemmPlan plan_packed_gemm(const PackedGemmIsa& isa, const GemmBlocking& blocking, int64_t batches, int64_t m,
+                                int64_t n, int64_t k, int admitted);
+
+// Runs tasks [begin, end) of `plan`; operands_of(batch) -> PackedGemmOperands. `epilogue` (nullptr
+// for a plain product) has its bias relative to C's element (0, 0).
+void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan, int64_t begin, int64_t end,
+                           const PackedGemmOperands* (*operands_of)(const void*, int64_t), const void* context,
+                           const simd::GemmF32Epilogue* epilogue);
+
+// The whole product: plans, then runs the tasks in parallel with up to `admitted` threads.
+template <typename OperandsOf>
+void packed_gemm(KernelExecution& execution, int admitted, const PackedGemmIsa& isa, const GemmBlocking& blocking,
+                 int64_t batches, int64_t m, int64_t n, int64_t k, const simd::GemmF32Epilogue* epilogue,
+                 OperandsOf&& operands_of) {
+  const PackedGemmPlan plan = plan_packed_gemm(isa, blocking, batches, m, n, k, admitted);
+  struct Context {
+    OperandsOf* f;
+    PackedGemmOperands last;
+  };
+  auto thunk = [](const void* ctx, int64_t batch) -> const PackedGemmOperands* {
+    auto* c = const_cast<Context*>(static_cast<const Context*>(ctx));
+    c->last = (*c->f)(batch);
+    return &c->last;
+  };
+  execution.parallel_for(plan.tasks(), 1, admitted, [&](int64_t begin, int64_t end) {
+    Context context{&operands_of, {}};
+    run_packed_gemm_tasks(isa, plan, begin, end, thunk, &context, epilogue);
+  });
+}
+
+}  // namespace onnx_light::runtime::kernels

@@ -1,0 +1,56 @@
+#pragma once
+// float32 GEMM micro-kernels and packing routines, one set per instruction set (see README.md).
+//
+// Packed layouts (shared by every ISA; only MR and NR differ):
+//   A: panels of MR rows; panel p holds a(p*MR + r, k) at [p * kc * MR + k * MR + r] for the
+//      rows that exist (rows past the matrix are never read).
+//   B: panels of NR columns over the whole depth K; panel q holds b(k, q*NR + j) at
+//      [q * K * NR + k * NR + j], columns past the matrix zero-filled. A k-block [k0, k0 + kc)
+//      of a panel is the contiguous run starting at k0 * NR.
+//
+// Micro-kernel contract: C[m x n] (m <= MR, n <= NR, row stride ldc) accumulates
+//   acc = accumulate ? C : 0;  for k ascending: acc = fma(a(r, k), b(k, j), acc)
+// and, when `last` is not null, stores alpha * acc + beta * bias(r, j) (one rounding for the
+// product, one fused multiply-add for the bias), else acc. Every element sees the same sequence of
+// operations whatever m, n and the caller's blocking, so results do not depend on the tiling
+// or on the number of threads.
+#include <cstddef>
+#include <cstdint>
+
+namespace onnx_light::runtime::kernels::simd {
+
+// Applied when the last k-block is stored. bias(r, j) = bias[r * bias_row_stride + j * bias_col_stride]
+// relative to the tile's first element; bias_col_stride is 0 or 1; bias may be null.
+struct GemmF32Epilogue {
+  float alpha;
+  float beta;
+  const float* bias;
+  int64_t bias_row_stride;
+  int64_t bias_col_stride;
+};
+
+inline constexpr int kGemmF32Avx2Mr = 6;
+inline constexpr int kGemmF32Avx2Nr = 16;
+inline constexpr int kGemmF32Avx512Mr = 12;
+inline constexpr int kGemmF32Avx512Nr = 32;
+
+void gemm_f32_kernel_avx2(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int m, int n,
+                          int accumulate, const GemmF32Epilogue* last);
+void gemm_f32_kernel_avx512(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int m, int n,
+                            int accumulate, const GemmF32Epilogue* last);
+
+// Packs a(i0 + i, k0 + k) for i < mc, k < kc, with a(i, k) = a[i * row_stride + k * col_stride],
+// into MR-row panels (layout above, panel stride kc * MR).
+void gemm_f32_pack_a_avx2(const float* a, int64_t row_stride, int64_t col_stride, int64_t i0, int64_t mc,
+                          int64_t k0, int64_t kc, float* dst);
+void gemm_f32_pack_a_avx512(const float* a, int64_t row_stride, int64_t col_stride, int64_t i0, int64_t mc,
+                            int64_t k0, int64_t kc, float* dst);
+
+// Packs the NR-column panels [q0, q1) of b (k_total x n, b(k, j) = b[k * row_stride + j * col_stride])
+// into dst (layout above; dst points at panel 0).
+void gemm_f32_pack_b_avx2(const float* b, int64_t row_stride, int64_t col_stride, int64_t k_total, int64_t n,
+                          int64_t q0, int64_t q1, float* dst);
+void gemm_f32_pack_b_avx512(const float* b, int64_t row_stride, int64_t col_stride, int64_t k_total, int64_t n,
+                            int64_t q0, int64_t q1, float* dst);
+
+}  // namespace onnx_light::runtime::kernels::simd

@@ -1,0 +1,122 @@
+// float32 GEMM for AVX-512: a 12 x 32 register tile (24 zmm accumulators), column edges by
+// mask registers, row edges by instantiating the tile for 1..12 rows (contract in gemm_f32.h).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "gemm_f32.h"
+#include "gemm_f32_pack.h"
+
+namespace onnx_light::runtime::kernels::simd {
+namespace {
+
+constexpr int MR = kGemmF32Avx512Mr;
+constexpr int NR = kGemmF32Avx512Nr;
+
+inline __mmask16 low_mask(int count) {
+  if (count >= 16) return static_cast<__mmask16>(0xFFFF);
+  if (count <= 0) return 0;
+  return static_cast<__mmask16>((1u << count) - 1u);
+}
+
+template <int R>
+void kernel_rows(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int n, int accumulate,
+                 const GemmF32Epilogue* last) {
+  const __mmask16 m0 = low_mask(n), m1 = low_mask(n - 16);
+  __m512 acc0[R], acc1[R];
+  if (accumulate) {
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      acc0[r] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
+      acc1[r] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
+    }
+  } else {
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      acc0[r] = _mm512_setzero_ps();
+      acc1[r] = _mm512_setzero_ps();
+    }
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(pb);
+    const __m512 b1 = _mm512_loadu_ps(pb + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(pa[r]);
+      acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
+      acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
+    }
+    pa += MR;
+    pb += NR;
+  }
+  if (last != nullptr) {
+    const __m512 alpha = _mm512_set1_ps(last->alpha);
+    const __m512 beta = _mm512_set1_ps(last->beta);
+    const bool scale = last->alpha != 1.0f;
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      if (scale) {
+        acc0[r] = _mm512_mul_ps(alpha, acc0[r]);
+        acc1[r] = _mm512_mul_ps(alpha, acc1[r]);
+      }
+      if (last->bias != nullptr) {
+        const float* bias = last->bias + r * last->bias_row_stride;
+        __m512 v0, v1;
+        if (last->bias_col_stride == 0) {
+          v0 = v1 = _mm512_set1_ps(*bias);
+        } else {
+          v0 = _mm512_maskz_loadu_ps(m0, bias);
+          v1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+        }
+        acc0[r] = _mm512_fmadd_ps(beta, v0, acc0[r]);
+        acc1[r] = _mm512_fmadd_ps(beta, v1, acc1[r]);
+      }
+    }
+  }
+  if (n == NR) {
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      _mm512_storeu_ps(c + r * ldc, acc0[r]);
+      _mm512_storeu_ps(c + r * ldc + 16, acc1[r]);
+    }
+  } else {
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      _mm512_mask_storeu_ps(c + r * ldc, m0, acc0[r]);
+      _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc1[r]);
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_f32_kernel_avx512(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int m, int n,
+                            int accumulate, const GemmF32Epilogue* last) {
+  switch (m) {
+    case 12: kernel_rows<12>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 11: kernel_rows<11>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 10: kernel_rows<10>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 9: kernel_rows<9>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 8: kernel_rows<8>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 7: kernel_rows<7>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 6: kernel_rows<6>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 5: kernel_rows<5>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 4: kernel_rows<4>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 3: kernel_rows<3>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 2: kernel_rows<2>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 1: kernel_rows<1>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    default: break;
+  }
+}
+
+void gemm_f32_pack_a_avx512(const float* a, int64_t row_stride, int64_t col_stride, int64_t i0, int64_t mc,
+                            int64_t k0, int64_t kc, float* dst) {
+  gemm_f32_pack_a_impl<MR>(a, row_stride, col_stride, i0, mc, k0, kc, dst);
+}
+
+void gemm_f32_pack_b_avx512(const float* b, int64_t row_stride, int64_t col_stride, int64_t k_total, int64_t n,
+                            int64_t q0, int64_t q1, float* dst) {
+  gemm_f32_pack_b_impl<NR>(b, row_stride, col_stride, k_total, n, q0, q1, dst);
+}
+
+}  // namespace onnx_light::runtime::kernels::simd

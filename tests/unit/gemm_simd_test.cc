@@ -1,0 +1,419 @@
+// The float32 packed GEMM implementations ("avx512", "avx2") of MatMul and Gemm against the
+// portable one and a double-precision reference, around the edges of the register tiles and
+// cache blocks; bit-identity across 1..4 threads and across block sizes. Each implementation is
+// forced through a kernel table holding only it for MatMul/Gemm float32.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/calibration_workload.h"
+#include "onnx_light/runtime/cpu_features.h"
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/session.h"
+#include "onnx_light/runtime/tuning_registry.h"
+#include "test_models.h"
+
+using namespace onnx_light;
+using namespace onnx_light::runtime;
+
+namespace {
+
+using Inputs = std::vector<std::pair<std::string, Tensor>>;
+
+const std::vector<std::string> kSimd{"avx512", "avx2"};
+
+bool is_gemm_f32(const KernelDef& def) {
+  return (def.op_type == "MatMul" || def.op_type == "Gemm") && def.element_type == ElementType::float32;
+}
+
+// True (with a loud message) when this host can run `implementation`.
+bool host_runs(const std::string& implementation) {
+  for (const auto& def : cpu_kernel_table().definitions()) {
+    if (!is_gemm_f32(def) || def.implementation != implementation) continue;
+    const std::string why = def.unavailable_reason ? def.unavailable_reason(host_cpu_features()) : std::string{};
+    if (why.empty()) return true;
+    WARN_MESSAGE(false, fmt::format("{} GEMM not tested on this host: {}", implementation, why));
+    return false;
+  }
+  WARN_MESSAGE(false, fmt::format("{} GEMM is not registered in this build", implementation));
+  return false;
+}
+
+// The CPU table with MatMul/Gemm float32 restricted to one implementation.
+const KernelTable& table_for(const std::string& implementation) {
+  static std::map<std::string, std::unique_ptr<KernelTable>> tables;
+  auto& slot = tables[implementation];
+  if (!slot) {
+    slot = std::make_unique<KernelTable>();
+    for (const auto& def : cpu_kernel_table().definitions())
+      if (!is_gemm_f32(def) || def.implementation == implementation) slot->add(def);
+  }
+  return *slot;
+}
+
+const KernelDef& def_of(const std::string& op_type, const std::string& implementation) {
+  for (const auto& def : cpu_kernel_table().definitions())
+    if (is_gemm_f32(def) && def.op_type == op_type && def.implementation == implementation) return def;
+  FAIL("no definition for " << op_type << " " << implementation);
+  throw 0;
+}
+
+// Threshold 1 (parallel from the smallest problem) and the given blocks, for 1..4 threads.
+std::unique_ptr<TuningRegistry> registry_with(int64_t block_m, int64_t block_k, int64_t block_n) {
+  auto registry = std::make_unique<TuningRegistry>();
+  std::vector<PublishedProfile> profiles;
+  for (const auto& def : cpu_kernel_table().definitions()) {
+    if (!is_gemm_f32(def)) continue;
+    TuningValues values = def.schema.defaults();
+    for (const auto& spec : def.schema.parameters)
+      if (spec.role == ParameterRole::threshold) values[spec.name] = int64_t{1};
+    if (def.implementation != "portable") {
+      values["gemm.block_m"] = block_m;
+      values["gemm.block_k"] = block_k;
+      values["gemm.block_n"] = block_n;
+    } else {
+      values["gemm.tile_m"] = int64_t{8};
+      values["gemm.tile_n"] = int64_t{16};
+      values["gemm.tile_k"] = int64_t{16};
+    }
+    for (int threads = 1; threads <= 4; ++threads) profiles.push_back({def.schema.key, threads, values});
+  }
+  registry->publish(std::move(profiles));
+  return registry;
+}
+
+TuningRegistry& small_blocks() {
+  static auto registry = registry_with(24, 64, 32);
+  return *registry;
+}
+
+Model model_of(const std::string& graph) {
+  return test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\ngemm " + graph);
+}
+
+// The same model with graph input `name` turned into an initializer holding `value`.
+Model with_initializer(const Model& model, const std::string& name, const Tensor& value) {
+  onnx::ModelProto proto = model.proto();
+  auto* graph = proto.mutable_graph();
+  for (int i = 0; i < graph->input_size(); ++i)
+    if (graph->input(i).name() == name) {
+      graph->mutable_input()->DeleteSubrange(i, 1);
+      break;
+    }
+  auto* init = graph->add_initializer();
+  init->set_name(name);
+  init->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : value.shape()) init->add_dims(d);
+  init->set_raw_data(std::string(reinterpret_cast<const char*>(value.data<float>()),
+                                 static_cast<std::size_t>(value.element_count()) * sizeof(float)));
+  return model_from_proto(std::move(proto), "<gemm test>");
+}
+
+Tensor run(const Model& model, const Inputs& inputs, const std::string& implementation, int threads,
+           TuningRegistry& registry = small_blocks(), std::string* chosen = nullptr) {
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(threads);
+  options.registry = &registry;
+  options.kernels = &table_for(implementation);
+  RuntimeSession session(model, options);
+  RuntimeContext context;
+  for (const auto& [name, t] : inputs) context.set(name, t);
+  session.run(context);
+  if (chosen != nullptr)
+    for (const auto& r : session.resolved_tuning()) *chosen = r.key.implementation;
+  return context.get(session.outputs().front().name);
+}
+
+Tensor random(const Shape& shape, uint32_t seed) { return random_tensor(ElementType::float32, shape, seed); }
+
+// y = alpha * op(a) op(b) + beta * c in double, with the sum of |terms| per element for the bound.
+struct Reference {
+  std::vector<double> value, magnitude;
+};
+
+Reference gemm_reference(const Tensor& a, const Tensor& b, const Tensor* c, bool ta, bool tb, double alpha, double beta) {
+  const int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
+  const int64_t n = tb ? b.shape()[0] : b.shape()[1];
+  Reference r{std::vector<double>(static_cast<std::size_t>(m * n)), std::vector<double>(static_cast<std::size_t>(m * n))};
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0, mag = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const double x = pa[ta ? kk * m + i : i * k + kk], y = pb[tb ? j * k + kk : kk * n + j];
+        s += x * y;
+        mag += std::fabs(x * y);
+      }
+      double bias = 0;
+      if (c != nullptr) {
+        const Shape& cs = c->shape();
+        const int64_t rows = cs.size() == 2 ? cs[0] : 1, cols = cs.empty() ? 1 : cs.back();
+        bias = c->data<float>()[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)];
+      }
+      r.value[static_cast<std::size_t>(i * n + j)] = alpha * s + beta * bias;
+      r.magnitude[static_cast<std::size_t>(i * n + j)] = std::fabs(alpha) * mag + std::fabs(beta * bias);
+    }
+  return r;
+}
+
+// Every element within rtol of the reference's magnitude (the sum of |terms|).
+void check_close(const Tensor& y, const Reference& ref, const std::string& what) {
+  CAPTURE(what);
+  REQUIRE(static_cast<std::size_t>(y.element_count()) == ref.value.size());
+  int bad = 0;
+  for (std::size_t i = 0; i < ref.value.size(); ++i) {
+    const double got = y.data<float>()[i];
+    const double tolerance = 1e-5 * ref.magnitude[i] + 1e-30;
+    if (!(std::fabs(got - ref.value[i]) <= tolerance) && ++bad <= 3)
+      FAIL_CHECK(fmt::format("element {}: got {} want {} (tolerance {})", i, got, ref.value[i], tolerance));
+  }
+  CHECK(bad == 0);
+}
+
+// Runs a Gemm-shaped problem on portable and every SIMD implementation at 1..4 threads: each
+// implementation close to the double reference, bit-identical across thread counts.
+void check_gemm(const std::string& graph, const Inputs& inputs, bool ta, bool tb, double alpha, double beta,
+                const std::string& constant_b = "") {
+  Model model = model_of(graph);
+  Inputs feed = inputs;
+  if (!constant_b.empty()) {
+    for (std::size_t i = 0; i < feed.size(); ++i)
+      if (feed[i].first == constant_b) {
+        model = with_initializer(model, constant_b, feed[i].second);
+        feed.erase(feed.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+  }
+  const Tensor* c = inputs.size() > 2 ? &inputs[2].second : nullptr;
+  const Reference ref = gemm_reference(inputs[0].second, inputs[1].second, c, ta, tb, alpha, beta);
+  for (const std::string impl : {"portable", "avx2", "avx512"}) {
+    if (impl != "portable" && !host_runs(impl)) continue;
+    std::string chosen;
+    const Tensor one = run(model, feed, impl, 1, small_blocks(), &chosen);
+    CHECK(chosen == impl);
+    check_close(one, ref, impl);
+    for (int threads = 2; threads <= 4; ++threads) {
+      CAPTURE(impl);
+      CAPTURE(threads);
+      CHECK(bitwise_equal(one, run(model, feed, impl, threads)));
+    }
+  }
+}
+
+void check_matmul(int64_t m, int64_t k, int64_t n, uint32_t seed = 1) {
+  CAPTURE(m);
+  CAPTURE(k);
+  CAPTURE(n);
+  check_gemm("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }",
+             {{"a", random({m, k}, seed)}, {"b", random({k, n}, seed + 1)}}, false, false, 1.0, 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("host_features_and_preference_order") {
+  const CpuFeatures& f = host_cpu_features();
+  MESSAGE(fmt::format("host: avx2={} fma3={} avx512f={} avx512vl={} avx512bw={}", f.avx2, f.fma3, f.avx512f,
+                      f.avx512vl, f.avx512bw));
+  for (const std::string& impl : kSimd) host_runs(impl);
+  for (const std::string op : {"MatMul", "Gemm"}) {
+    std::vector<std::string> order;
+    for (const auto& def : cpu_kernel_table().definitions())
+      if (is_gemm_f32(def) && def.op_type == op) order.push_back(def.implementation);
+    REQUIRE(order.size() == 3);
+    CHECK(order[0] == "avx512");
+    CHECK(order[1] == "avx2");
+    CHECK(order[2] == "portable");
+    const KernelDef* chosen = cpu_kernel_table().choose("", op, 17, ElementType::float32, f).def;
+    REQUIRE(chosen != nullptr);
+    if (f.avx512f && f.avx512vl && f.avx512bw && f.avx2 && f.fma3) CHECK(chosen->implementation == "avx512");
+    // Other types keep the portable kernel only.
+    const KernelDef* d = cpu_kernel_table().choose("", op, 17, ElementType::float64, f).def;
+    REQUIRE(d != nullptr);
+    CHECK(d->implementation == "portable");
+  }
+}
+
+TEST_CASE("schema_threshold_first_then_block_tiles") {
+  for (const std::string& impl : kSimd)
+    for (const std::string op : {"MatMul", "Gemm"}) {
+      const KernelDef& def = def_of(op, impl);
+      CHECK(def.schema.key.implementation == impl);
+      CHECK(static_cast<bool>(def.calibration_workload));
+      REQUIRE(def.schema.parameters.size() == 4);
+      CHECK(def.schema.parameters[0].name == "parallel.minimum_macs");
+      CHECK(def.schema.parameters[0].role == ParameterRole::threshold);
+      for (std::size_t i = 1; i < 4; ++i) {
+        CHECK(def.schema.parameters[i].role == ParameterRole::tile);
+        CHECK(!def.schema.parameters[i].allowed.empty());
+      }
+      CHECK(def.schema.parameters[1].name == "gemm.block_m");
+      CHECK(def.schema.parameters[2].name == "gemm.block_k");
+      CHECK(def.schema.parameters[3].name == "gemm.block_n");
+      CHECK(def.schema.validate(def.schema.defaults()).empty());
+    }
+}
+
+TEST_CASE("m_lt_mr") {
+  for (int64_t m : {1, 2, 5, 6, 7, 11, 12, 13}) check_matmul(m, 37, 50);
+}
+
+TEST_CASE("n_not_multiple_of_nr") {
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 33, 47, 100}) check_matmul(13, 29, n);
+}
+
+TEST_CASE("k_eq_1") {
+  check_matmul(14, 1, 40);
+  check_matmul(1, 1, 1);
+}
+
+TEST_CASE("k_gt_block_k") {
+  // block_k is 64 in these runs: several k-blocks, the last one partial.
+  check_matmul(30, 200, 70);
+  check_matmul(7, 1000, 33);
+}
+
+TEST_CASE("large_square_crosses_every_block") { check_matmul(130, 300, 150); }
+
+TEST_CASE("block_sizes_do_not_change_results") {
+  // Every element accumulates k ascending, resuming from its stored partial sum: bit-identical.
+  const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
+  const Inputs inputs{{"a", random({61, 700}, 3)}, {"b", random({700, 83}, 4)}};
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    CAPTURE(impl);
+    auto r0 = registry_with(24, 64, 32), r1 = registry_with(96, 256, 256), r2 = registry_with(768, 1024, 2048);
+    const Tensor y0 = run(model, inputs, impl, 2, *r0);
+    CHECK(bitwise_equal(y0, run(model, inputs, impl, 3, *r1)));
+    CHECK(bitwise_equal(y0, run(model, inputs, impl, 1, *r2)));
+  }
+}
+
+TEST_CASE("threads_1_to_4_bit_identical") {
+  // Sizes where the task grid is split differently for every thread count.
+  for (int64_t s : {19, 64, 97}) check_matmul(s, s + 5, 2 * s + 3, 7);
+}
+
+TEST_CASE("batched_broadcast") {
+  const Tensor a = random({2, 1, 9, 21}, 5), b = random({3, 21, 35}, 6);
+  const Model model = model_of("(float[2, 1, M, K] a, float[3, K, N] b) => (float[2, 3, M, N] y) { y = MatMul(a, b) }");
+  const Tensor portable = run(model, {{"a", a}, {"b", b}}, "portable", 1);
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    CAPTURE(impl);
+    const Tensor y = run(model, {{"a", a}, {"b", b}}, impl, 1);
+    REQUIRE(y.shape() == Shape{2, 3, 9, 35});
+    // Each batch against the 2-D reference.
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j) {
+        Tensor am(ElementType::float32, {9, 21}), bm(ElementType::float32, {21, 35}), ym(ElementType::float32, {9, 35});
+        std::memcpy(am.data<float>(), a.data<float>() + i * 9 * 21, 9 * 21 * sizeof(float));
+        std::memcpy(bm.data<float>(), b.data<float>() + j * 21 * 35, 21 * 35 * sizeof(float));
+        std::memcpy(ym.data<float>(), y.data<float>() + (i * 3 + j) * 9 * 35, 9 * 35 * sizeof(float));
+        check_close(ym, gemm_reference(am, bm, nullptr, false, false, 1, 0), fmt::format("batch {},{}", i, j));
+      }
+    for (int threads = 2; threads <= 4; ++threads) CHECK(bitwise_equal(y, run(model, {{"a", a}, {"b", b}}, impl, threads)));
+    // Same shape and close to portable.
+    REQUIRE(portable.shape() == y.shape());
+  }
+}
+
+TEST_CASE("batched_shared_b_folds_batches") {
+  // A [2, 3, M, K] with one B: the batches run as one tall matrix; also B as an initializer.
+  const Tensor a = random({2, 3, 10, 17}, 8), b = random({17, 20}, 9);
+  const std::string graph = "(float[2, 3, M, K] a, float[K, N] b) => (float[2, 3, M, N] y) { y = MatMul(a, b) }";
+  Tensor a2(ElementType::float32, {60, 17});
+  std::memcpy(a2.data<float>(), a.data<float>(), 60 * 17 * sizeof(float));
+  const Reference ref = gemm_reference(a2, b, nullptr, false, false, 1, 0);
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    CAPTURE(impl);
+    const Tensor y = run(model_of(graph), {{"a", a}, {"b", b}}, impl, 3);
+    check_close(y, ref, "inputs");
+    const Tensor yc = run(with_initializer(model_of(graph), "b", b), {{"a", a}}, impl, 2);
+    CHECK(bitwise_equal(y, yc));
+  }
+}
+
+TEST_CASE("one_dimensional_operands") {
+  const Tensor a = random({23}, 10), b = random({23, 40}, 11), v = random({23}, 12);
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    CAPTURE(impl);
+    const Tensor y = run(model_of("(float[K] a, float[K, N] b) => (float[N] y) { y = MatMul(a, b) }"),
+                         {{"a", a}, {"b", b}}, impl, 2);
+    const Tensor p = run(model_of("(float[K] a, float[K, N] b) => (float[N] y) { y = MatMul(a, b) }"),
+                         {{"a", a}, {"b", b}}, "portable", 1);
+    REQUIRE(y.shape() == Shape{40});
+    for (int64_t j = 0; j < 40; ++j) CHECK(y.data<float>()[j] == doctest::Approx(p.data<float>()[j]).epsilon(1e-5));
+    const Tensor yv = run(model_of("(float[K, N] b, float[N] v) => (float[K] y) { y = MatMul(b, v) }"),
+                          {{"b", random({23, 23}, 13)}, {"v", v}}, impl, 2);
+    CHECK(yv.shape() == Shape{23});
+  }
+}
+
+TEST_CASE("transposed_b") {
+  check_gemm("(float[M, K] a, float[N, K] b) => (float[M, N] y) { y = Gemm <transB = 1> (a, b) }",
+             {{"a", random({13, 70}, 1)}, {"b", random({45, 70}, 2)}}, false, true, 1, 0);
+}
+
+TEST_CASE("transposed_a_and_b_constant") {
+  check_gemm("(float[K, M] a, float[N, K] b) => (float[M, N] y) { y = Gemm <transA = 1, transB = 1> (a, b) }",
+             {{"a", random({70, 15}, 3)}, {"b", random({33, 70}, 4)}}, true, true, 1, 0, "b");
+}
+
+TEST_CASE("bias_row_broadcast") {
+  check_gemm("(float[M, K] a, float[K, N] b, float[N] c) => (float[M, N] y) { y = Gemm <alpha = 0.5, beta = 2.0> (a, b, c) }",
+             {{"a", random({14, 90}, 5)}, {"b", random({90, 37}, 6)}, {"c", random({37}, 7)}}, false, false, 0.5, 2.0);
+}
+
+TEST_CASE("bias_column_scalar_and_full") {
+  check_gemm("(float[M, K] a, float[K, N] b, float[M, 1] c) => (float[M, N] y) { y = Gemm (a, b, c) }",
+             {{"a", random({17, 20}, 5)}, {"b", random({20, 35}, 6)}, {"c", random({17, 1}, 7)}}, false, false, 1, 1);
+  check_gemm("(float[M, K] a, float[K, N] b, float[1] c) => (float[M, N] y) { y = Gemm <beta = -1.5> (a, b, c) }",
+             {{"a", random({5, 20}, 5)}, {"b", random({20, 3}, 6)}, {"c", random({1}, 7)}}, false, false, 1, -1.5);
+  check_gemm("(float[M, K] a, float[K, N] b, float[M, N] c) => (float[M, N] y) { y = Gemm <alpha = -2.0> (a, b, c) }",
+             {{"a", random({26, 130}, 5)}, {"b", random({130, 50}, 6)}, {"c", random({26, 50}, 7)}}, false, false, -2, 1);
+}
+
+TEST_CASE("constant_weights_mlp") {
+  // The MLP shape class: Gemm + Relu + Gemm with weights and biases as initializers.
+  const std::string graph =
+      "(float[B, I] x, float[I, H] w1, float[H] b1, float[H, O] w2, float[O] b2) => (float[B, O] y) "
+      "{ h = Gemm(x, w1, b1)\n r = Relu(h)\n y = Gemm(r, w2, b2) }";
+  const Tensor x = random({20, 48}, 1), w1 = random({48, 70}, 2), b1 = random({70}, 3), w2 = random({70, 30}, 4),
+               b2 = random({30}, 5);
+  Model model = model_of(graph);
+  model = with_initializer(model, "w1", w1);
+  model = with_initializer(model, "b1", b1);
+  model = with_initializer(model, "w2", w2);
+  model = with_initializer(model, "b2", b2);
+  const Tensor portable = run(model, {{"x", x}}, "portable", 1);
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    CAPTURE(impl);
+    const Tensor y = run(model, {{"x", x}}, impl, 1);
+    for (int64_t i = 0; i < y.element_count(); ++i)
+      CHECK(y.data<float>()[i] == doctest::Approx(portable.data<float>()[i]).epsilon(1e-4));
+    for (int threads = 2; threads <= 4; ++threads) CHECK(bitwise_equal(y, run(model, {{"x", x}}, impl, threads)));
+  }
+}
+
+TEST_CASE("default_tuning_runs_the_simd_kernel") {
+  // Without a published profile (portable defaults of the avx schemas) results match small blocks.
+  const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
+  const Inputs inputs{{"a", random({100, 300}, 3)}, {"b", random({300, 260}, 4)}};
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    TuningRegistry empty;
+    CHECK(bitwise_equal(run(model, inputs, impl, 2, empty), run(model, inputs, impl, 1)));
+  }
+}
