@@ -59,7 +59,8 @@ def main():
     ortlib_bin = os.path.join(WORK, "bin", "ort_c_bench")
     if not os.path.exists(ortlib_bin) or not os.path.exists(os.path.join(MODELS, "manifest.tsv")):
         subprocess.run(["bash", os.path.join(PEER, "setup.sh")], check=True)
-    only = ["--only", a.only] if a.only else []
+    # Always name the models: the peer harness leaves the N = 1 models out of its default set.
+    only = ["--only", a.only or ",".join(m for _, models, _, _ in TARGETS for m in models)]
     ours, theirs, memcpy = [], [], []
     for rep in range(a.reps):
         load = open("/proc/loadavg").read().split()[:3]

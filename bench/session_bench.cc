@@ -19,8 +19,10 @@ Model elementwise_model(const char* op, int inputs) {
   return parse_model_text(text);
 }
 
-// Session run with a preallocated (reused) output: the per-call floor.
-void BM_SessionRun(benchmark::State& state, const char* op, int inputs, int threads, int64_t minimum) {
+// Session run with a preallocated (reused) output: the per-call floor. `streaming` sets
+// store.streaming_minimum_elements where the dispatched kernel has it (the SIMD span kernels).
+void BM_SessionRun(benchmark::State& state, const char* op, int inputs, int threads, int64_t minimum,
+                   int64_t streaming = 0) {
   const int64_t n = state.range(0);
   TuningRegistry registry;
   RuntimeSessionOptions options;
@@ -28,7 +30,18 @@ void BM_SessionRun(benchmark::State& state, const char* op, int inputs, int thre
   options.registry = &registry;
   RuntimeSession probe(elementwise_model(op, inputs), options);
   probe.initialize();
-  registry.publish({{probe.resolved_tuning()[0].key, threads, {{"parallel.minimum_elements", minimum}}}});
+  const ResolvedTuning resolved = probe.resolved_tuning()[0];
+  TuningValues values = resolved.values;
+  values["parallel.minimum_elements"] = minimum;
+  if (streaming > 0) {
+    if (!values.contains("store.streaming_minimum_elements")) {
+      state.SkipWithError(("no streaming stores in " + resolved.key.implementation).c_str());
+      return;
+    }
+    values["store.streaming_minimum_elements"] = streaming;
+  }
+  state.SetLabel(resolved.key.implementation);
+  registry.publish({{resolved.key, threads, values}});
   RuntimeSession session(elementwise_model(op, inputs), options);
   RuntimeContext context;
   context.set("a", random_tensor(ElementType::float32, {n}, 1));
@@ -44,6 +57,13 @@ BENCHMARK_CAPTURE(BM_SessionRun, abs_serial, "Abs", 1, 1, int64_t{1} << 40)->Arg
 BENCHMARK_CAPTURE(BM_SessionRun, abs_2threads, "Abs", 1, 2, int64_t{1})->Arg(1000)->Arg(100000)->Arg(1000000);
 BENCHMARK_CAPTURE(BM_SessionRun, add_serial, "Add", 2, 1, int64_t{1} << 40)->Arg(1)->Arg(100000)->Arg(1000000);
 BENCHMARK_CAPTURE(BM_SessionRun, add_2threads, "Add", 2, 2, int64_t{1})->Arg(100000)->Arg(1000000);
+// Non-temporal stores against cached ones on outputs past the L2 (the default keeps them off).
+BENCHMARK_CAPTURE(BM_SessionRun, abs_serial_streaming, "Abs", 1, 1, int64_t{1} << 40, int64_t{1})
+    ->Arg(1000000)->Arg(10000000);
+BENCHMARK_CAPTURE(BM_SessionRun, abs_serial_cached, "Abs", 1, 1, int64_t{1} << 40)->Arg(1000000)->Arg(10000000);
+BENCHMARK_CAPTURE(BM_SessionRun, add_2threads_streaming, "Add", 2, 2, int64_t{1}, int64_t{1})
+    ->Arg(1000000)->Arg(10000000);
+BENCHMARK_CAPTURE(BM_SessionRun, add_2threads_cached, "Add", 2, 2, int64_t{1})->Arg(1000000)->Arg(10000000);
 
 // ParallelFor round trip on a trivial body: the cost of waking the pool.
 void BM_ParallelForWake(benchmark::State& state) {

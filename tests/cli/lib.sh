@@ -28,3 +28,13 @@ expect_exit() {
 expect_grep() {
   grep -Eq -- "$2" "$1" || { echo "--- $1" >&2; cat "$1" >&2; fail "pattern '$2' not in $1"; }
 }
+
+# The implementation this host's float32 elementwise kernels (Abs, Add, Relu, ...) dispatch to,
+# decided from /proc/cpuinfo independently of the tool: "avx2" on x86-64 with AVX2 and FMA.
+host_elementwise_implementation() {
+  if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    echo avx2
+  else
+    echo portable
+  fi
+}

@@ -5,6 +5,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 CACHE="$SCRATCH/nested/dir/kernel_tuning.cache"
 T=("$TOOL" --cache "$CACHE" --color never)
+IMPL=$(host_elementwise_implementation)
 
 # --help of every verb shows examples.
 for verb in list propose set inspect load remove; do
@@ -30,7 +31,7 @@ expect_grep "$SCRATCH/err" "pass --yes"
 # list before anything is cached: defaults, portable_default, the cache path and its state.
 expect_exit 0 "${T[@]}" list Abs --element-type float
 expect_grep "$SCRATCH/out" "cache: $CACHE \(not_found\)"
-expect_grep "$SCRATCH/out" "^Abs +float +portable +[0-9]+ +parallel.minimum_elements +32768 +- +32768 +portable_default +yes"
+expect_grep "$SCRATCH/out" "^Abs +float +$IMPL +[0-9]+ +parallel.minimum_elements +32768 +- +32768 +portable_default +yes"
 expect_exit 0 "${T[@]}" list --json --kernel Abs --element-type 1
 $PY - "$SCRATCH/out" <<'PYEOF'
 import json, sys
@@ -93,7 +94,7 @@ grep -q '^written = [0-9-]*T[0-9:]*Z$' "$CACHE" || fail "provenance.written is n
 # inspect: table, --long, filters, JSON with host fields, classification and provenance.
 expect_exit 0 "${T[@]}" inspect
 expect_grep "$SCRATCH/out" "2 profiles"
-expect_grep "$SCRATCH/out" "^user +0 +Abs +float +portable +[0-9]+ +2 +.* loaded +yes +parallel.minimum_elements=8192 +set"
+expect_grep "$SCRATCH/out" "^user +0 +Abs +float +$IMPL +[0-9]+ +2 +.* loaded +yes +parallel.minimum_elements=8192( store.streaming_minimum_elements=[0-9]+)? +set"
 expect_exit 0 "${T[@]}" inspect --long --kernel Relu
 expect_grep "$SCRATCH/out" "features: "
 expect_exit 0 "$TOOL" inspect "$CACHE" --json --threads 2
@@ -109,7 +110,9 @@ for key in ["architecture", "device", "device_name", "effective_threads", "eleme
             "classification", "layer", "provenance"]:
     assert key in p, key
 assert p["local"] is True and p["classification"] == "loaded" and p["layer"] == "user", p
-assert p["values"] == {"parallel.minimum_elements": 8192} and p["effective_threads"] == 2, p
+# set fills the names it was not given from the defaults (the SIMD kernels' streaming threshold).
+assert p["values"]["parallel.minimum_elements"] == 8192 and p["effective_threads"] == 2, p
+assert set(p["values"]) <= {"parallel.minimum_elements", "store.streaming_minimum_elements"}, p
 assert p["provenance"]["source"] == "set" and p["provenance"]["tool_version"], p
 PYEOF
 expect_exit 1 "$TOOL" inspect "$SCRATCH/does-not-exist.cache"

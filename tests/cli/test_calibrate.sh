@@ -40,7 +40,7 @@ PYEOF
 
 # Binary kernels with broadcast variants, repeat agreement, SVG report.
 expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Add --repeat 3 --max-duration-ms 300 --report "$SCRATCH/add.svg"
-expect_grep "$SCRATCH/out" "Add float portable"
+expect_grep "$SCRATCH/out" "Add float $(host_elementwise_implementation)"
 expect_grep "$SCRATCH/out" "cache: updated"
 expect_grep "$SCRATCH/add.svg" "<svg"
 expect_grep "$SCRATCH/add.svg" "serial \(reference\)"

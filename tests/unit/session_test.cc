@@ -35,6 +35,15 @@ TuningKey abs_float_key() {
   return def->schema.key;
 }
 
+// A complete profile for the dispatched Abs kernel: its defaults with the threshold replaced.
+TuningValues abs_values(int64_t minimum_elements) {
+  const KernelDef* def = cpu_kernel_table().choose("", "Abs", 18, ElementType::float32, host_cpu_features()).def;
+  REQUIRE(def != nullptr);
+  TuningValues values = def->schema.defaults();
+  values["parallel.minimum_elements"] = minimum_elements;
+  return values;
+}
+
 RuntimeSessionOptions options_with(int threads, TuningRegistry* registry,
                                    std::shared_ptr<ParallelRegionCollector> collector = nullptr) {
   RuntimeSessionOptions o;
@@ -51,7 +60,7 @@ TEST_CASE("seed_scenario_session_copies_threshold_once") {
   // lower value changes only sessions created afterwards.
   TuningRegistry registry;
   const int64_t n = 32768;
-  registry.publish({{abs_float_key(), 2, {{"parallel.minimum_elements", n + 1}}}});
+  registry.publish({{abs_float_key(), 2, abs_values(n + 1)}});
   Model model = test::parse(test::kSeedAbsModel);
   RuntimeContext context(KernelContext(default_opset(18)));
   Tensor x(ElementType::float32, {n});
@@ -66,7 +75,7 @@ TEST_CASE("seed_scenario_session_copies_threshold_once") {
   CHECK(events[0].admitted_threads == 1);
   CHECK(events[0].requested_threads == 2);
 
-  registry.publish({{abs_float_key(), 2, {{"parallel.minimum_elements", n / 2}}}});
+  registry.publish({{abs_float_key(), 2, abs_values(n / 2)}});
   serial.run(context);
   events = serial.parallel_region_report().events;
   REQUIRE(events.size() == 2);
@@ -92,7 +101,7 @@ TEST_CASE("seed_scenario_session_copies_threshold_once") {
 
 TEST_CASE("profile_for_other_thread_count_is_not_used") {
   TuningRegistry registry;
-  registry.publish({{abs_float_key(), 4, {{"parallel.minimum_elements", int64_t{1}}}}});
+  registry.publish({{abs_float_key(), 4, abs_values(1)}});
   RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(2, &registry));
   session.initialize();
   CHECK(session.resolved_tuning()[0].source == TuningSource::portable_default);
@@ -101,7 +110,7 @@ TEST_CASE("profile_for_other_thread_count_is_not_used") {
 
 TEST_CASE("invalid_published_values_fall_back_to_defaults") {
   TuningRegistry registry;
-  registry.publish({{abs_float_key(), 2, {{"parallel.minimum_elements", int64_t{-5}}}}});
+  registry.publish({{abs_float_key(), 2, abs_values(-5)}});
   RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(2, &registry));
   session.initialize();
   CHECK(session.resolved_tuning()[0].source == TuningSource::portable_default);
@@ -265,8 +274,9 @@ TEST_CASE("bit_exact_serial_and_parallel_across_threads_and_block_edges") {
   std::vector<PublishedProfile> always_parallel;
   for (const char* op : {"Abs", "Add", "Div"}) {
     const KernelDef* def = cpu_kernel_table().choose("", op, 17, ElementType::float32, host_cpu_features()).def;
-    for (int threads = 1; threads <= 4; ++threads)
-      always_parallel.push_back({def->schema.key, threads, {{"parallel.minimum_elements", int64_t{1}}}});
+    TuningValues values = def->schema.defaults();
+    values["parallel.minimum_elements"] = int64_t{1};
+    for (int threads = 1; threads <= 4; ++threads) always_parallel.push_back({def->schema.key, threads, values});
   }
   registry.publish(always_parallel);
   for (int64_t n : {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000, 4099}) {

@@ -5,6 +5,8 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/integer_math.h"
+#include "kernels/isa_requirements.h"
+#include "kernels/simd_elementwise.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
@@ -151,13 +153,21 @@ void add_binary_with_attributes(KernelTable& table, const std::string& op_type, 
 }  // namespace
 
 void register_binary_kernels(KernelTable& table) {
+  const ElementwiseSpec add_spec{"Add", {7}}, sub_spec{"Sub", {7}}, mul_spec{"Mul", {7}}, div_spec{"Div", {7}};
+#if ONNX_LIGHT_X86_SIMD
+  // Span loops first: the table prefers them wherever the host has the features.
+  add_span_binary(table, add_spec, "avx2", needs_avx2_fma, simd::add_f32_avx2, AddOp{});
+  add_span_binary(table, sub_spec, "avx2", needs_avx2_fma, simd::sub_f32_avx2, SubOp{});
+  add_span_binary(table, mul_spec, "avx2", needs_avx2_fma, simd::mul_f32_avx2, MulOp{});
+  add_span_binary(table, div_spec, "avx2", needs_avx2_fma, simd::div_f32_avx2, DivOp{});
+#endif
   for_each_type<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
                 uint64_t>([&](auto t) {
     using T = decltype(t);
-    add_binary<T>(table, {"Add", {7}}, no_attributes(AddOp{}));
-    add_binary<T>(table, {"Sub", {7}}, no_attributes(SubOp{}));
-    add_binary<T>(table, {"Mul", {7}}, no_attributes(MulOp{}));
-    add_binary<T>(table, {"Div", {7}}, no_attributes(DivOp{}));
+    add_binary<T>(table, add_spec, no_attributes(AddOp{}));
+    add_binary<T>(table, sub_spec, no_attributes(SubOp{}));
+    add_binary<T>(table, mul_spec, no_attributes(MulOp{}));
+    add_binary<T>(table, div_spec, no_attributes(DivOp{}));
     add_binary_with_attributes<T>(table, "Mod", {10}, is_floating_v<T> ? "fmod = 1" : "", [](const KernelCreateInfo& info) {
       check_attributes(info, {"fmod"});
       const bool fmod = info.int_attribute("fmod", 0) != 0;

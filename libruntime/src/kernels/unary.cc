@@ -7,6 +7,8 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/integer_math.h"
+#include "kernels/isa_requirements.h"
+#include "kernels/simd_elementwise.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
@@ -217,10 +219,17 @@ void for_float_types(F&& f) {
 
 void register_unary_kernels(KernelTable& table) {
   // Abs carries tuning ABI 2: its threshold's default moved when the kernel became vectorisable.
+  const ElementwiseSpec abs_spec{"Abs", {6}, 2, 32768}, neg_spec{"Neg", {6}}, relu_spec{"Relu", {6}};
+#if ONNX_LIGHT_X86_SIMD
+  // Span loops first: the table prefers them wherever the host has the features.
+  add_span_unary(table, abs_spec, "avx2", needs_avx2_fma, simd::abs_f32_avx2);
+  add_span_unary(table, neg_spec, "avx2", needs_avx2_fma, simd::neg_f32_avx2);
+  add_span_unary(table, relu_spec, "avx2", needs_avx2_fma, simd::relu_f32_avx2);
+#endif
   for_each_type<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
                 uint64_t>([&](auto t) {
     using T = decltype(t);
-    add_unary<T>(table, {"Abs", {6}, 2, 32768}, no_attributes(AbsOp{}));
+    add_unary<T>(table, abs_spec, no_attributes(AbsOp{}));
     add_unary<T>(table, {"Sign", {9}}, no_attributes(SignOp{}));
     add_unary<T>(table, {"Clip", {11}}, [](const KernelCreateInfo& info) {
       check_attributes(info, {});
@@ -235,8 +244,8 @@ void register_unary_kernels(KernelTable& table) {
   });
   for_each_type<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t>([&](auto t) {
     using T = decltype(t);
-    add_unary<T>(table, {"Neg", {6}}, no_attributes(NegOp{}));
-    add_unary<T>(table, {"Relu", {6}}, no_attributes(ReluOp{}));
+    add_unary<T>(table, neg_spec, no_attributes(NegOp{}));
+    add_unary<T>(table, relu_spec, no_attributes(ReluOp{}));
   });
   for_float_types([&](auto t) {
     using T = decltype(t);

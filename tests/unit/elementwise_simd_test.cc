@@ -1,0 +1,220 @@
+// The float32 span kernels ("avx2") of Abs, Neg, Relu, Add, Sub, Mul and Div against the portable
+// functor kernels, bit for bit: special values (NaN, signed zeros, infinities, subnormals), every
+// length around the vector width and the 4-vector unroll, every broadcast form, 1..3 threads, and
+// non-temporal stores (which start on a misaligned output in broadcast rows).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/calibration_workload.h"
+#include "onnx_light/runtime/cpu_features.h"
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/session.h"
+#include "onnx_light/runtime/tuning_registry.h"
+#include "test_models.h"
+
+using namespace onnx_light;
+using namespace onnx_light::runtime;
+
+namespace {
+
+const std::vector<std::string> kUnary{"Abs", "Neg", "Relu"};
+const std::vector<std::string> kBinary{"Add", "Sub", "Mul", "Div"};
+
+bool is_span_op(const KernelDef& def) {
+  if (def.element_type != ElementType::float32) return false;
+  for (const auto* list : {&kUnary, &kBinary})
+    for (const auto& op : *list)
+      if (def.op_type == op) return true;
+  return false;
+}
+
+// True (with a loud message) when this host can run `implementation` of the span ops.
+bool host_runs(const std::string& implementation) {
+  for (const auto& def : cpu_kernel_table().definitions()) {
+    if (!is_span_op(def) || def.implementation != implementation) continue;
+    const std::string why = def.unavailable_reason ? def.unavailable_reason(host_cpu_features()) : std::string{};
+    if (why.empty()) return true;
+    WARN_MESSAGE(false, fmt::format("{} elementwise kernels not tested on this host: {}", implementation, why));
+    return false;
+  }
+  WARN_MESSAGE(false, fmt::format("{} elementwise kernels are not registered in this build", implementation));
+  return false;
+}
+
+// The CPU table with the span ops restricted to one implementation.
+const KernelTable& table_for(const std::string& implementation) {
+  static std::map<std::string, std::unique_ptr<KernelTable>> tables;
+  auto& slot = tables[implementation];
+  if (!slot) {
+    slot = std::make_unique<KernelTable>();
+    for (const auto& def : cpu_kernel_table().definitions())
+      if (!is_span_op(def) || def.implementation == implementation) slot->add(def);
+  }
+  return *slot;
+}
+
+// Every span op parallel from one element, with the given streaming-store threshold where the
+// schema has one, for 1..4 threads.
+std::unique_ptr<TuningRegistry> registry_with(int64_t streaming_minimum) {
+  auto registry = std::make_unique<TuningRegistry>();
+  std::vector<PublishedProfile> profiles;
+  for (const auto& def : cpu_kernel_table().definitions()) {
+    if (!is_span_op(def)) continue;
+    TuningValues values = def.schema.defaults();
+    values["parallel.minimum_elements"] = int64_t{1};
+    if (values.contains("store.streaming_minimum_elements"))
+      values["store.streaming_minimum_elements"] = streaming_minimum;
+    for (int threads = 1; threads <= 4; ++threads) profiles.push_back({def.schema.key, threads, values});
+  }
+  registry->publish(std::move(profiles));
+  return registry;
+}
+
+// Random values with the special ones sprinkled in at fixed positions.
+Tensor special_tensor(const Shape& shape, uint32_t seed) {
+  Tensor t = random_tensor(ElementType::float32, shape, seed);
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            -std::numeric_limits<float>::quiet_NaN(),
+                            0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::denorm_min(),
+                            -std::numeric_limits<float>::denorm_min(),
+                            std::numeric_limits<float>::max(),
+                            -1.0f};
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.element_count(); ++i)
+    if ((i * 7 + seed) % 5 == 0) p[i] = specials[static_cast<std::size_t>((i + seed) % 10)];
+  return t;
+}
+
+struct Case {
+  std::string op;
+  Shape a, b;  // b empty for unary ops
+};
+
+Tensor run(const Case& c, const std::string& implementation, int threads, TuningRegistry& registry) {
+  const bool binary = !c.b.empty();
+  auto dims = [](const Shape& s) { return fmt::format("{}", fmt::join(s, ",")); };
+  std::string text = fmt::format("<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[{}] a{}) => (float[] y) {{ y = {}(a{}) }}",
+                                 dims(c.a), binary ? fmt::format(", float[{}] b", dims(c.b)) : "", c.op,
+                                 binary ? ", b" : "");
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(threads);
+  options.registry = &registry;
+  options.kernels = &table_for(implementation);
+  RuntimeSession session(test::parse(text), options);
+  RuntimeContext context;
+  context.set("a", special_tensor(c.a, 11));
+  if (binary) context.set("b", special_tensor(c.b, 23));
+  session.run(context);
+  REQUIRE(session.resolved_tuning().size() == 1);
+  CHECK(session.resolved_tuning()[0].key.implementation == implementation);
+  return context.get("y");
+}
+
+void check_same_bits(const Case& c, const std::string& implementation, TuningRegistry& registry) {
+  const Tensor expected = run(c, "portable", 1, registry);
+  for (int threads = 1; threads <= 3; ++threads) {
+    const Tensor got = run(c, implementation, threads, registry);
+    INFO(c.op, " ", implementation, " a=", fmt::format("{}", fmt::join(c.a, "x")), " b=",
+         fmt::format("{}", fmt::join(c.b, "x")), " threads=", threads);
+    REQUIRE(got.shape() == expected.shape());
+    CHECK(std::memcmp(got.raw_data(), expected.raw_data(), static_cast<std::size_t>(expected.byte_size())) == 0);
+  }
+}
+
+const std::vector<int64_t> kLengths{1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 39, 40, 41, 64, 100, 1000, 4099};
+
+std::vector<Case> binary_cases(const std::string& op) {
+  std::vector<Case> cases;
+  for (int64_t n : kLengths) {
+    cases.push_back({op, {n}, {n}});  // same shape
+    cases.push_back({op, {n}, {1}});  // scalar right
+    cases.push_back({op, {1}, {n}});  // scalar left
+  }
+  cases.push_back({op, {33, 1}, {1, 35}});    // outer product: both operands repeat in rows
+  cases.push_back({op, {5, 37}, {37}});       // row vector: contiguous rows
+  cases.push_back({op, {37, 41}, {37, 1}});   // column vector: right operand repeats in a row
+  cases.push_back({op, {41, 1}, {41, 43}});   // column vector on the left
+  cases.push_back({op, {3, 1, 17}, {1, 9, 1}});  // mixed
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("avx2_unary_lengths_around_vector_width_match_portable_bits") {
+  if (!host_runs("avx2")) return;
+  auto registry = registry_with(int64_t{1} << 40);
+  for (const auto& op : kUnary)
+    for (int64_t n : kLengths) check_same_bits({op, {n}, {}}, "avx2", *registry);
+}
+
+TEST_CASE("avx2_binary_every_broadcast_form_matches_portable_bits") {
+  if (!host_runs("avx2")) return;
+  auto registry = registry_with(int64_t{1} << 40);
+  for (const auto& op : kBinary)
+    for (const auto& c : binary_cases(op)) check_same_bits(c, "avx2", *registry);
+}
+
+TEST_CASE("avx2_streaming_stores_misaligned_rows_match_portable_bits") {
+  if (!host_runs("avx2")) return;
+  auto registry = registry_with(1);  // every output written with non-temporal stores
+  for (const auto& op : kUnary)
+    for (int64_t n : {1, 9, 33, 4099}) check_same_bits({op, {n}, {}}, "avx2", *registry);
+  for (const auto& op : kBinary)
+    for (const auto& c : binary_cases(op)) check_same_bits(c, "avx2", *registry);
+}
+
+TEST_CASE("relu_avx2_keeps_nan_and_turns_negative_zero_positive") {
+  if (!host_runs("avx2")) return;
+  auto registry = registry_with(int64_t{1} << 40);
+  RuntimeSessionOptions options;
+  options.registry = registry.get();
+  options.kernels = &table_for("avx2");
+  RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[4] a) => (float[4] y) { y = Relu(a) }"),
+                         options);
+  RuntimeContext context;
+  Tensor a(ElementType::float32, {4});
+  a.data<float>()[0] = -0.0f;
+  a.data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+  a.data<float>()[2] = -3.0f;
+  a.data<float>()[3] = 2.5f;
+  context.set("a", a);
+  session.run(context);
+  const float* y = context.get("y").data<float>();
+  CHECK(y[0] == 0.0f);
+  CHECK_FALSE(std::signbit(y[0]));
+  CHECK(std::isnan(y[1]));
+  CHECK(y[2] == 0.0f);
+  CHECK(y[3] == 2.5f);
+}
+
+TEST_CASE("dispatch_prefers_avx2_and_records_why_it_was_skipped_otherwise") {
+  CpuFeatures none;
+  const KernelChoice fallback = cpu_kernel_table().choose("", "Abs", 17, ElementType::float32, none);
+  REQUIRE(fallback.def != nullptr);
+  CHECK(fallback.def->implementation == "portable");
+#if defined(__x86_64__)
+  REQUIRE(fallback.skipped.size() >= 1);
+  CHECK(fallback.skipped.front() == "avx2: needs avx2");
+  CpuFeatures avx2_only;
+  avx2_only.avx2 = true;
+  CHECK(cpu_kernel_table().choose("", "Add", 17, ElementType::float32, avx2_only).skipped.front() == "avx2: needs fma");
+  CpuFeatures both = avx2_only;
+  both.fma3 = true;
+  CHECK(cpu_kernel_table().choose("", "Relu", 17, ElementType::float32, both).def->implementation == "avx2");
+  // Other element types have no span kernel: the portable one is chosen without a skip.
+  CHECK(cpu_kernel_table().choose("", "Abs", 17, ElementType::float64, both).skipped.empty());
+#endif
+}
