@@ -4,7 +4,9 @@
 //
 //   onnx-light-peer-bench [--models DIR] [--threads 1,2] [--modes prealloc,alloc] [--min-time 0.5] [--only a,b]
 //
-// prealloc: outputs stay in the context, so the session reuses their buffers (our steady state).
+// Runs go through the positional RuntimeSession::run(inputs, outputs), no name lookups, as
+// ort_c_bench drives ONNX Runtime through bound values.
+// prealloc: each output is bound once to a caller buffer (Tensor::borrow), written in place.
 // alloc: outputs are dropped after every run, so each run allocates them again.
 #include <algorithm>
 #include <chrono>
@@ -150,14 +152,21 @@ int main(int argc, char** argv) {
           break;
         }
         for (const auto& mode : modes) {
-          RuntimeContext context;
+          std::vector<Tensor> inputs;
           for (std::size_t j = 0; j < m.inputs.size(); ++j)
-            context.set(m.inputs[j].name, peer_input(m.inputs[j].shape, static_cast<int>(j)));
+            inputs.push_back(peer_input(m.inputs[j].shape, static_cast<int>(j)));
           const bool prealloc = mode == "prealloc";
+          std::vector<Tensor> caller_buffers;  // owns the memory the prealloc outputs borrow
+          std::vector<Tensor> outputs(m.outputs.size());
+          if (prealloc)
+            for (std::size_t j = 0; j < m.outputs.size(); ++j) {
+              caller_buffers.emplace_back(ElementType::float32, m.outputs[j].shape);
+              outputs[j] = Tensor::borrow(ElementType::float32, m.outputs[j].shape, caller_buffers.back().raw_data());
+            }
           auto once = [&] {
-            session->run(context);
+            session->run(inputs, outputs);
             if (!prealloc)
-              for (const auto& o : m.outputs) context.erase(o.name);
+              for (auto& o : outputs) o = Tensor();
           };
           for (int w = 0; w < 3; ++w) once();
           std::vector<double> samples;

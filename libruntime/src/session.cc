@@ -136,7 +136,9 @@ struct RuntimeSession::Impl {
       }
       Tensor& slot = impl_.slots[static_cast<std::size_t>(step_.outputs[index])];
       // Reuse last run's buffer when nobody else holds it; steady-state runs allocate nothing.
-      if (slot.element_type() == type && slot.shape() == shape && slot.exclusively_owned()) return slot;
+      // A view here is caller memory bound through run(inputs, outputs): written in place.
+      if (slot.element_type() == type && slot.shape() == shape && (slot.exclusively_owned() || slot.is_view()))
+        return slot;
       slot = Tensor(type, shape);
       return slot;
     }
@@ -192,6 +194,9 @@ struct RuntimeSession::Impl {
 
   void build();
   void bind_inputs(RuntimeContext& context);
+  // Checks `given` (nullptr: absent) against input k and binds it to its slot.
+  void bind_input(std::size_t k, const Tensor* given, std::map<std::string, int64_t>& symbols);
+  void run_steps();
 };
 
 void RuntimeSession::Impl::build() {
@@ -398,39 +403,57 @@ void RuntimeSession::Impl::build() {
 void RuntimeSession::Impl::bind_inputs(RuntimeContext& context) {
   std::map<std::string, int64_t> symbols;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
-    const ValueInfo& info = inputs[k];
-    Tensor& slot_tensor = slots[static_cast<std::size_t>(input_slots[k])];
-    auto it = context.values().find(info.name);
-    if (it == context.values().end()) {
-      if (!input_defaults[k].empty()) {
-        slot_tensor = input_defaults[k];
-        continue;
-      }
-      throw InputError(fmt::format("{}: missing input '{}' ({})", model.origin(), info.name, describe_value_info(info)));
+    auto it = context.values().find(inputs[k].name);
+    bind_input(k, it == context.values().end() ? nullptr : &it->second, symbols);
+  }
+}
+
+void RuntimeSession::Impl::bind_input(std::size_t k, const Tensor* given_or_null,
+                                      std::map<std::string, int64_t>& symbols) {
+  const ValueInfo& info = inputs[k];
+  Tensor& slot_tensor = slots[static_cast<std::size_t>(input_slots[k])];
+  if (given_or_null == nullptr) {
+    if (!input_defaults[k].empty()) {
+      slot_tensor = input_defaults[k];
+      return;
     }
-    const Tensor& given = it->second;
-    if (given.element_type() != info.element_type)
-      throw InputError(fmt::format("{}: input '{}' must be {} but is {}", model.origin(), info.name,
-                                   describe_value_info(info), given.describe()));
-    if (info.has_shape) {
-      if (given.rank() != info.shape.size())
-        throw InputError(fmt::format("{}: input '{}' must have rank {} ({}) but has shape {}", model.origin(), info.name,
-                                     info.shape.size(), describe_value_info(info), shape_to_string(given.shape())));
-      for (std::size_t d = 0; d < info.shape.size(); ++d) {
-        int64_t actual = given.shape()[d];
-        if (info.shape[d] >= 0 && info.shape[d] != actual)
-          throw InputError(fmt::format("{}: input '{}' dimension {} must be {} but is {} (shape {})", model.origin(),
-                                       info.name, d, info.shape[d], actual, shape_to_string(given.shape())));
-        if (info.shape[d] < 0 && !info.symbols[d].empty()) {
-          auto [sym, inserted] = symbols.emplace(info.symbols[d], actual);
-          if (!inserted && sym->second != actual)
-            throw InputError(fmt::format("{}: input '{}' dimension {} ('{}') is {} but '{}' is {} elsewhere",
-                                         model.origin(), info.name, d, info.symbols[d], actual, info.symbols[d],
-                                         sym->second));
-        }
+    throw InputError(fmt::format("{}: missing input '{}' ({})", model.origin(), info.name, describe_value_info(info)));
+  }
+  const Tensor& given = *given_or_null;
+  if (given.element_type() != info.element_type)
+    throw InputError(fmt::format("{}: input '{}' must be {} but is {}", model.origin(), info.name,
+                                 describe_value_info(info), given.describe()));
+  if (info.has_shape) {
+    if (given.rank() != info.shape.size())
+      throw InputError(fmt::format("{}: input '{}' must have rank {} ({}) but has shape {}", model.origin(), info.name,
+                                   info.shape.size(), describe_value_info(info), shape_to_string(given.shape())));
+    for (std::size_t d = 0; d < info.shape.size(); ++d) {
+      int64_t actual = given.shape()[d];
+      if (info.shape[d] >= 0 && info.shape[d] != actual)
+        throw InputError(fmt::format("{}: input '{}' dimension {} must be {} but is {} (shape {})", model.origin(),
+                                     info.name, d, info.shape[d], actual, shape_to_string(given.shape())));
+      if (info.shape[d] < 0 && !info.symbols[d].empty()) {
+        auto [sym, inserted] = symbols.emplace(info.symbols[d], actual);
+        if (!inserted && sym->second != actual)
+          throw InputError(fmt::format("{}: input '{}' dimension {} ('{}') is {} but '{}' is {} elsewhere",
+                                       model.origin(), info.name, d, info.symbols[d], actual, info.symbols[d],
+                                       sym->second));
       }
     }
-    slot_tensor = given;  // shares storage; kernels never write inputs
+  }
+  slot_tensor = given;  // shares storage; kernels never write inputs
+}
+
+void RuntimeSession::Impl::run_steps() {
+  for (auto& step : steps) {
+    Execution execution(*this, step);
+    try {
+      step.kernel->run(execution);
+    } catch (const InputError& e) {
+      std::string what = e.what();
+      if (what.rfind(step.label, 0) == 0) throw;
+      throw InputError(fmt::format("{}: {}", step.label, what));
+    }
   }
 }
 
@@ -479,16 +502,7 @@ void RuntimeSession::run(RuntimeContext& context) {
       s.slots[static_cast<std::size_t>(id)] = std::move(it->second);
   }
   s.bind_inputs(context);
-  for (auto& step : s.steps) {
-    Impl::Execution execution(s, step);
-    try {
-      step.kernel->run(execution);
-    } catch (const InputError& e) {
-      std::string what = e.what();
-      if (what.rfind(step.label, 0) == 0) throw;
-      throw InputError(fmt::format("{}: {}", step.label, what));
-    }
-  }
+  s.run_steps();
   for (std::size_t k = 0; k < s.outputs.size(); ++k) {
     std::size_t id = static_cast<std::size_t>(s.output_slots[k]);
     // Graph outputs that are inputs or constants are shared; computed ones are handed over.
@@ -499,6 +513,35 @@ void RuntimeSession::run(RuntimeContext& context) {
   }
   // Inputs are only borrowed for the run; drop our references so callers own them again.
   for (std::size_t k = 0; k < s.input_slots.size(); ++k) s.slots[static_cast<std::size_t>(s.input_slots[k])] = Tensor();
+}
+
+void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  Impl& s = *impl_;
+  if (inputs.size() != s.inputs.size() || outputs.size() != s.outputs.size())
+    throw InputError(fmt::format("{}: run takes {} input(s) and {} output(s) in graph order, got {} and {}",
+                                 s.model.origin(), s.inputs.size(), s.outputs.size(), inputs.size(), outputs.size()));
+  initialize();
+  // The caller's tensors become the output buffers when they fit (checked again in output()).
+  for (std::size_t k = 0; k < outputs.size(); ++k)
+    if (!s.output_shared[k] && (outputs[k].is_view() || outputs[k].exclusively_owned()))
+      s.slots[static_cast<std::size_t>(s.output_slots[k])] = std::move(outputs[k]);
+  std::map<std::string, int64_t> symbols;
+  auto hand_back = [&] {
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      std::size_t id = static_cast<std::size_t>(s.output_slots[k]);
+      if (s.output_shared[k]) outputs[k] = s.slots[id];
+      else outputs[k] = std::move(s.slots[id]);
+    }
+    for (std::size_t k = 0; k < s.input_slots.size(); ++k) s.slots[static_cast<std::size_t>(s.input_slots[k])] = Tensor();
+  };
+  try {
+    for (std::size_t k = 0; k < inputs.size(); ++k) s.bind_input(k, inputs[k].empty() ? nullptr : &inputs[k], symbols);
+    s.run_steps();
+  } catch (...) {
+    hand_back();  // the caller's buffers are theirs again, whatever the kernels wrote
+    throw;
+  }
+  hand_back();
 }
 
 const std::vector<ValueInfo>& RuntimeSession::inputs() const { return impl_->inputs; }

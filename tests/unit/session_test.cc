@@ -322,3 +322,56 @@ TEST_CASE("collector_records_only_up_to_capacity_per_session") {
   CHECK(report.events[0].label.find("Abs") == 0);
   CHECK(report.events[0].iterations == 8);
 }
+
+TEST_CASE("positional_run_writes_into_borrowed_caller_memory") {
+  RuntimeSession session(test::parse(test::kSeedAbsModel));
+  Tensor x(ElementType::float32, {5});
+  for (int i = 0; i < 5; ++i) x.data<float>()[i] = -static_cast<float>(i);
+  std::vector<float> buffer(5, 99.0f);
+  std::vector<Tensor> inputs{x};
+  std::vector<Tensor> outputs{Tensor::borrow(ElementType::float32, {5}, buffer.data())};
+  session.run(inputs, outputs);
+  CHECK(outputs[0].data<float>() == buffer.data());
+  for (int i = 0; i < 5; ++i) CHECK(buffer[static_cast<std::size_t>(i)] == static_cast<float>(i));
+}
+
+TEST_CASE("positional_run_same_shapes_reuses_the_output_buffer") {
+  RuntimeSession session(test::parse(test::kSeedAbsModel));
+  std::vector<Tensor> inputs{Tensor(ElementType::float32, {64})};
+  std::vector<Tensor> outputs(1);
+  session.run(inputs, outputs);
+  const void* first = outputs[0].raw_data();
+  session.run(inputs, outputs);
+  CHECK(outputs[0].raw_data() == first);
+  CHECK(outputs[0].exclusively_owned());
+}
+
+TEST_CASE("positional_run_output_of_wrong_shape_is_replaced_not_written") {
+  RuntimeSession session(test::parse(test::kSeedAbsModel));
+  std::vector<float> buffer(3, 7.0f);
+  std::vector<Tensor> inputs{Tensor(ElementType::float32, {4})};
+  std::vector<Tensor> outputs{Tensor::borrow(ElementType::float32, {3}, buffer.data())};
+  session.run(inputs, outputs);
+  CHECK(outputs[0].shape() == Shape{4});
+  CHECK(outputs[0].raw_data() != static_cast<const void*>(buffer.data()));
+  for (float v : buffer) CHECK(v == 7.0f);
+}
+
+TEST_CASE("positional_run_wrong_counts_and_missing_input_name_the_problem") {
+  RuntimeSession session(test::parse(test::kSeedAbsModel));
+  std::vector<Tensor> none;
+  std::vector<Tensor> one(1);
+  CHECK_THROWS_WITH_AS(session.run(none, one), doctest::Contains("takes 1 input(s) and 1 output(s)"), InputError);
+  std::vector<Tensor> empty_input(1);
+  CHECK_THROWS_WITH_AS(session.run(empty_input, one), doctest::Contains("missing input 'x'"), InputError);
+}
+
+TEST_CASE("positional_run_failure_hands_the_callers_buffer_back") {
+  RuntimeSession session(test::parse(test::kSeedAbsModel));
+  std::vector<float> buffer(4, 1.0f);
+  std::vector<Tensor> inputs{Tensor(ElementType::int32, {4})};  // wrong element type
+  std::vector<Tensor> outputs{Tensor::borrow(ElementType::float32, {4}, buffer.data())};
+  CHECK_THROWS_AS(session.run(inputs, outputs), InputError);
+  REQUIRE(outputs[0].is_view());
+  CHECK(outputs[0].data<float>() == buffer.data());
+}

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,13 @@ class RuntimeSession {
   // Reads graph inputs from `context`, writes graph outputs into it.
   // Throws InputError naming the input (missing, wrong type, rank or dims).
   void run(RuntimeContext& context);
+  // The steady-state form: inputs in graph-input order (an empty tensor takes the input's
+  // initializer default), outputs in graph-output order; nothing is looked up by name. An entry of
+  // `outputs` that already has its output's type and shape and is caller memory
+  // (Tensor::borrow) or a buffer nobody else holds is written in place, so a loop over the same
+  // shapes allocates nothing; any other entry is replaced. Throws InputError on wrong counts and
+  // as run(context) does.
+  void run(std::span<const Tensor> inputs, std::span<Tensor> outputs);
 
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
