@@ -2,6 +2,14 @@
 // pools, which are reductions over the spatial axes. Every output element is reduced by one
 // thread, visiting the reduced elements in row-major order, so results never depend on the
 // thread count; parallelism is across output elements.
+//
+// float ReduceSum, ReduceMean, ReduceSumSquare, ReduceL1, ReduceL2, ReduceMax, ReduceMin and the
+// global pools also have an "avx2" implementation (simd/reduce_f32_avx2.cc) for two layouts:
+// the reduced axes form one contiguous innermost block (each output reduces a contiguous row
+// over 8-lane accumulators in a fixed order: the last bits may differ from the portable
+// sequential sum, never between thread counts), and the innermost kept axis is contiguous
+// (column reductions: vertical steps in the portable order, the portable result bit for bit
+// except SumSquare/L2, whose x * x + acc is fused).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,9 +19,13 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/integer_math.h"
+#include "kernels/isa_requirements.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
+#if defined(ONNX_LIGHT_X86_SIMD)
+#include "kernels/simd/reduce_f32.h"
+#endif
 
 namespace onnx_light::runtime::kernels {
 
@@ -202,8 +214,28 @@ enum class AxesSource {
   spatial,    // every axis from 2 on (global pools)
 };
 
-template <typename T, typename R>
+// The simd::ReduceF32Op accumulated for a reducer, or -1 when it has no vectorised loop.
+template <typename R>
+constexpr int simd_reduce_op() {
+  if constexpr (std::is_same_v<R, SumReducer> || std::is_same_v<R, MeanReducer>) return 0;        // kReduceF32Sum
+  else if constexpr (std::is_same_v<R, SumSquareReducer> || std::is_same_v<R, L2Reducer>) return 1;  // SumSquare
+  else if constexpr (std::is_same_v<R, L1Reducer>) return 2;                                        // AbsSum
+  else if constexpr (std::is_same_v<R, MaxReducer>) return 3;                                       // Max
+  else if constexpr (std::is_same_v<R, MinReducer>) return 4;                                       // Min
+  else return -1;
+}
+
+#if defined(ONNX_LIGHT_X86_SIMD)
+static_assert(simd::kReduceF32Sum == 0 && simd::kReduceF32SumSquare == 1 && simd::kReduceF32AbsSum == 2 &&
+              simd::kReduceF32Max == 3 && simd::kReduceF32Min == 4);
+#endif
+
+enum class Impl { portable, avx2 };
+
+template <typename T, typename R, Impl kImpl = Impl::portable>
 class ReduceKernel final : public ThresholdKernel {
+  static_assert(kImpl == Impl::portable || (std::is_same_v<T, float> && simd_reduce_op<R>() >= 0));
+
  public:
   ReduceKernel(const KernelCreateInfo& info, AxesSource source) : ThresholdKernel(kDefaultMinimumElements), source_(source) {
     if (source == AxesSource::attribute) {
@@ -250,6 +282,11 @@ class ReduceKernel final : public ThresholdKernel {
     T* out = y.data<T>();
     using A = acc_t<T>;
     const int64_t n = y.element_count();
+#if defined(ONNX_LIGHT_X86_SIMD)
+    if constexpr (kImpl == Impl::avx2) {
+      if (run_avx2(layout, in, out, n, x.element_count(), execution)) return;
+    }
+#endif
     execution.parallel_for(n, cache_line_grain<T>(), admitted(x.element_count(), execution), [&](int64_t begin, int64_t end) {
       A acc[kChunk];
       A shift[kChunk];
@@ -275,6 +312,38 @@ class ReduceKernel final : public ThresholdKernel {
   }
 
  private:
+#if defined(ONNX_LIGHT_X86_SIMD)
+  // The vectorised layouts; false leaves the output to the portable loop.
+  bool run_avx2(const ReduceLayout& layout, const float* in, float* out, int64_t n, int64_t elements,
+                KernelExecution& execution) const {
+    constexpr int op = simd_reduce_op<R>();
+    if (n == 0 || elements == 0) return false;
+    const int threads = admitted(elements, execution);
+    if (layout.inner == 1 && layout.reduced_sizes.size() == 1 && layout.reduced_strides[0] == 1) {
+      // Output o reduces the contiguous row [o * length, (o + 1) * length).
+      const int64_t length = layout.reduced_sizes[0];
+      execution.parallel_for(n, cache_line_grain<float>(), threads, [&](int64_t begin, int64_t end) {
+        simd::reduce_rows_f32_avx2(op, in + begin * length, out + begin, end - begin, length);
+        for (int64_t o = begin; o < end; ++o) out[o] = R::finish(out[o], layout.reduce_count, 0.0f);
+      });
+      return true;
+    }
+    if (layout.inner >= 8) {
+      execution.parallel_for(n, cache_line_grain<float>(), threads, [&](int64_t begin, int64_t end) {
+        float acc[kChunk];
+        for_each_chunk(layout, begin, end, [&](int64_t base, int64_t count, int64_t o) {
+          const float* p = in + base;
+          for (int64_t j = 0; j < count; ++j) acc[j] = R::template init<float>();
+          for_each_reduced(layout, [&](int64_t off, int64_t) { simd::accumulate_f32_avx2(op, acc, p + off, count); });
+          for (int64_t j = 0; j < count; ++j) out[o + j] = R::finish(acc[j], layout.reduce_count, 0.0f);
+        });
+      });
+      return true;
+    }
+    return false;
+  }
+#endif
+
   AxesSource source_;
   std::vector<int64_t> axes_;
   bool keepdims_ = true;
@@ -415,24 +484,41 @@ class CumSumKernel final : public ThresholdKernel {
   bool exclusive_ = false, reverse_ = false;
 };
 
-template <typename T, typename R>
+template <typename T, typename R, Impl kImpl = Impl::portable>
 void add_reduce(KernelTable& table, const std::string& op_type, OpsetRange opsets, AxesSource source,
                 CalibrationWorkloadFunction workload, int variants) {
   constexpr ElementType type = ElementTraits<T>::type;
+  const std::string implementation = kImpl == Impl::avx2 ? "avx2" : "portable";
   KernelDef def = make_def(op_type, opsets, type,
-                           parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements));
+                           parallel_threshold_schema(elementwise_key(op_type, type, 1, implementation), kDefaultMinimumElements));
+  def.implementation = implementation;
+  if constexpr (kImpl == Impl::avx2) def.unavailable_reason = needs_avx2_fma;
   def.create = [source](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-    return std::make_unique<ReduceKernel<T, R>>(info, source);
+    return std::make_unique<ReduceKernel<T, R, kImpl>>(info, source);
   };
   def.calibration_workload = std::move(workload);
   def.calibration_variants = variants;
   table.add(std::move(def));
 }
 
+// True when (T, R) has an "avx2" implementation, registered before the portable one.
+template <typename T, typename R>
+constexpr bool has_avx2_reduce() {
+#if defined(ONNX_LIGHT_X86_SIMD)
+  return std::is_same_v<T, float> && simd_reduce_op<R>() >= 0;
+#else
+  return false;
+#endif
+}
+
 // The attribute flavour up to `last_attribute_opset`, the input flavour after it.
 template <typename T, typename R>
 void add_reduce_op(KernelTable& table, const std::string& op_type, int last_attribute_opset) {
   const auto workload = reduce_workload(op_type, ElementTraits<T>::type, last_attribute_opset);
+  if constexpr (has_avx2_reduce<T, R>()) {
+    add_reduce<T, R, Impl::avx2>(table, op_type, {1, last_attribute_opset}, AxesSource::attribute, workload, 2);
+    add_reduce<T, R, Impl::avx2>(table, op_type, {last_attribute_opset + 1}, AxesSource::input, workload, 2);
+  }
   add_reduce<T, R>(table, op_type, {1, last_attribute_opset}, AxesSource::attribute, workload, 2);
   add_reduce<T, R>(table, op_type, {last_attribute_opset + 1}, AxesSource::input, workload, 2);
 }
@@ -495,6 +581,12 @@ void register_reduce_kernels(KernelTable& table) {
   for_each_type<float, double, Float16>([&](auto t) {
     using T = decltype(t);
     constexpr ElementType type = ElementTraits<T>::type;
+    if constexpr (has_avx2_reduce<T, MeanReducer>()) {
+      add_reduce<T, MeanReducer, Impl::avx2>(table, "GlobalAveragePool", {1}, AxesSource::spatial,
+                                             global_pool_workload("GlobalAveragePool", type), 1);
+      add_reduce<T, MaxReducer, Impl::avx2>(table, "GlobalMaxPool", {1}, AxesSource::spatial,
+                                            global_pool_workload("GlobalMaxPool", type), 1);
+    }
     add_reduce<T, MeanReducer>(table, "GlobalAveragePool", {1}, AxesSource::spatial,
                                global_pool_workload("GlobalAveragePool", type), 1);
     add_reduce<T, MaxReducer>(table, "GlobalMaxPool", {1}, AxesSource::spatial, global_pool_workload("GlobalMaxPool", type), 1);
