@@ -1,6 +1,8 @@
 #pragma once
 // Packing loops shared by the ISA files of the float32 GEMM (layouts in gemm_f32.h). Internal
 // linkage only: each including file compiles its own copy for its instruction set.
+#include <immintrin.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -15,8 +17,33 @@ inline void gemm_f32_pack_a_impl(const float* a, int64_t row_stride, int64_t col
     float* panel = dst + p * kc * MR;
     const float* base = a + (i0 + p * MR) * row_stride + k0 * col_stride;
     if (col_stride == 1) {
-      // Rows are contiguous: read each row sequentially, write it as one column of the panel.
-      for (int64_t r = 0; r < rows; ++r) {
+      // Rows are contiguous: 4 x 4 blocks transposed in registers, then the leftover rows and
+      // columns one element at a time.
+      int64_t r = 0;
+      const int64_t k4 = kc & ~int64_t{3};
+      for (; r + 4 <= rows; r += 4) {
+        const float* s0 = base + r * row_stride;
+        const float* s1 = s0 + row_stride;
+        const float* s2 = s1 + row_stride;
+        const float* s3 = s2 + row_stride;
+        float* out = panel + r;
+        for (int64_t k = 0; k < k4; k += 4) {
+          __m128 x0 = _mm_loadu_ps(s0 + k), x1 = _mm_loadu_ps(s1 + k), x2 = _mm_loadu_ps(s2 + k),
+                 x3 = _mm_loadu_ps(s3 + k);
+          _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+          _mm_storeu_ps(out + k * MR, x0);
+          _mm_storeu_ps(out + (k + 1) * MR, x1);
+          _mm_storeu_ps(out + (k + 2) * MR, x2);
+          _mm_storeu_ps(out + (k + 3) * MR, x3);
+        }
+        for (int64_t k = k4; k < kc; ++k) {
+          out[k * MR] = s0[k];
+          out[k * MR + 1] = s1[k];
+          out[k * MR + 2] = s2[k];
+          out[k * MR + 3] = s3[k];
+        }
+      }
+      for (; r < rows; ++r) {
         const float* src = base + r * row_stride;
         float* out = panel + r;
         for (int64_t k = 0; k < kc; ++k) out[k * MR] = src[k];
