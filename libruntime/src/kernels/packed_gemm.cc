@@ -9,9 +9,10 @@ namespace onnx_light::runtime::kernels {
 namespace {
 
 #if defined(ONNX_LIGHT_X86_SIMD)
-const PackedGemmIsa kAvx2{"avx2", simd::kGemmF32Avx2Mr, simd::kGemmF32Avx2Nr, &simd::gemm_f32_kernel_avx2,
+const PackedGemmIsa kAvx2{"avx2", simd::kGemmF32Avx2Mr, simd::kGemmF32Avx2Nr, &simd::gemm_f32_kernel_avx2, nullptr,
                           &simd::gemm_f32_pack_a_avx2, &simd::gemm_f32_pack_b_avx2};
 const PackedGemmIsa kAvx512{"avx512", simd::kGemmF32Avx512Mr, simd::kGemmF32Avx512Nr, &simd::gemm_f32_kernel_avx512,
+                            &simd::gemm_f32_kernel_direct_a_avx512,
                             &simd::gemm_f32_pack_a_avx512, &simd::gemm_f32_pack_b_avx512};
 #endif
 
@@ -106,6 +107,31 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
     const int64_t i0 = p0 * mr, mc = std::min(plan.m, p1 * mr) - i0;
     if (mc <= 0 || q1 <= q0) continue;
     const MatrixView& a = ops->a;
+    if (isa.kernel_direct_a != nullptr && a.col_stride == 1) {
+      // Row-major A read in place by the micro-kernel: no packing.
+      for (int64_t k0 = 0;; k0 += plan.block_k) {
+        const int64_t kc = std::min(plan.block_k, k - k0);
+        const bool last = k0 + kc >= k;
+        const simd::GemmF32Epilogue* tile_last = last ? epilogue : nullptr;
+        for (int64_t q = q0; q < q1; ++q) {
+          const int64_t j = q * nr;
+          const int cols = static_cast<int>(std::min(nr, plan.n - j));
+          const float* pb = ops->packed_b + q * k * nr + k0 * nr;
+          for (int64_t i = i0; i < i0 + mc; i += mr) {
+            const int rows = static_cast<int>(std::min(mr, i0 + mc - i));
+            if (tile_last != nullptr) {
+              tile_epilogue = *tile_last;
+              if (tile_epilogue.bias != nullptr)
+                tile_epilogue.bias += i * tile_epilogue.bias_row_stride + j * tile_epilogue.bias_col_stride;
+            }
+            isa.kernel_direct_a(kc, a.data + i * a.row_stride + k0, a.row_stride, pb, ops->c + i * ops->ldc + j,
+                                ops->ldc, rows, cols, k0 > 0 ? 1 : 0, tile_last != nullptr ? &tile_epilogue : nullptr);
+          }
+        }
+        if (last) break;
+      }
+      continue;
+    }
     if (whole_depth && (batch != packed_batch || rb != packed_row_block)) {
       isa.pack_a(a.data, a.row_stride, a.col_stride, i0, mc, 0, k, a_buffer);
       packed_batch = batch;

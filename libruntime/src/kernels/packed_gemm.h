@@ -24,6 +24,9 @@ struct PackedGemmIsa {
   int nr;
   void (*kernel)(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int m, int n, int accumulate,
                  const simd::GemmF32Epilogue* last);
+  // Optional: the micro-kernel reading a row-major A in place (then A is not packed).
+  void (*kernel_direct_a)(int64_t kc, const float* a, int64_t lda, const float* pb, float* c, int64_t ldc, int m,
+                          int n, int accumulate, const simd::GemmF32Epilogue* last);
   void (*pack_a)(const float* a, int64_t row_stride, int64_t col_stride, int64_t i0, int64_t mc, int64_t k0,
                  int64_t kc, float* dst);
   void (*pack_b)(const float* b, int64_t row_stride, int64_t col_stride, int64_t k_total, int64_t n, int64_t q0,

@@ -38,6 +38,9 @@ void gemm_f32_kernel_avx2(int64_t kc, const float* pa, const float* pb, float* c
                           int accumulate, const GemmF32Epilogue* last);
 void gemm_f32_kernel_avx512(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int m, int n,
                             int accumulate, const GemmF32Epilogue* last);
+// The same contract with A read in place: a(r, k) = a[r * lda + k] (row-major A, no packing).
+void gemm_f32_kernel_direct_a_avx512(int64_t kc, const float* a, int64_t lda, const float* pb, float* c, int64_t ldc,
+                                     int m, int n, int accumulate, const GemmF32Epilogue* last);
 
 // Packs a(i0 + i, k0 + k) for i < mc, k < kc, with a(i, k) = a[i * row_stride + k * col_stride],
 // into MR-row panels (layout above, panel stride kc * MR).

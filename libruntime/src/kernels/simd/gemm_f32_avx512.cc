@@ -19,9 +19,12 @@ inline __mmask16 low_mask(int count) {
   return static_cast<__mmask16>((1u << count) - 1u);
 }
 
-template <int R>
-void kernel_rows(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int n, int accumulate,
-                 const GemmF32Epilogue* last) {
+// Direct: A read in place (row r at pa + r * lda, k contiguous) instead of a packed panel; rows
+// are addressed from one pointer per group of three (base + j * lda), so the loop keeps every
+// address in a register.
+template <int R, bool Direct>
+void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, float* c, int64_t ldc, int n,
+                 int accumulate, const GemmF32Epilogue* last) {
   const __mmask16 m0 = low_mask(n), m1 = low_mask(n - 16);
   __m512 acc0[R], acc1[R];
   if (accumulate) {
@@ -37,17 +40,35 @@ void kernel_rows(int64_t kc, const float* pa, const float* pb, float* c, int64_t
       acc1[r] = _mm512_setzero_ps();
     }
   }
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_loadu_ps(pb);
-    const __m512 b1 = _mm512_loadu_ps(pb + 16);
+  if constexpr (Direct) {
+    constexpr int G = (R + 2) / 3;
+    const float* g[G];
+#pragma GCC unroll 4
+    for (int i = 0; i < G; ++i) g[i] = pa + 3 * i * lda;
+    for (int64_t k = 0; k < kc; ++k) {
+      const __m512 b0 = _mm512_loadu_ps(pb);
+      const __m512 b1 = _mm512_loadu_ps(pb + 16);
 #pragma GCC unroll 12
-    for (int r = 0; r < R; ++r) {
-      const __m512 a = _mm512_set1_ps(pa[r]);
-      acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
-      acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
+      for (int r = 0; r < R; ++r) {
+        const __m512 a = _mm512_set1_ps(g[r / 3][(r % 3) * lda + k]);
+        acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
+        acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
+      }
+      pb += NR;
     }
-    pa += MR;
-    pb += NR;
+  } else {
+    for (int64_t k = 0; k < kc; ++k) {
+      const __m512 b0 = _mm512_loadu_ps(pb);
+      const __m512 b1 = _mm512_loadu_ps(pb + 16);
+#pragma GCC unroll 12
+      for (int r = 0; r < R; ++r) {
+        const __m512 a = _mm512_set1_ps(pa[r]);
+        acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
+        acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
+      }
+      pa += MR;
+      pb += NR;
+    }
   }
   if (last != nullptr) {
     const __m512 alpha = _mm512_set1_ps(last->alpha);
@@ -93,18 +114,37 @@ void kernel_rows(int64_t kc, const float* pa, const float* pb, float* c, int64_t
 void gemm_f32_kernel_avx512(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int m, int n,
                             int accumulate, const GemmF32Epilogue* last) {
   switch (m) {
-    case 12: kernel_rows<12>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 11: kernel_rows<11>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 10: kernel_rows<10>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 9: kernel_rows<9>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 8: kernel_rows<8>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 7: kernel_rows<7>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 6: kernel_rows<6>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 5: kernel_rows<5>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 4: kernel_rows<4>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 3: kernel_rows<3>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 2: kernel_rows<2>(kc, pa, pb, c, ldc, n, accumulate, last); break;
-    case 1: kernel_rows<1>(kc, pa, pb, c, ldc, n, accumulate, last); break;
+    case 12: kernel_rows<12, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 11: kernel_rows<11, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 10: kernel_rows<10, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 9: kernel_rows<9, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 8: kernel_rows<8, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 7: kernel_rows<7, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 6: kernel_rows<6, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 5: kernel_rows<5, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 4: kernel_rows<4, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 3: kernel_rows<3, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 2: kernel_rows<2, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    case 1: kernel_rows<1, false>(kc, pa, 0, pb, c, ldc, n, accumulate, last); break;
+    default: break;
+  }
+}
+
+void gemm_f32_kernel_direct_a_avx512(int64_t kc, const float* a, int64_t lda, const float* pb, float* c, int64_t ldc,
+                                     int m, int n, int accumulate, const GemmF32Epilogue* last) {
+  switch (m) {
+    case 12: kernel_rows<12, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 11: kernel_rows<11, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 10: kernel_rows<10, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 9: kernel_rows<9, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 8: kernel_rows<8, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 7: kernel_rows<7, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 6: kernel_rows<6, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 5: kernel_rows<5, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 4: kernel_rows<4, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 3: kernel_rows<3, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 2: kernel_rows<2, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    case 1: kernel_rows<1, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
     default: break;
   }
 }
