@@ -42,17 +42,16 @@ inline __m256 exp_poly(__m256 r) {
   return _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
 }
 
-// exp for x <= 0 (NaN propagates, -inf and x < ln FLT_MIN give 0). n in [-126, 0], so 2^n is
-// built directly from the biased exponent held in t's low bits.
+// exp for x <= 0 (NaN propagates, -inf and x < ln FLT_MIN give 0). For x in [ln FLT_MIN, 0],
+// n is in [-126, 0], so 2^n is built directly from the biased exponent held in t's low bits;
+// there is no clamp: lanes below (-inf included) compute garbage that the mask zeroes.
 inline __m256 exp_nonpositive(__m256 x) {
-  const __m256 lower = _mm256_set1_ps(kNonpositiveLower);
-  const __m256 keep = _mm256_cmp_ps(x, lower, _CMP_NLT_UQ);  // x >= lower or NaN
-  const __m256 xc = _mm256_max_ps(lower, x);                  // max_ps returns x when x is NaN
+  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(kNonpositiveLower), _CMP_NLT_UQ);  // x >= lower or NaN
   // t = magic + 127 + n: its bits hold n + 127 in the low mantissa bits.
   const __m256 magic = _mm256_set1_ps(kRoundMagic + 127.0f);
-  const __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(kLog2e), magic);
+  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), magic);
   const __m256 n = _mm256_sub_ps(t, magic);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), xc);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
   const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23));
   return _mm256_and_ps(_mm256_mul_ps(exp_poly(r), scale), keep);
@@ -164,20 +163,81 @@ inline void row_finish(const float* x, float* y, int64_t n, float a) {
   for (; i < n; ++i) y[i] = kScale ? y[i] * a : x[i] - a;
 }
 
+// Rows software-pipelined: while the exp pass of row r runs (bound by the FP ports), the same
+// loop finishes row r - 1 (scale or shift) and takes the maximum of row r + 1 (loads and one max
+// per vector), so the two cheap passes hide in the expensive one. Every row still gets exactly
+// the accumulators, order and horizontal trees of row_max / row_exp_sum / row_finish above, so
+// the result of a row does not depend on its neighbours (nor on how rows are split over threads).
 template <bool kLog>
 void rows(const float* x, float* y, int64_t count, int64_t length) {
+  if (count <= 0) return;
+  const int64_t blocked = length & ~int64_t{31};
+  const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+  float max = row_max(x, length);
+  float prev_a = 0;  // row r - 1's scale (1 / sum) or shift (max + log sum)
   for (int64_t r = 0; r < count; ++r) {
     const float* xr = x + r * length;
     float* yr = y + r * length;
-    const float max = row_max(xr, length);
-    if constexpr (kLog) {
-      const float sum = row_exp_sum<false>(xr, yr, length, max);
-      row_finish<false>(xr, yr, length, max + __builtin_logf(sum));
-    } else {
-      const float sum = row_exp_sum<true>(xr, yr, length, max);
-      row_finish<true>(xr, yr, length, 1.0f / sum);
+    const bool has_prev = r > 0, has_next = r + 1 < count;
+    const float* xp = xr - length;  // row r - 1
+    float* yp = yr - length;
+    const float* xn = xr + length;  // row r + 1
+    const __m256 vm = _mm256_set1_ps(max);
+    const __m256 va = _mm256_set1_ps(prev_a);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    __m256 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    for (int64_t i = 0; i < blocked; i += 32) {
+      const __m256 e0 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vm));
+      const __m256 e1 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(xr + i + 8), vm));
+      const __m256 e2 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(xr + i + 16), vm));
+      const __m256 e3 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(xr + i + 24), vm));
+      if (has_prev) {
+        for (int64_t k = i; k < i + 32; k += 8) {
+          if constexpr (kLog) _mm256_storeu_ps(yp + k, _mm256_sub_ps(_mm256_loadu_ps(xp + k), va));
+          else _mm256_storeu_ps(yp + k, _mm256_mul_ps(_mm256_loadu_ps(yp + k), va));
+        }
+      }
+      if constexpr (!kLog) {
+        _mm256_storeu_ps(yr + i, e0);
+        _mm256_storeu_ps(yr + i + 8, e1);
+        _mm256_storeu_ps(yr + i + 16, e2);
+        _mm256_storeu_ps(yr + i + 24, e3);
+      }
+      if (has_next) {
+        m0 = _mm256_max_ps(m0, _mm256_loadu_ps(xn + i));
+        m1 = _mm256_max_ps(m1, _mm256_loadu_ps(xn + i + 8));
+        m2 = _mm256_max_ps(m2, _mm256_loadu_ps(xn + i + 16));
+        m3 = _mm256_max_ps(m3, _mm256_loadu_ps(xn + i + 24));
+      }
+      s0 = _mm256_add_ps(s0, e0);
+      s1 = _mm256_add_ps(s1, e1);
+      s2 = _mm256_add_ps(s2, e2);
+      s3 = _mm256_add_ps(s3, e3);
     }
+    // The rest of each row exactly as the separate passes do it.
+    if (has_prev && blocked < length) row_finish<!kLog>(xp + blocked, yp + blocked, length - blocked, prev_a);
+    int64_t i = blocked;
+    for (; i + 8 <= length; i += 8) {
+      const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vm));
+      if constexpr (!kLog) _mm256_storeu_ps(yr + i, e);
+      s0 = _mm256_add_ps(s0, e);
+      if (has_next) m0 = _mm256_max_ps(m0, _mm256_loadu_ps(xn + i));
+    }
+    if (i < length) {
+      const __m256i mask = tail_mask(length - i);
+      __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_maskload_ps(xr + i, mask), vm));
+      e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
+      if constexpr (!kLog) _mm256_maskstore_ps(yr + i, mask, e);
+      s0 = _mm256_add_ps(s0, e);
+      if (has_next)
+        m0 = _mm256_max_ps(m0, _mm256_blendv_ps(ninf, _mm256_maskload_ps(xn + i, mask), _mm256_castsi256_ps(mask)));
+    }
+    const float sum = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    prev_a = kLog ? max + __builtin_logf(sum) : 1.0f / sum;
+    if (has_next) max = hmax(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
   }
+  const int64_t last = (count - 1) * length;
+  row_finish<!kLog>(x + last, y + last, length, prev_a);
 }
 
 // Up to 8 strided rows at once (lanes [0, rem) of `mask`).

@@ -44,12 +44,15 @@ inline __m512 reduce(__m512 x, __m512& n) {
   return _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
 }
 
+// No clamp: lanes below ln FLT_MIN (-inf included) compute garbage that the mask zeroes.
+// n = round(x log2 e) by the 1.5 * 2^23 rounding constant (two single-uop ops, where
+// vrndscaleps is two uops).
 inline __m512 exp_nonpositive(__m512 x) {
-  const __m512 lower = _mm512_set1_ps(kNonpositiveLower);
-  const __mmask16 keep = _mm512_cmp_ps_mask(x, lower, _CMP_NLT_UQ);  // x >= lower or NaN
-  const __m512 xc = _mm512_max_ps(lower, x);                          // NaN stays NaN
-  __m512 n;
-  const __m512 r = reduce(xc, n);
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kNonpositiveLower), _CMP_NLT_UQ);  // x >= lower or NaN
+  const __m512 magic = _mm512_set1_ps(12582912.0f);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(kLog2e), magic), magic);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
   return _mm512_maskz_scalef_ps(keep, exp_poly(r), n);
 }
 
@@ -147,20 +150,79 @@ inline void row_finish(const float* x, float* y, int64_t n, float a) {
   }
 }
 
+// Rows software-pipelined: while the exp pass of row r runs (bound by the FP ports), the same
+// loop finishes row r - 1 (scale or shift) and takes the maximum of row r + 1 (loads and one max
+// per vector), so the two cheap passes hide in the expensive one. Every row still gets exactly
+// the accumulators, order and horizontal trees of row_max / row_exp_sum / row_finish above, so
+// the result of a row does not depend on its neighbours (nor on how rows are split over threads).
 template <bool kLog>
 void rows(const float* x, float* y, int64_t count, int64_t length) {
+  if (count <= 0) return;
+  const int64_t blocked = length & ~int64_t{63};
+  const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+  float max = row_max(x, length);
+  float prev_a = 0;  // row r - 1's scale (1 / sum) or shift (max + log sum)
   for (int64_t r = 0; r < count; ++r) {
     const float* xr = x + r * length;
     float* yr = y + r * length;
-    const float max = row_max(xr, length);
-    if constexpr (kLog) {
-      const float sum = row_exp_sum<false>(xr, yr, length, max);
-      row_finish<false>(xr, yr, length, max + __builtin_logf(sum));
-    } else {
-      const float sum = row_exp_sum<true>(xr, yr, length, max);
-      row_finish<true>(xr, yr, length, 1.0f / sum);
+    const bool has_prev = r > 0, has_next = r + 1 < count;
+    const float* xp = xr - length;  // row r - 1
+    float* yp = yr - length;
+    const float* xn = xr + length;  // row r + 1
+    const __m512 vm = _mm512_set1_ps(max);
+    const __m512 va = _mm512_set1_ps(prev_a);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    __m512 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    for (int64_t i = 0; i < blocked; i += 64) {
+      const __m512 e0 = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(xr + i), vm));
+      const __m512 e1 = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(xr + i + 16), vm));
+      const __m512 e2 = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(xr + i + 32), vm));
+      const __m512 e3 = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(xr + i + 48), vm));
+      if (has_prev) {
+        for (int64_t k = i; k < i + 64; k += 16) {
+          if constexpr (kLog) _mm512_storeu_ps(yp + k, _mm512_sub_ps(_mm512_loadu_ps(xp + k), va));
+          else _mm512_storeu_ps(yp + k, _mm512_mul_ps(_mm512_loadu_ps(yp + k), va));
+        }
+      }
+      if constexpr (!kLog) {
+        _mm512_storeu_ps(yr + i, e0);
+        _mm512_storeu_ps(yr + i + 16, e1);
+        _mm512_storeu_ps(yr + i + 32, e2);
+        _mm512_storeu_ps(yr + i + 48, e3);
+      }
+      if (has_next) {
+        m0 = _mm512_max_ps(m0, _mm512_loadu_ps(xn + i));
+        m1 = _mm512_max_ps(m1, _mm512_loadu_ps(xn + i + 16));
+        m2 = _mm512_max_ps(m2, _mm512_loadu_ps(xn + i + 32));
+        m3 = _mm512_max_ps(m3, _mm512_loadu_ps(xn + i + 48));
+      }
+      s0 = _mm512_add_ps(s0, e0);
+      s1 = _mm512_add_ps(s1, e1);
+      s2 = _mm512_add_ps(s2, e2);
+      s3 = _mm512_add_ps(s3, e3);
     }
+    // The rest of each row exactly as the separate passes do it.
+    if (has_prev && blocked < length) row_finish<!kLog>(xp + blocked, yp + blocked, length - blocked, prev_a);
+    int64_t i = blocked;
+    for (; i + 16 <= length; i += 16) {
+      const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(xr + i), vm));
+      if constexpr (!kLog) _mm512_storeu_ps(yr + i, e);
+      s0 = _mm512_add_ps(s0, e);
+      if (has_next) m0 = _mm512_max_ps(m0, _mm512_loadu_ps(xn + i));
+    }
+    if (i < length) {
+      const __mmask16 mask = tail_mask(length - i);
+      const __m512 e = _mm512_maskz_mov_ps(mask, exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, xr + i), vm)));
+      if constexpr (!kLog) _mm512_mask_storeu_ps(yr + i, mask, e);
+      s0 = _mm512_add_ps(s0, e);
+      if (has_next) m0 = _mm512_max_ps(m0, _mm512_mask_loadu_ps(ninf, mask, xn + i));
+    }
+    const float sum = hsum(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+    prev_a = kLog ? max + __builtin_logf(sum) : 1.0f / sum;
+    if (has_next) max = hmax(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
   }
+  const int64_t last = (count - 1) * length;
+  row_finish<!kLog>(x + last, y + last, length, prev_a);
 }
 
 template <bool kLog>
