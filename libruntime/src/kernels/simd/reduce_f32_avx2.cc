@@ -62,8 +62,43 @@ struct Op {
   }
 };
 
+// Max / min of a row: plain vmaxps/vminps chains (one uop each) with NaN tracked on the side by
+// an unordered compare, instead of the portable-exact step (three dependent uops per vector).
+template <int kOp>
+float extreme_row(const float* x, int64_t n) {
+  const __m256 init = Op<kOp>::identity();
+  const auto pick = [](__m256 a, __m256 b) { return kOp == kReduceF32Max ? _mm256_max_ps(a, b) : _mm256_min_ps(a, b); };
+  __m256 a0 = init, a1 = init, a2 = init, a3 = init;
+  __m256 nan0 = _mm256_setzero_ps(), nan1 = nan0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+    const __m256 v2 = _mm256_loadu_ps(x + i + 16), v3 = _mm256_loadu_ps(x + i + 24);
+    a0 = pick(a0, v0);
+    a1 = pick(a1, v1);
+    a2 = pick(a2, v2);
+    a3 = pick(a3, v3);
+    nan0 = _mm256_or_ps(nan0, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
+    nan1 = _mm256_or_ps(nan1, _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q));
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    a0 = pick(a0, v);
+    nan0 = _mm256_or_ps(nan0, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  if (i < n) {
+    const __m256i mask = tail_mask(n - i);
+    const __m256 v = _mm256_blendv_ps(init, _mm256_maskload_ps(x + i, mask), _mm256_castsi256_ps(mask));
+    a0 = pick(a0, v);
+    nan0 = _mm256_or_ps(nan0, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  if (_mm256_movemask_ps(_mm256_or_ps(nan0, nan1)) != 0) return __builtin_nanf("");
+  return Op<kOp>::horizontal(pick(pick(a0, a1), pick(a2, a3)));
+}
+
 template <int kOp>
 float reduce_row(const float* x, int64_t n) {
+  if constexpr (kOp == kReduceF32Max || kOp == kReduceF32Min) return extreme_row<kOp>(x, n);
   using O = Op<kOp>;
   __m256 a0 = O::identity(), a1 = a0, a2 = a0, a3 = a0;
   int64_t i = 0;
@@ -80,11 +115,7 @@ float reduce_row(const float* x, int64_t n) {
     const __m256 v = _mm256_blendv_ps(O::identity(), _mm256_maskload_ps(x + i, mask), _mm256_castsi256_ps(mask));
     a0 = O::step(a0, v);
   }
-  if constexpr (kOp == kReduceF32Max || kOp == kReduceF32Min) {
-    return O::horizontal(O::step(O::step(a0, a1), O::step(a2, a3)));
-  } else {
-    return O::horizontal(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  }
+  return O::horizontal(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 }
 
 template <int kOp>
