@@ -121,8 +121,8 @@ int run_verb(const RunOptions& o, AppContext& context) {
       nlohmann::json kernels = nlohmann::json::array();
       for (const auto& r : tuning) {
         nlohmann::json values = nlohmann::json::object();
-        for (const auto& [name, value] : r.values)
-          std::visit([&](const auto& v) { values[name] = v; }, value);
+        for (const auto& [parameter, value] : r.values)
+          std::visit([&values, &name = parameter](const auto& v) { values[name] = v; }, value);
         kernels.push_back({{"node", r.node},
                            {"kernel", r.key.kernel},
                            {"implementation", r.key.implementation},

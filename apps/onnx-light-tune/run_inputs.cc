@@ -43,12 +43,14 @@ void bind_cli_inputs(const RuntimeSession& session, const std::vector<std::strin
     auto [name, source] = split_assignment(spec, "--input");
     if (!sources.emplace(name, source).second) throw InvalidValueError(fmt::format("--input '{}' is given twice", name));
   }
-  for (const auto& [name, _] : sources)
+  for (const auto& entry : sources) {
+    const std::string& name = entry.first;
     if (std::none_of(session.inputs().begin(), session.inputs().end(), [&](const ValueInfo& i) { return i.name == name; })) {
       std::string known;
       for (const auto& i : session.inputs()) known += (known.empty() ? "" : ", ") + i.name;
       throw InputError(fmt::format("--input '{}': the model has no such input (inputs: {})", name, known));
     }
+  }
   for (const auto& info : session.inputs()) {
     auto it = sources.find(info.name);
     if (it == sources.end()) continue;  // the session reports missing inputs with their types

@@ -289,14 +289,22 @@ TEST_CASE("every_kernel_family_is_bit_identical_across_1_to_4_threads") {
   }
 }
 
-TEST_CASE("tile_sizes_do_not_change_gemm_results") {
-  // Every output element accumulates k in ascending order whatever the tiling.
+TEST_CASE("tile_sizes_do_not_change_portable_gemm_results") {
+  // Every output element accumulates k in ascending order whatever the tiling. The portable float32
+  // MatMul is forced through a table without the SIMD ones (gemm_simd_test covers those).
   const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
   const Inputs inputs{{"a", random(ElementType::float32, {37, 300}, 3)}, {"b", random(ElementType::float32, {300, 41}, 4)}};
-  const KernelDef* def = cpu_kernel_table().choose("", "MatMul", 17, ElementType::float32, host_cpu_features()).def;
+  KernelTable portable_only;
+  const KernelDef* def = nullptr;
+  for (const auto& d : cpu_kernel_table().definitions()) {
+    const bool simd_matmul = d.op_type == "MatMul" && d.implementation != "portable";
+    if (!simd_matmul) portable_only.add(d);
+  }
+  def = portable_only.choose("", "MatMul", 17, ElementType::float32, host_cpu_features()).def;
   REQUIRE(def != nullptr);
+  REQUIRE(def->implementation == "portable");
   std::vector<Tensor> results;
-  for (int64_t tile : {8, 64, 256}) {
+  for (int64_t tile : {16, 64, 256}) {  // each within the allowed sets of m, n = 2 * tile and k
     TuningRegistry registry;
     TuningValues values = def->schema.defaults();
     values["gemm.tile_m"] = tile;
@@ -307,10 +315,14 @@ TEST_CASE("tile_sizes_do_not_change_gemm_results") {
     RuntimeSessionOptions options;
     options.parameters = RuntimeParameters(2);
     options.registry = &registry;
+    options.kernels = &portable_only;
     RuntimeSession session(model, options);
     RuntimeContext context;
     for (const auto& [name, t] : inputs) context.set(name, t);
     session.run(context);
+    // The tiles were really applied (an invalid profile would silently fall back to defaults).
+    REQUIRE(session.resolved_tuning()[0].source == TuningSource::published_profile);
+    CHECK(std::get<int64_t>(session.resolved_tuning()[0].values.at("gemm.tile_k")) == tile);
     results.push_back(context.get("y"));
   }
   CHECK(bitwise_equal(results[0], results[1]));

@@ -139,7 +139,7 @@ void add_binary_with_attributes(KernelTable& table, const std::string& op_type, 
     auto op = make_op(info);
     return std::make_unique<BinaryKernel<T, T, decltype(op)>>(std::move(op), kDefaultMinimumElements);
   };
-  def.calibration_workload = [op_type, calibration_attributes](int64_t n, int, uint32_t seed) {
+  def.calibration_workload = [op_type, calibration_attributes, type](int64_t n, int, uint32_t seed) {
     Tensor b = random_tensor(type, {n}, seed + 1);
     if constexpr (std::is_integral_v<T>)  // integer Mod must not divide by zero
       for (int64_t i = 0; i < n; ++i)

@@ -112,7 +112,7 @@ void register_cast_kernels(KernelTable& table) {
         return std::vector<ElementType>{target_type(info, like)};
       };
       // Calibration casts to float (double from float).
-      def.calibration_workload = [op, like](int64_t n, int, uint32_t seed) {
+      def.calibration_workload = [op, like, type](int64_t n, int, uint32_t seed) {
         const ElementType to = type == ElementType::float32 ? ElementType::float64 : ElementType::float32;
         std::vector<std::pair<std::string, Tensor>> inputs{{"x", random_tensor(type, {n}, seed)}};
         if (like) inputs.emplace_back("like", Tensor(to, {1}));

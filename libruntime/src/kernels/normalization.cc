@@ -225,7 +225,7 @@ void register_normalization_kernels(KernelTable& table) {
     batch.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
       return std::make_unique<BatchNormKernel<T>>(info);
     };
-    batch.calibration_workload = [](int64_t n, int, uint32_t seed) {
+    batch.calibration_workload = [type](int64_t n, int, uint32_t seed) {
       const int64_t channels = std::max<int64_t>(1, n / 64);
       Tensor variance(type, {channels});
       for (int64_t c = 0; c < channels; ++c) variance.data<T>()[c] = store<T>(compute_t<T>(1));
