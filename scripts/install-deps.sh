@@ -10,6 +10,9 @@ PACKAGES=(
   libbenchmark-dev
   man-db groff-base bsdextrautils zsh fish
 )
+# Callers add their own (scripts/fuzz.sh: clang and libFuzzer's runtime).
+read -r -a EXTRA <<< "${ONNX_LIGHT_EXTRA_PACKAGES:-}"
+PACKAGES+=("${EXTRA[@]}")
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

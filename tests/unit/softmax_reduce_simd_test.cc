@@ -26,7 +26,7 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 // The ISA functions are internal to libruntime; their header needs only <cstdint>.
-#include "../../libruntime/src/kernels/simd/softmax_f32.h"
+#include "kernels/simd/softmax_f32.h"
 #define ONNX_LIGHT_TEST_X86 1
 #endif
 
