@@ -139,13 +139,14 @@ void add_binary_with_attributes(KernelTable& table, const std::string& op_type, 
     auto op = make_op(info);
     return std::make_unique<BinaryKernel<T, T, decltype(op)>>(std::move(op), kDefaultMinimumElements);
   };
-  def.calibration_workload = [op_type, calibration_attributes, type](int64_t n, int, uint32_t seed) {
-    Tensor b = random_tensor(type, {n}, seed + 1);
+  def.calibration_workload = [op_type, calibration_attributes](int64_t n, int, uint32_t seed) {
+    constexpr ElementType element = ElementTraits<T>::type;  // not captured: clang 14 and GCC disagree on constexpr captures
+    Tensor b = random_tensor(element, {n}, seed + 1);
     if constexpr (std::is_integral_v<T>)  // integer Mod must not divide by zero
       for (int64_t i = 0; i < n; ++i)
         if (b.data<T>()[i] == T(0)) b.data<T>()[i] = T(1);
-    return one_node_workload(op_type, 13, calibration_attributes, {{"a", random_tensor(type, {n}, seed)}, {"b", std::move(b)}},
-                             {{"y", type, {n}}}, n);
+    return one_node_workload(op_type, 13, calibration_attributes, {{"a", random_tensor(element, {n}, seed)}, {"b", std::move(b)}},
+                             {{"y", element, {n}}}, n);
   };
   table.add(std::move(def));
 }

@@ -112,9 +112,10 @@ void register_cast_kernels(KernelTable& table) {
         return std::vector<ElementType>{target_type(info, like)};
       };
       // Calibration casts to float (double from float).
-      def.calibration_workload = [op, like, type](int64_t n, int, uint32_t seed) {
-        const ElementType to = type == ElementType::float32 ? ElementType::float64 : ElementType::float32;
-        std::vector<std::pair<std::string, Tensor>> inputs{{"x", random_tensor(type, {n}, seed)}};
+      def.calibration_workload = [op, like](int64_t n, int, uint32_t seed) {
+        constexpr ElementType element = ElementTraits<From>::type;  // not captured: clang 14 and GCC disagree on constexpr captures
+        const ElementType to = element == ElementType::float32 ? ElementType::float64 : ElementType::float32;
+        std::vector<std::pair<std::string, Tensor>> inputs{{"x", random_tensor(element, {n}, seed)}};
         if (like) inputs.emplace_back("like", Tensor(to, {1}));
         return one_node_workload(op, 15, like ? "" : fmt::format("to = {}", static_cast<int>(to)), std::move(inputs),
                                  {{"y", to, {n}}}, n);

@@ -822,7 +822,9 @@ void register_data_movement_kernels(KernelTable& table) {
     KernelDef def = make_def("Dropout", {10}, type,
                              parallel_threshold_schema(elementwise_key("Dropout", type, 1), kDefaultMinimumElements));
     def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<DropoutKernel>(info); };
-    def.output_types = [type](const KernelCreateInfo&) { return std::vector<ElementType>{type, ElementType::boolean}; };
+    def.output_types = [](const KernelCreateInfo&) {
+      return std::vector<ElementType>{ElementTraits<decltype(t)>::type, ElementType::boolean};
+    };
     def.calibration_workload = dropout_workload(type);
     table.add(std::move(def));
   });

@@ -225,17 +225,18 @@ void register_normalization_kernels(KernelTable& table) {
     batch.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
       return std::make_unique<BatchNormKernel<T>>(info);
     };
-    batch.calibration_workload = [type](int64_t n, int, uint32_t seed) {
+    batch.calibration_workload = [](int64_t n, int, uint32_t seed) {
+      constexpr ElementType element = ElementTraits<T>::type;  // not captured: clang 14 and GCC disagree on constexpr captures
       const int64_t channels = std::max<int64_t>(1, n / 64);
-      Tensor variance(type, {channels});
+      Tensor variance(element, {channels});
       for (int64_t c = 0; c < channels; ++c) variance.data<T>()[c] = store<T>(compute_t<T>(1));
       return one_node_workload("BatchNormalization", 15, "",
-                               {{"x", random_tensor(type, {1, channels, 8, 8}, seed)},
-                                {"scale", random_tensor(type, {channels}, seed + 1)},
-                                {"b", random_tensor(type, {channels}, seed + 2)},
-                                {"mean", random_tensor(type, {channels}, seed + 3)},
+                               {{"x", random_tensor(element, {1, channels, 8, 8}, seed)},
+                                {"scale", random_tensor(element, {channels}, seed + 1)},
+                                {"b", random_tensor(element, {channels}, seed + 2)},
+                                {"mean", random_tensor(element, {channels}, seed + 3)},
                                 {"var", std::move(variance)}},
-                               {{"y", type, {1, channels, 8, 8}}}, channels * 64);
+                               {{"y", element, {1, channels, 8, 8}}}, channels * 64);
     };
     table.add(std::move(batch));
     KernelDef layer = make_def("LayerNormalization", {17}, type,

@@ -35,8 +35,8 @@ void SpanUnaryKernel::run(KernelExecution& execution) {
                          [&](int64_t begin, int64_t end) { fn_(in + begin, out + begin, end - begin, stream); });
 }
 
-void add_span_unary(KernelTable& table, const ElementwiseSpec& spec, const std::string& implementation,
-                    std::string (*unavailable)(const CpuFeatures&), simd::UnarySpanFunction fn) {
+KernelDef span_kernel_def(const ElementwiseSpec& spec, const std::string& implementation,
+                          std::string (*unavailable)(const CpuFeatures&)) {
   KernelDef def;
   def.op_type = spec.op_type;
   def.since_version = spec.opsets.since;
@@ -46,6 +46,12 @@ void add_span_unary(KernelTable& table, const ElementwiseSpec& spec, const std::
   def.unavailable_reason = unavailable;
   def.schema = span_elementwise_schema(elementwise_key(spec.op_type, def.element_type, spec.tuning_abi, implementation),
                                        spec.default_minimum_elements);
+  return def;
+}
+
+void add_span_unary(KernelTable& table, const ElementwiseSpec& spec, const std::string& implementation,
+                    std::string (*unavailable)(const CpuFeatures&), simd::UnarySpanFunction fn) {
+  KernelDef def = span_kernel_def(spec, implementation, unavailable);
   const int64_t fallback = spec.default_minimum_elements;
   def.create = [fn, fallback](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
     check_attributes(info, {});

@@ -97,23 +97,19 @@ class SpanBinaryKernel final : public SpanKernelBase {
   Op op_;
 };
 
-// Registers a float32 span kernel for `implementation` (checked by `unavailable`), with the
-// same opsets, tuning ABI and calibration workload as the portable kernel of spec.op_type.
+// The float32 definition of spec.op_type for `implementation` (checked by `unavailable`), with
+// the same opsets and tuning ABI as the portable kernel; the caller adds create and workload.
+KernelDef span_kernel_def(const ElementwiseSpec& spec, const std::string& implementation,
+                          std::string (*unavailable)(const CpuFeatures&));
+
+// Registers a float32 span kernel, calibrated with the portable kernel's workload.
 void add_span_unary(KernelTable& table, const ElementwiseSpec& spec, const std::string& implementation,
                     std::string (*unavailable)(const CpuFeatures&), simd::UnarySpanFunction fn);
 
 template <typename Op>
 void add_span_binary(KernelTable& table, const ElementwiseSpec& spec, const std::string& implementation,
                      std::string (*unavailable)(const CpuFeatures&), simd::BinarySpanFunction fn, Op op) {
-  KernelDef def;
-  def.op_type = spec.op_type;
-  def.since_version = spec.opsets.since;
-  def.end_version = spec.opsets.end;
-  def.element_type = ElementType::float32;
-  def.implementation = implementation;
-  def.unavailable_reason = unavailable;
-  def.schema = span_elementwise_schema(elementwise_key(spec.op_type, def.element_type, spec.tuning_abi, implementation),
-                                       spec.default_minimum_elements);
+  KernelDef def = span_kernel_def(spec, implementation, unavailable);
   const int64_t fallback = spec.default_minimum_elements;
   def.create = [fn, op, fallback](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
     check_attributes(info, {});

@@ -218,10 +218,11 @@ void add_row_op(KernelTable& table, const std::string& op_type, OpsetRange opset
     return std::make_unique<SoftmaxKernel<T, kOp, kImpl>>(info);
   };
   // Calibration: [rows, 64] over the last axis; the threshold counts rows.
-  def.calibration_workload = [op_type, type](int64_t rows, int, uint32_t seed) {
+  def.calibration_workload = [op_type](int64_t rows, int, uint32_t seed) {
+    constexpr ElementType element = ElementTraits<T>::type;  // not captured: clang 14 and GCC disagree on constexpr captures
     const Shape shape{std::max<int64_t>(1, rows), 64};
-    return one_node_workload(op_type, 13, "axis = -1", {{"x", random_tensor(type, shape, seed)}},
-                             {{"y", type, shape}}, shape[0]);
+    return one_node_workload(op_type, 13, "axis = -1", {{"x", random_tensor(element, shape, seed)}},
+                             {{"y", element, shape}}, shape[0]);
   };
   table.add(std::move(def));
 }
