@@ -16,6 +16,7 @@
 #include "onnx_light/runtime/tensor_proto.h"
 #include "onnx_light/runtime/thread_pool.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "tensor_buffer_pool.h"
 
 namespace onnx_light::runtime {
 
@@ -127,20 +128,10 @@ struct RuntimeSession::Impl {
     }
     std::size_t output_count() const override { return step_.outputs.size(); }
     Tensor& output(std::size_t index, ElementType type, const Shape& shape) override {
-      if (index >= step_.outputs.size() || step_.outputs[index] < 0) {
-        // An omitted optional output: computed, then dropped. One buffer per index, so that a
-        // kernel filling several omitted outputs never writes into a released one.
-        Tensor& scratch = scratch_[index];
-        scratch = Tensor(type, shape);
-        return scratch;
-      }
-      Tensor& slot = impl_.slots[static_cast<std::size_t>(step_.outputs[index])];
-      // Reuse last run's buffer when nobody else holds it; steady-state runs allocate nothing.
-      // A view here is caller memory bound through run(inputs, outputs): written in place.
-      if (slot.element_type() == type && slot.shape() == shape && (slot.exclusively_owned() || slot.is_view()))
-        return slot;
-      slot = Tensor(type, shape);
-      return slot;
+      return output_slot(index, type, shape, /*zero=*/true);
+    }
+    Tensor& output_for_overwrite(std::size_t index, ElementType type, const Shape& shape) override {
+      return output_slot(index, type, shape, /*zero=*/false);
     }
     int threads() const override { return impl_.pool->threads(); }
     int parallel_for(int64_t n, int64_t grain, int admitted,
@@ -156,6 +147,24 @@ struct RuntimeSession::Impl {
     const std::string& label() const override { return step_.label; }
 
    private:
+    Tensor& output_slot(std::size_t index, ElementType type, const Shape& shape, bool zero) {
+      if (index >= step_.outputs.size() || step_.outputs[index] < 0) {
+        // An omitted optional output: computed, then dropped. One buffer per index, so that a
+        // kernel filling several omitted outputs never writes into a released one.
+        Tensor& scratch = scratch_[index];
+        scratch = impl_.buffers->make(type, shape, zero);
+        return scratch;
+      }
+      Tensor& slot = impl_.slots[static_cast<std::size_t>(step_.outputs[index])];
+      // Reuse last run's buffer when nobody else holds it; steady-state runs allocate nothing.
+      // A view here is caller memory bound through run(inputs, outputs): written in place.
+      if (slot.element_type() == type && slot.shape() == shape && (slot.exclusively_owned() || slot.is_view()))
+        return slot;
+      // Else a block from the session's pool: outputs the caller dropped come back there.
+      slot = impl_.buffers->make(type, shape, zero);
+      return slot;
+    }
+
     Impl& impl_;
     Step& step_;
     std::map<std::size_t, Tensor> scratch_;
@@ -169,6 +178,7 @@ struct RuntimeSession::Impl {
   TuningRegistry* registry = nullptr;
   std::shared_ptr<ThreadPool> pool;
   int thread_count = 1;
+  std::shared_ptr<TensorBufferPool> buffers = std::make_shared<TensorBufferPool>();
 
   std::vector<Tensor> slots;                    // every value of the graph by slot id
   std::unordered_map<std::string, int> slot_of;  // value name -> slot id

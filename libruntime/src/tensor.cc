@@ -82,6 +82,26 @@ Tensor::Tensor(ElementType type, Shape shape) : type_(type), shape_(std::move(sh
   data_ = storage_.get();
 }
 
+std::size_t Tensor::storage_bytes(ElementType type, const Shape& shape) {
+  const std::size_t bytes = checked_byte_size(type, shape, shape_element_count(shape));
+  return bytes == 0 ? kTensorAlignment : (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+}
+
+Tensor Tensor::adopt(ElementType type, Shape shape, std::shared_ptr<std::byte> storage, std::size_t capacity) {
+  const std::size_t needed = storage_bytes(type, shape);
+  if (!storage || capacity < needed || reinterpret_cast<std::uintptr_t>(storage.get()) % kTensorAlignment != 0)
+    throw InvalidValueError(fmt::format("cannot adopt {} bytes at {} for a tensor {}{} of {} bytes (aligned to {})",
+                                        capacity, static_cast<void*>(storage.get()), element_type_name(type),
+                                        shape_to_string(shape), needed, kTensorAlignment));
+  Tensor t;
+  t.type_ = type;
+  t.count_ = shape_element_count(shape);
+  t.shape_ = std::move(shape);
+  t.storage_ = std::move(storage);
+  t.data_ = t.storage_.get();
+  return t;
+}
+
 Tensor Tensor::borrow(ElementType type, Shape shape, void* data) {
   const int64_t count = shape_element_count(shape);
   checked_byte_size(type, shape, count);

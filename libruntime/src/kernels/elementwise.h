@@ -58,7 +58,7 @@ class UnaryKernel final : public ThresholdKernel {
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
     const Op op = bind_op(op_, execution);
-    Tensor& y = execution.output(0, ElementTraits<Out>::type, x.shape());
+    Tensor& y = execution.output_for_overwrite(0, ElementTraits<Out>::type, x.shape());
     const In* in = x.data<In>();
     Out* out = y.data<Out>();
     const int64_t n = x.element_count();
@@ -85,7 +85,7 @@ class BinaryKernel final : public ThresholdKernel {
     const Tensor& b = execution.required_input(1);
     check_input_type(execution, 1, b, ElementTraits<InB>::type);
     Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), execution.label());
-    Tensor& y = execution.output(0, ElementTraits<Out>::type, shape);
+    Tensor& y = execution.output_for_overwrite(0, ElementTraits<Out>::type, shape);
     const In* pa = a.data<In>();
     const InB* pb = b.data<InB>();
     Out* out = y.data<Out>();

@@ -26,7 +26,7 @@ void SpanKernelBase::apply_tuning(const TuningValues& values) {
 void SpanUnaryKernel::run(KernelExecution& execution) {
   const Tensor& x = execution.required_input(0);
   check_input_type(execution, 0, x, ElementType::float32);
-  Tensor& y = execution.output(0, ElementType::float32, x.shape());
+  Tensor& y = execution.output_for_overwrite(0, ElementType::float32, x.shape());
   const float* in = x.data<float>();
   float* out = y.data<float>();
   const int64_t n = x.element_count();

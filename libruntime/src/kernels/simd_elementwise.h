@@ -55,7 +55,7 @@ class SpanBinaryKernel final : public SpanKernelBase {
     const Tensor& b = execution.required_input(1);
     check_input_type(execution, 1, b, ElementType::float32);
     Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), execution.label());
-    Tensor& y = execution.output(0, ElementType::float32, shape);
+    Tensor& y = execution.output_for_overwrite(0, ElementType::float32, shape);
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     float* out = y.data<float>();

@@ -101,7 +101,7 @@ class SoftmaxKernel final : public RowKernel {
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
     const auto rank = static_cast<int64_t>(x.rank());
-    Tensor& y = execution.output(0, ElementTraits<T>::type, x.shape());
+    Tensor& y = execution.output_for_overwrite(0, ElementTraits<T>::type, x.shape());
     if (x.element_count() == 0) return;
     const auto axis = static_cast<std::size_t>(normalize_axis(axis_, std::max<int64_t>(rank, 1), execution.label()));
     int64_t outer = 1, length = 1, inner = 1;

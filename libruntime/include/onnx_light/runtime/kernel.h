@@ -47,6 +47,11 @@ class KernelExecution {
   virtual const Tensor* input(std::size_t index) const = 0;
   virtual std::size_t output_count() const = 0;
   virtual Tensor& output(std::size_t index, ElementType type, const Shape& shape) = 0;
+  // The same for a kernel that writes every element before reading any: new storage is not
+  // zero-filled (the cost that dominates a fresh large output).
+  virtual Tensor& output_for_overwrite(std::size_t index, ElementType type, const Shape& shape) {
+    return output(index, type, shape);
+  }
   // Threads of the session's pool.
   virtual int threads() const = 0;
   // A parallel region recorded under this node's label; returns admitted participants.

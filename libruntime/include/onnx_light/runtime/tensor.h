@@ -28,6 +28,12 @@ class Tensor {
   Tensor(ElementType type, Shape shape);
   // A view of caller memory; the caller keeps it alive and aligned for the element type.
   static Tensor borrow(ElementType type, Shape shape, void* data);
+  // Owned storage supplied by an allocator (a buffer pool): `capacity` bytes, kTensorAlignment
+  // aligned, contents as they are. Throws InvalidValueError when it is too small or misaligned.
+  static Tensor adopt(ElementType type, Shape shape, std::shared_ptr<std::byte> storage, std::size_t capacity);
+  // The bytes an owned tensor of `type` and `shape` occupies: its size rounded up to whole
+  // kTensorAlignment blocks, at least one. Throws like the constructor.
+  static std::size_t storage_bytes(ElementType type, const Shape& shape);
   // Owned copy of raw little-endian bytes (size must match).
   static Tensor from_bytes(ElementType type, Shape shape, std::span<const std::byte> bytes);
 
