@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (one per parser we own: .npy, TensorProto, the tuning cache) with
-# clang under ASan+UBSan, then runs each for a bounded, seeded smoke run.
-# Usage: scripts/fuzz.sh [RUNS]   (default 20000 inputs per target; FUZZ_SECONDS=N runs N s instead)
+# clang under ASan+UBSan, then runs each for a bounded, seeded run starting from fuzz/corpus/<parser>/
+# (valid files the mutations grow from; new finds go to a scratch directory, never into the repo).
+# Usage: scripts/fuzz.sh [SECONDS]   (default 30 s per target; FUZZ_RUNS=N stops after N inputs instead)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-RUNS="${1:-20000}"
+SECONDS_PER_TARGET="${1:-30}"
 DIR="$ROOT/build-fuzz"
 ONNX_LIGHT_EXTRA_PACKAGES="clang-14 libclang-rt-14-dev" "$ROOT/scripts/install-deps.sh"
 cmake -S "$ROOT" -B "$DIR" -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
@@ -14,7 +15,7 @@ cmake --build "$DIR" -j "${ONNX_LIGHT_JOBS:-$(nproc)}" --target "${TARGETS[@]}"
 for t in "${TARGETS[@]}"; do
   corpus="$ROOT/fuzz/corpus/${t#fuzz_}"
   args=(-seed=1)
-  if [[ -n "${FUZZ_SECONDS:-}" ]]; then args+=(-max_total_time="$FUZZ_SECONDS"); else args+=(-runs="$RUNS"); fi
+  if [[ -n "${FUZZ_RUNS:-}" ]]; then args+=(-runs="$FUZZ_RUNS"); else args+=(-max_total_time="$SECONDS_PER_TARGET"); fi
   echo "fuzz.sh: $t ${args[*]}" >&2
   if [[ -d "$corpus" ]]; then
     scratch="$(mktemp -d)"
