@@ -19,6 +19,7 @@
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "implementation_tables.h"
 #include "test_models.h"
 
 using namespace onnx_light;
@@ -37,29 +38,12 @@ bool is_span_op(const KernelDef& def) {
   return false;
 }
 
-// True (with a loud message) when this host can run `implementation` of the span ops.
 bool host_runs(const std::string& implementation) {
-  for (const auto& def : cpu_kernel_table().definitions()) {
-    if (!is_span_op(def) || def.implementation != implementation) continue;
-    const std::string why = def.unavailable_reason ? def.unavailable_reason(host_cpu_features()) : std::string{};
-    if (why.empty()) return true;
-    WARN_MESSAGE(false, fmt::format("{} elementwise kernels not tested on this host: {}", implementation, why));
-    return false;
-  }
-  WARN_MESSAGE(false, fmt::format("{} elementwise kernels are not registered in this build", implementation));
-  return false;
+  return test::host_runs("float32 elementwise kernels", is_span_op, implementation);
 }
 
-// The CPU table with the span ops restricted to one implementation.
 const KernelTable& table_for(const std::string& implementation) {
-  static std::map<std::string, std::unique_ptr<KernelTable>> tables;
-  auto& slot = tables[implementation];
-  if (!slot) {
-    slot = std::make_unique<KernelTable>();
-    for (const auto& def : cpu_kernel_table().definitions())
-      if (!is_span_op(def) || def.implementation == implementation) slot->add(def);
-  }
-  return *slot;
+  return test::table_with_only("elementwise", is_span_op, implementation);
 }
 
 // Every span op parallel from one element, with the given streaming-store threshold where the

@@ -22,6 +22,7 @@
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "implementation_tables.h"
 #include "test_models.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -38,34 +39,19 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// A table holding only `implementation`'s definitions of `op_type` (all types and opsets).
+// The CPU table with `op_type` restricted to `implementation` (all types and opsets).
 const KernelTable& table_of(const std::string& op_type, const std::string& implementation) {
-  static std::map<std::string, std::unique_ptr<KernelTable>> tables;
-  auto& slot = tables[op_type + "/" + implementation];
-  if (!slot) {
-    slot = std::make_unique<KernelTable>();
-    for (const auto& def : cpu_kernel_table().definitions())
-      if (def.op_type == op_type && def.implementation == implementation) slot->add(def);
-  }
-  return *slot;
+  return test::table_with_only(op_type, [op_type](const KernelDef& d) { return d.op_type == op_type; }, implementation);
 }
 
-// Empty when this host runs `implementation` of `op_type` (float); else why not.
-std::string unavailable(const std::string& op_type, const std::string& implementation) {
-  for (const auto& def : cpu_kernel_table().definitions())
-    if (def.op_type == op_type && def.implementation == implementation && def.element_type == ElementType::float32)
-      return def.unavailable_reason ? def.unavailable_reason(host_cpu_features()) : std::string();
-  return "not registered in this build";
-}
-
-// The implementations of `op_type` this host can run; WARNs about the others.
+// The implementations of `op_type` (float) this host can run; WARNs about the others.
 std::vector<std::string> runnable(const std::string& op_type, const std::vector<std::string>& wanted) {
   std::vector<std::string> out;
-  for (const auto& impl : wanted) {
-    const std::string why = unavailable(op_type, impl);
-    if (why.empty()) out.push_back(impl);
-    else WARN_MESSAGE(false, fmt::format("{} {}: NOT TESTED on this host ({})", op_type, impl, why));
-  }
+  for (const auto& impl : wanted)
+    if (test::host_runs(op_type, [op_type](const KernelDef& d) {
+          return d.op_type == op_type && d.element_type == ElementType::float32;
+        }, impl))
+      out.push_back(impl);
   return out;
 }
 
