@@ -55,6 +55,8 @@ def main():
     ap.add_argument("--bench", default=os.path.join(ROOT, "build-bench", "bench", "onnx-light-peer-bench"))
     ap.add_argument("--only", default="", help="comma-separated model names")
     ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--alloc", action="store_true",
+                    help="also time 'alloc' mode (a fresh output every run) and print it as an informative table")
     a = ap.parse_args()
     ortlib_bin = os.path.join(WORK, "bin", "ort_c_bench")
     if not os.path.exists(ortlib_bin) or not os.path.exists(os.path.join(MODELS, "manifest.tsv")):
@@ -65,8 +67,9 @@ def main():
     for rep in range(a.reps):
         load = open("/proc/loadavg").read().split()[:3]
         print(f"repetition {rep + 1}/{a.reps} (loadavg {' '.join(load)})", file=sys.stderr)
-        theirs.append(read_tsv(run([ortlib_bin, "--models", MODELS, "--min-time", str(a.min_time), "--modes", "prealloc"] + only)))
-        ours.append(read_tsv(run([a.bench, "--models", MODELS, "--min-time", str(a.min_time), "--modes", "prealloc"] + only)))
+        modes = "prealloc,alloc" if a.alloc else "prealloc"
+        theirs.append(read_tsv(run([ortlib_bin, "--models", MODELS, "--min-time", str(a.min_time), "--modes", modes] + only)))
+        ours.append(read_tsv(run([a.bench, "--models", MODELS, "--min-time", str(a.min_time), "--modes", modes] + only)))
         lim = run([os.path.join(WORK, "bin", "limits"), str(a.min_time)])
         memcpy.append(lim)
     # memcpy GB/s (read+written) per thread count, from the limits tool's text.
@@ -108,6 +111,24 @@ def main():
                              f"≤ {target} | {'yes' if med <= target else 'NO'} |")
     lines.append("")
     lines.append("Ratio = our median / ONNX Runtime's median from the same repetition; below 1 we are faster.")
+    if a.alloc:
+        lines.append("")
+        lines.append("Informative, no target: `alloc` mode, where each run returns a fresh output (ONNX Runtime "
+                     "allocates from its arena; we from the session's buffer pool).")
+        lines.append("")
+        lines.append("| model | T | onnx-light µs | ORT µs | ratio (median) | range |")
+        lines.append("|---|---|---|---|---|---|")
+        for _, models, _, _ in TARGETS:
+            for m in models:
+                for t in (1, 2):
+                    key = (m, t, "alloc")
+                    pairs = [(o[key], r[key]) for o, r in zip(ours, theirs) if key in o and key in r and r[key] > 0]
+                    if not pairs:
+                        continue
+                    ratios = [x / y for x, y in pairs]
+                    lines.append(f"| {m} | {t} | {statistics.median(p[0] for p in pairs):.2f} | "
+                                 f"{statistics.median(p[1] for p in pairs):.2f} | {statistics.median(ratios):.2f} | "
+                                 f"{min(ratios):.2f}–{max(ratios):.2f} |")
     text = "\n".join(lines)
     print(text)
     if a.write_results:
