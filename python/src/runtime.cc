@@ -198,6 +198,57 @@ rt::Tensor tensor_from_value(const py::object& value) {
   return tensor_from_numpy(value, std::nullopt);
 }
 
+// ---- positional runs over numpy arrays ----------------------------------------------------------
+
+// True when `array` can be lent to the runtime as it is: C-ordered, aligned, native byte order.
+bool lendable(const py::array& array) {
+  const auto itemsize = static_cast<std::uintptr_t>(array.dtype().itemsize());
+  const auto address = reinterpret_cast<std::uintptr_t>(array.data());
+  return (array.flags() & py::array::c_style) && itemsize > 0 && address % itemsize == 0 &&
+         py::str(array.dtype().attr("byteorder")).cast<std::string>() != ">";
+}
+
+// Input k of run_arrays: a Tensor as it is, a lendable numpy array as a zero-copy view (kept
+// alive in `keep` for the run; kernels never write inputs), anything else converted (a copy).
+rt::Tensor run_input(const py::object& value, std::vector<py::object>& keep) {
+  if (py::isinstance<rt::Tensor>(value)) return value.cast<rt::Tensor>();
+  if (py::isinstance<py::array>(value)) {
+    py::array array = py::reinterpret_borrow<py::array>(value);
+    const char kind = array.dtype().kind();
+    if (lendable(array) && kind != 'O' && kind != 'U' && kind != 'S' && kind != 'V' && kind != 'M' && kind != 'm') {
+      keep.push_back(array);
+      rt::Shape shape(array.shape(), array.shape() + array.ndim());
+      return rt::Tensor::borrow(element_type_for(array.dtype()), std::move(shape), const_cast<void*>(array.data()));
+    }
+  }
+  return tensor_from_value(value);
+}
+
+// Output k of run_arrays given by the caller: a writeable, lendable numpy array the kernels write into.
+rt::Tensor run_output(const py::object& value, std::size_t k, const rt::ValueInfo& info) {
+  if (!py::isinstance<py::array>(value))
+    throw TypeMismatchError(fmt::format("outputs[{}] ('{}') must be a numpy array, not {}", k, info.name,
+                                        python_type_name(value)));
+  py::array array = py::reinterpret_borrow<py::array>(value);
+  if (!array.writeable() || !lendable(array))
+    throw InvalidValueError(fmt::format("outputs[{}] ('{}') must be a writeable, C-contiguous, aligned array in native "
+                                        "byte order",
+                                        k, info.name));
+  rt::Shape shape(array.shape(), array.shape() + array.ndim());
+  return rt::Tensor::borrow(element_type_for(array.dtype()), std::move(shape), array.mutable_data());
+}
+
+// A numpy array over the tensor's own storage (no copy); the array keeps the storage alive and,
+// when it goes, the block returns to the session's buffer pool.
+py::array lend_to_numpy(rt::Tensor tensor) {
+  const py::dtype dtype = dtype_for(tensor.element_type());
+  std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
+  auto* owner = new rt::Tensor(std::move(tensor));
+  py::capsule base(owner, [](void* p) { delete static_cast<rt::Tensor*>(p); });
+  return py::array(dtype, shape, {}, owner->raw_data(), base);
+}
+
+
 // ---- models -----------------------------------------------------------------------------------
 
 rt::Model model_from_object(py::handle model) {
@@ -534,6 +585,48 @@ void bind_runtime(py::module_& m) {
           "Reads the graph inputs from `context` and write the outputs into it. The GIL is\n"
           "released while the session runs. Raises InputError (a ValueError) naming a missing or ill-fitting\n"
           "input.")
+      .def(
+          "run_arrays",
+          [](Session& s, const py::sequence& inputs, const std::optional<py::sequence>& outputs) {
+            const auto& output_infos = s.session->outputs();
+            std::vector<py::object> keep;
+            std::vector<rt::Tensor> in;
+            for (const auto& value : inputs) in.push_back(run_input(py::reinterpret_borrow<py::object>(value), keep));
+            std::vector<rt::Tensor> out(output_infos.size());
+            if (outputs) {
+              if (py::len(*outputs) != output_infos.size())
+                throw InputError(fmt::format("outputs: the model has {} output(s), {} array(s) given",
+                                             output_infos.size(), py::len(*outputs)));
+              for (std::size_t k = 0; k < out.size(); ++k)
+                out[k] = run_output((*outputs)[k], k, output_infos[k]);
+            }
+            std::vector<const void*> lent(out.size());
+            for (std::size_t k = 0; k < out.size(); ++k) lent[k] = out[k].raw_data();
+            {
+              py::gil_scoped_release release;
+              std::lock_guard lock(s.mutex);
+              s.session->run(in, out);
+            }
+            py::list results;
+            for (std::size_t k = 0; k < out.size(); ++k) {
+              if (!outputs) {
+                results.append(lend_to_numpy(std::move(out[k])));
+                continue;
+              }
+              if (out[k].raw_data() != lent[k])
+                throw InputError(fmt::format("outputs[{}] ('{}'): the result is {}, which does not fit the array given",
+                                             k, output_infos[k].name, out[k].describe()));
+              results.append((*outputs)[k]);
+            }
+            return results;
+          },
+          py::arg("inputs"), py::arg("outputs") = py::none(),
+          "The fast path: inputs in graph-input order (numpy arrays are lent without a copy when they are\n"
+          "C-contiguous, aligned and in native byte order; Tensors and other values are accepted too), and\n"
+          "optionally `outputs`, numpy arrays in graph-output order that the kernels write into. Returns the\n"
+          "outputs as a list of numpy arrays: the given ones, or arrays over the runtime's own buffers (no\n"
+          "copy; a buffer is reused by a later run once its array is gone). Nothing is looked up by name.\n"
+          "Raises InputError when an output array does not fit the result.")
       .def(
           "initialize",
           [](Session& s) {

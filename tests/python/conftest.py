@@ -111,3 +111,13 @@ def pytest_sessionfinish(session, exitstatus):
     passed = len(reporter.stats.get("passed", [])) if reporter is not None else session.testscollected
     if exitstatus == 0 and passed == 0:
         session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def abs_float_values(minimum_elements: int) -> dict:
+    """What a float Abs profile holds after setting only parallel.minimum_elements: that value and
+    the defaults of the host's implementation for every other parameter (the avx2 kernel also has
+    store.streaming_minimum_elements; the portable one has nothing else)."""
+    from onnx_light import kernel_tuning
+
+    (entry,) = kernel_tuning.kernel_tuning_parameters(kernel="Abs", element_type=1)["kernels"]
+    return {**entry["defaults"], "parallel.minimum_elements": minimum_elements}

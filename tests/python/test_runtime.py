@@ -13,7 +13,7 @@ from onnx_light.onnx import TensorProto, helper
 from onnx_light.onnx_lib import parser
 from onnx_light.onnx_py import _onnxpykernels
 
-from conftest import ABS_MODEL_TEXT
+from conftest import ABS_MODEL_TEXT, abs_float_values
 
 runtime = _onnxpykernels.runtime
 
@@ -196,7 +196,7 @@ def test_collector_events_and_dropped_count(abs_model, tmp_path):
     assert collector.report().events == [] and collector.report().dropped_events == 0
     resolved = session.resolved_tuning()
     assert resolved and resolved[0]["kernel"] == "Abs"
-    assert resolved[0]["values"] == {"parallel.minimum_elements": 1}
+    assert resolved[0]["values"] == abs_float_values(1)
     assert resolved[0]["source"] == "published_profile"
     with pytest.raises(ValueError):
         runtime.ParallelRegionCollector(capacity=-1)
@@ -331,3 +331,53 @@ def test_concurrent_runs_of_one_session_are_serialised(abs_model):
     assert errors == []
     for i, context in enumerate(contexts):
         np.testing.assert_array_equal(context.get("y").numpy(), np.full(50000, float(i), dtype=np.float32))
+
+
+# ---- run_arrays: the positional fast path ---------------------------------------------------------
+
+def test_run_arrays_returns_results_as_numpy(abs_model):
+    session = runtime.RuntimeSession(abs_model)
+    x = np.linspace(-2, 2, 1000, dtype=np.float32)
+    (y,) = session.run_arrays([x])
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == (1000,)
+    np.testing.assert_array_equal(y, np.abs(x))
+    (y2,) = session.run_arrays([-x])  # y is the caller's: a later run never changes it
+    np.testing.assert_array_equal(y, np.abs(x))
+    np.testing.assert_array_equal(y2, np.abs(x))
+
+
+def test_run_arrays_writes_into_the_given_output(abs_model):
+    session = runtime.RuntimeSession(abs_model)
+    x = np.array([-1.0, 2.0, -3.0], dtype=np.float32)
+    out = np.full(3, 99.0, dtype=np.float32)
+    (returned,) = session.run_arrays([x], [out])
+    assert returned is out
+    np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
+
+
+def test_run_arrays_accepts_strided_and_foreign_inputs(abs_model):
+    session = runtime.RuntimeSession(abs_model)
+    base = np.arange(-10, 10, dtype=np.float32)
+    (y,) = session.run_arrays([base[::2]])  # not contiguous: copied
+    np.testing.assert_array_equal(y, np.abs(base[::2]))
+    (y,) = session.run_arrays([np.array([-1.0, -2.0], dtype=np.float32)])
+    np.testing.assert_array_equal(y, [1.0, 2.0])
+    with pytest.raises(onnx_light.InputError, match="input 'x' must be float"):
+        session.run_arrays([[-1.0, -2.0]])  # a list: numpy makes it float64
+
+
+def test_run_arrays_output_that_does_not_fit_raises_naming_it(abs_model):
+    session = runtime.RuntimeSession(abs_model)
+    x = np.ones(4, dtype=np.float32)
+    wrong = np.zeros(3, dtype=np.float32)
+    with pytest.raises(onnx_light.InputError, match=r"outputs\[0\] \('y'\).*float\[4\]"):
+        session.run_arrays([x], [wrong])
+    np.testing.assert_array_equal(wrong, 0)  # never written
+    read_only = np.zeros(4, dtype=np.float32)
+    read_only.setflags(write=False)
+    with pytest.raises(ValueError, match="writeable"):
+        session.run_arrays([x], [read_only])
+    with pytest.raises(ValueError, match="1 output"):
+        session.run_arrays([x], [])
+    with pytest.raises(ValueError, match="takes 1 input"):
+        session.run_arrays([], None)
