@@ -275,6 +275,14 @@ TEST_CASE("k_eq_1") {
   check_matmul(1, 1, 1);
 }
 
+TEST_CASE("k_eq_0_writes_every_element") {
+  // Outputs are not zero-filled before the kernel runs: an empty product must still store zeros
+  // (MatMul) or beta * C (Gemm) in every element.
+  check_matmul(13, 0, 40);
+  check_gemm("(float[M, K] a, float[K, N] b, float[N] c) => (float[M, N] y) { y = Gemm <beta = 2.0> (a, b, c) }",
+             {{"a", random({9, 0}, 5)}, {"b", random({0, 35}, 6)}, {"c", random({35}, 7)}}, false, false, 1, 2);
+}
+
 TEST_CASE("k_gt_block_k") {
   // block_k is 64 in these runs: several k-blocks, the last one partial.
   check_matmul(30, 200, 70);

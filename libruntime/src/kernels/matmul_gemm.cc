@@ -300,7 +300,8 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
     Shape out_shape = batch;
     if (a.rank() > 1) out_shape.push_back(m);
     if (b.rank() > 1) out_shape.push_back(n);
-    Tensor& y = execution.output(0, ElementType::float32, out_shape);
+    // The first k-block stores every element (accumulate = 0): no zero fill needed.
+    Tensor& y = execution.output_for_overwrite(0, ElementType::float32, out_shape);
     if (y.element_count() == 0) return;
     const int64_t batches = shape_element_count(batch);
     const int64_t b_matrices = shape_element_count(batch_b);
@@ -382,7 +383,8 @@ class PackedGemmKernel final : public PackedGemmKernelBase {
       c_row = strides[0];
       c_col = strides[1];
     }
-    Tensor& y = execution.output(0, ElementType::float32, out_shape);
+    // The first k-block stores every element (accumulate = 0): no zero fill needed.
+    Tensor& y = execution.output_for_overwrite(0, ElementType::float32, out_shape);
     if (y.element_count() == 0) return;
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();

@@ -109,6 +109,7 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
     const MatrixView& a = ops->a;
     if (isa.kernel_direct_a != nullptr && a.col_stride == 1) {
       // Row-major A read in place by the micro-kernel: no packing.
+      const int64_t row_tiles = ceil_div(mc, mr);
       for (int64_t k0 = 0;; k0 += plan.block_k) {
         const int64_t kc = std::min(plan.block_k, k - k0);
         const bool last = k0 + kc >= k;
@@ -117,8 +118,11 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
           const int64_t j = q * nr;
           const int cols = static_cast<int>(std::min(nr, plan.n - j));
           const float* pb = ops->packed_b + q * k * nr + k0 * nr;
-          for (int64_t i = i0; i < i0 + mc; i += mr) {
-            const int rows = static_cast<int>(std::min(mr, i0 + mc - i));
+          // Row tiles as even as the micro-kernel allows (64 rows: 11,11,11,11,10,10 rather than
+          // 12,12,12,12,12,4): a short last tile wastes most of its FMA slots on load latency.
+          for (int64_t tile = 0; tile < row_tiles; ++tile) {
+            const int64_t i = i0 + tile * mc / row_tiles;
+            const int rows = static_cast<int>(i0 + (tile + 1) * mc / row_tiles - i);
             if (tile_last != nullptr) {
               tile_epilogue = *tile_last;
               if (tile_epilogue.bias != nullptr)
