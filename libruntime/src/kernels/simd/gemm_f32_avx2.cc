@@ -42,6 +42,7 @@ void kernel_rows(int64_t kc, const float* pa, const float* pb, float* c, int64_t
       acc1[r] = _mm256_setzero_ps();
     }
   }
+#pragma GCC unroll 4  // as the AVX-512 kernel: fewer counter and pointer updates per FMA
   for (int64_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_loadu_ps(pb);
     const __m256 b1 = _mm256_loadu_ps(pb + 8);
