@@ -207,6 +207,7 @@ struct RuntimeSession::Impl {
   // Checks `given` (nullptr: absent) against input k and binds it to its slot.
   void bind_input(std::size_t k, const Tensor* given, std::map<std::string, int64_t>& symbols);
   void run_steps();
+  void fuse_activations();
 };
 
 void RuntimeSession::Impl::build() {
@@ -402,6 +403,7 @@ void RuntimeSession::Impl::build() {
   for (int id : output_slots)
     output_shared.push_back(constant_slot[static_cast<std::size_t>(id)] ||
                             std::find(input_slots.begin(), input_slots.end(), id) != input_slots.end());
+  if (problems.empty() && options.fuse_activations) fuse_activations();
   if (!problems.empty()) {
     std::string list;
     for (const auto& p : problems) list += fmt::format("\n  - {}", p);
@@ -452,6 +454,38 @@ void RuntimeSession::Impl::bind_input(std::size_t k, const Tensor* given_or_null
     }
   }
   slot_tensor = given;  // shares storage; kernels never write inputs
+}
+
+void RuntimeSession::Impl::fuse_activations() {
+  // Readers of every slot: step inputs and graph outputs (a value the caller sees is never fused away).
+  std::vector<int> readers(slots.size(), 0);
+  for (const auto& step : steps)
+    for (int id : step.inputs)
+      if (id >= 0) ++readers[static_cast<std::size_t>(id)];
+  for (int id : output_slots) ++readers[static_cast<std::size_t>(id)];
+  std::vector<bool> dropped(steps.size(), false);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (dropped[i] || steps[i].outputs.size() != 1 || steps[i].outputs[0] < 0) continue;
+    const int produced = steps[i].outputs[0];
+    if (readers[static_cast<std::size_t>(produced)] != 1) continue;
+    for (std::size_t j = i + 1; j < steps.size(); ++j) {
+      const Step& relu = steps[j];
+      if (std::find(relu.inputs.begin(), relu.inputs.end(), produced) == relu.inputs.end()) continue;
+      const onnx::NodeProto& node = model.graph().node(static_cast<int>(relu.node_index));
+      const bool is_relu = node.op_type() == "Relu" && (node.domain().empty() || node.domain() == "ai.onnx") &&
+                           relu.inputs.size() == 1 && relu.outputs.size() == 1 && relu.outputs[0] >= 0;
+      if (is_relu && steps[i].kernel->fuse_relu()) {
+        steps[i].outputs[0] = relu.outputs[0];
+        steps[i].label += fmt::format(" + {}", relu.label);
+        dropped[j] = true;
+      }
+      break;  // the only reader
+    }
+  }
+  std::vector<Step> kept;
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (!dropped[i]) kept.push_back(std::move(steps[i]));
+  steps = std::move(kept);
 }
 
 void RuntimeSession::Impl::run_steps() {

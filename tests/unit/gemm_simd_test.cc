@@ -19,6 +19,7 @@
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "implementation_tables.h"
 #include "test_models.h"
 
 using namespace onnx_light;
@@ -34,29 +35,11 @@ bool is_gemm_f32(const KernelDef& def) {
   return (def.op_type == "MatMul" || def.op_type == "Gemm") && def.element_type == ElementType::float32;
 }
 
-// True (with a loud message) when this host can run `implementation`.
-bool host_runs(const std::string& implementation) {
-  for (const auto& def : cpu_kernel_table().definitions()) {
-    if (!is_gemm_f32(def) || def.implementation != implementation) continue;
-    const std::string why = def.unavailable_reason ? def.unavailable_reason(host_cpu_features()) : std::string{};
-    if (why.empty()) return true;
-    WARN_MESSAGE(false, fmt::format("{} GEMM not tested on this host: {}", implementation, why));
-    return false;
-  }
-  WARN_MESSAGE(false, fmt::format("{} GEMM is not registered in this build", implementation));
-  return false;
-}
+bool host_runs(const std::string& implementation) { return test::host_runs("GEMM", is_gemm_f32, implementation); }
 
 // The CPU table with MatMul/Gemm float32 restricted to one implementation.
 const KernelTable& table_for(const std::string& implementation) {
-  static std::map<std::string, std::unique_ptr<KernelTable>> tables;
-  auto& slot = tables[implementation];
-  if (!slot) {
-    slot = std::make_unique<KernelTable>();
-    for (const auto& def : cpu_kernel_table().definitions())
-      if (!is_gemm_f32(def) || def.implementation == implementation) slot->add(def);
-  }
-  return *slot;
+  return test::table_with_only("gemm_f32", is_gemm_f32, implementation);
 }
 
 const KernelDef& def_of(const std::string& op_type, const std::string& implementation) {
@@ -117,19 +100,36 @@ Model with_initializer(const Model& model, const std::string& name, const Tensor
   return model_from_proto(std::move(proto), "<gemm test>");
 }
 
-Tensor run(const Model& model, const Inputs& inputs, const std::string& implementation, int threads,
-           TuningRegistry& registry = small_blocks(), std::string* chosen = nullptr) {
+struct SessionRun {
+  Tensor y;                           // the first graph output
+  std::vector<std::string> steps;     // the node label of every kernel that ran
+  std::string last_implementation;    // of the last kernel
+};
+
+SessionRun run_session(const Model& model, const Inputs& inputs, const std::string& implementation, int threads,
+                       TuningRegistry& registry, bool fuse_activations) {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
   options.registry = &registry;
   options.kernels = &table_for(implementation);
+  options.fuse_activations = fuse_activations;
   RuntimeSession session(model, options);
   RuntimeContext context;
   for (const auto& [name, t] : inputs) context.set(name, t);
   session.run(context);
-  if (chosen != nullptr)
-    for (const auto& r : session.resolved_tuning()) *chosen = r.key.implementation;
-  return context.get(session.outputs().front().name);
+  SessionRun result{context.get(session.outputs().front().name), {}, {}};
+  for (const auto& r : session.resolved_tuning()) {
+    result.steps.push_back(r.node);
+    result.last_implementation = r.key.implementation;
+  }
+  return result;
+}
+
+Tensor run(const Model& model, const Inputs& inputs, const std::string& implementation, int threads,
+           TuningRegistry& registry = small_blocks(), std::string* chosen = nullptr) {
+  SessionRun result = run_session(model, inputs, implementation, threads, registry, true);
+  if (chosen != nullptr) *chosen = result.last_implementation;
+  return result.y;
 }
 
 Tensor random(const Shape& shape, uint32_t seed) { return random_tensor(ElementType::float32, shape, seed); }
@@ -424,4 +424,74 @@ TEST_CASE("default_tuning_runs_the_simd_kernel") {
     TuningRegistry empty;
     CHECK(bitwise_equal(run(model, inputs, impl, 2, empty), run(model, inputs, impl, 1)));
   }
+}
+
+// ---- Relu fused into the GEMM epilogue ----
+
+TEST_CASE("relu_after_gemm_fused_bit_identical") {
+  // Gemm + Relu + Gemm + Relu (the last Relu's output is the graph output), MatMul + Relu, with
+  // NaN and signed zeros in the products: fused and separate Relu give the same bits.
+  const std::string graph =
+      "(float[B, I] x, float[I, H] w1, float[H] b1, float[H, O] w2, float[O] b2) => (float[B, O] y) "
+      "{ h = Gemm(x, w1, b1)\n r = Relu(h)\n g = Gemm(r, w2, b2)\n y = Relu(g) }";
+  Tensor x = random({29, 40}, 1);
+  x.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();  // row 0 of h is NaN throughout
+  Tensor b1 = random({70}, 3);
+  b1.data<float>()[5] = -0.0f;
+  const Inputs inputs{{"x", x}, {"w1", random({40, 70}, 2)}, {"b1", b1}, {"w2", random({70, 33}, 4)},
+                      {"b2", random({33}, 5)}};
+  const Model matmul = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { p = MatMul(a, b)\n y = Relu(p) }");
+  const Inputs matmul_inputs{{"a", random({17, 9}, 6)}, {"b", random({9, 50}, 7)}};
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    CAPTURE(impl);
+    for (int threads : {1, 3}) {
+      const SessionRun fused = run_session(model_of(graph), inputs, impl, threads, small_blocks(), true);
+      const SessionRun separate = run_session(model_of(graph), inputs, impl, threads, small_blocks(), false);
+      CHECK(fused.steps.size() == 2);
+      CHECK(separate.steps.size() == 4);
+      REQUIRE_FALSE(fused.steps.empty());
+      CHECK(fused.steps[0].find("Relu node") != std::string::npos);
+      CHECK(bitwise_equal(fused.y, separate.y));
+      CHECK(std::isnan(fused.y.data<float>()[0]));
+      const SessionRun fused_matmul = run_session(matmul, matmul_inputs, impl, threads, small_blocks(), true);
+      CHECK(fused_matmul.steps.size() == 1);
+      CHECK(bitwise_equal(fused_matmul.y, run_session(matmul, matmul_inputs, impl, threads, small_blocks(), false).y));
+    }
+  }
+}
+
+TEST_CASE("relu_not_fused_when_the_product_has_other_readers") {
+  // h is a graph output too; p feeds Relu and Add: both products must stay as they are.
+  const Model seen = model_of(
+      "(float[M, K] a, float[K, N] b) => (float[M, N] y, float[M, N] h) { h = MatMul(a, b)\n y = Relu(h) }");
+  const Model shared = model_of(
+      "(float[M, K] a, float[K, N] b) => (float[M, N] y) { p = MatMul(a, b)\n r = Relu(p)\n y = Add(r, p) }");
+  const Inputs inputs{{"a", random({10, 12}, 1)}, {"b", random({12, 20}, 2)}};
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    CAPTURE(impl);
+    RuntimeSessionOptions options;
+    options.registry = &small_blocks();
+    options.kernels = &table_for(impl);
+    RuntimeSession session(seen, options);
+    RuntimeContext context;
+    for (const auto& [name, t] : inputs) context.set(name, t);
+    session.run(context);
+    CHECK(session.resolved_tuning().size() == 2);
+    const Tensor& h = context.get("h");
+    bool has_negative = false;
+    for (int64_t i = 0; i < h.element_count(); ++i) has_negative |= h.data<float>()[i] < 0;
+    CHECK(has_negative);  // h is the raw product, not Relu(h)
+    const SessionRun s = run_session(shared, inputs, impl, 1, small_blocks(), true);
+    CHECK(s.steps.size() == 3);
+    CHECK(bitwise_equal(s.y, run_session(shared, inputs, impl, 1, small_blocks(), false).y));
+  }
+}
+
+TEST_CASE("portable_gemm_keeps_its_relu_node") {
+  const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { p = MatMul(a, b)\n y = Relu(p) }");
+  const SessionRun s = run_session(model, {{"a", random({5, 6}, 1)}, {"b", random({6, 7}, 2)}}, "portable", 1,
+                                   small_blocks(), true);
+  CHECK(s.steps.size() == 2);
 }

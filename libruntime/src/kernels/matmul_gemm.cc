@@ -235,6 +235,10 @@ class PackedGemmKernelBase : public Kernel {
     read("gemm.block_k", blocking_.k);
     read("gemm.block_n", blocking_.n);
   }
+  bool fuse_relu() override {
+    relu_ = true;
+    return true;
+  }
 
  protected:
   int admitted_macs(int64_t macs, const KernelExecution& execution) const {
@@ -268,6 +272,9 @@ class PackedGemmKernelBase : public Kernel {
   Shape constant_b_shape_;
   bool has_constant_b_ = false;
   std::vector<float> run_b_;
+  bool relu_ = false;  // a following Relu node runs in the epilogue (fuse_relu)
+  // The epilogue of a plain product with a fused Relu.
+  static constexpr simd::GemmF32Epilogue kReluOnly{1.0f, 0.0f, nullptr, 0, 0, true};
 };
 
 class PackedMatMulKernel final : public PackedGemmKernelBase {
@@ -317,7 +324,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
                                 });
     if (b_matrices == 1 && shape_element_count(batch_a) == batches) {
       // One B for every batch and A not broadcast: the batches are one (batches * m) x k matrix.
-      packed_gemm(execution, admitted, isa_, blocking_, 1, batches * m, n, k, nullptr, [&](int64_t) {
+      packed_gemm(execution, admitted, isa_, blocking_, 1, batches * m, n, k, relu_ ? &kReluOnly : nullptr, [&](int64_t) {
         return PackedGemmOperands{MatrixView{pa, k, 1}, packed, out, n};
       });
       return;
@@ -332,7 +339,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
       }
       return offset;
     };
-    packed_gemm(execution, admitted, isa_, blocking_, batches, m, n, k, nullptr, [&](int64_t t) {
+    packed_gemm(execution, admitted, isa_, blocking_, batches, m, n, k, relu_ ? &kReluOnly : nullptr, [&](int64_t t) {
       return PackedGemmOperands{MatrixView{pa + matrix_index(t, stride_a) * m * k, k, 1},
                                 packed + matrix_index(t, stride_b) * per_b, out + t * m * n, n};
     });
@@ -394,8 +401,8 @@ class PackedGemmKernel final : public PackedGemmKernelBase {
                                                 : pack_run_b(execution, admitted, 1, k, n, [&](int64_t) {
                                                     return MatrixView{pb, trans_b_ ? 1 : n, trans_b_ ? k : 1};
                                                   });
-    const simd::GemmF32Epilogue epilogue{alpha_, beta_, use_c ? c->data<float>() : nullptr, c_row, c_col};
-    const bool plain = alpha_ == 1.0f && !use_c;
+    const simd::GemmF32Epilogue epilogue{alpha_, beta_, use_c ? c->data<float>() : nullptr, c_row, c_col, relu_};
+    const bool plain = alpha_ == 1.0f && !use_c && !relu_;
     const MatrixView view{pa, trans_a_ ? 1 : k, trans_a_ ? m : 1};
     packed_gemm(execution, admitted, isa_, blocking_, 1, m, n, k, plain ? nullptr : &epilogue,
                 [&](int64_t) { return PackedGemmOperands{view, packed, out, n}; });

@@ -69,6 +69,10 @@ class Kernel {
   // Values are complete and validated against the kernel's schema.
   virtual void apply_tuning(const TuningValues& values) { (void)values; }
   virtual void run(KernelExecution& execution) = 0;
+  // Asks the kernel to apply ONNX Relu to its only output as it stores it, so that the session can
+  // drop the Relu node that follows (one pass over the output instead of two, as ONNX Runtime's
+  // Gemm + activation fusion). Returns false, changing nothing, when the kernel cannot.
+  virtual bool fuse_relu() { return false; }
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelCreateInfo&)>;

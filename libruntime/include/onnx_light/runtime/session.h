@@ -27,6 +27,9 @@ struct RuntimeSessionOptions {
   TuningRegistry* registry = nullptr;       // nullptr: process_tuning_registry()
   const KernelTable* kernels = nullptr;     // nullptr: cpu_kernel_table()
   std::shared_ptr<ThreadPool> thread_pool;  // nullptr: the session makes its own
+  // A Relu whose input comes only from a kernel that can apply it as it stores (the packed
+  // MatMul/Gemm) runs inside that kernel. Results are bit-identical either way.
+  bool fuse_activations = true;
 };
 
 // Opset imports by domain ("" is ai.onnx).

@@ -20,13 +20,16 @@
 namespace onnx_light::runtime::kernels::simd {
 
 // Applied when the last k-block is stored. bias(r, j) = bias[r * bias_row_stride + j * bias_col_stride]
-// relative to the tile's first element; bias_col_stride is 0 or 1; bias may be null.
+// relative to the tile's first element; bias_col_stride is 0 or 1; bias may be null. With relu,
+// each value v = alpha * acc + beta * bias is then stored as ONNX Relu would leave it: v when
+// v > 0 or v is NaN, else +0 (bit-identical to a separate Relu kernel; see elementwise_f32_avx2.cc).
 struct GemmF32Epilogue {
   float alpha;
   float beta;
   const float* bias;
   int64_t bias_row_stride;
   int64_t bias_col_stride;
+  bool relu = false;
 };
 
 inline constexpr int kGemmF32Avx2Mr = 6;

@@ -80,6 +80,12 @@ void kernel_rows(int64_t kc, const float* pa, const float* pb, float* c, int64_t
         acc0[r] = _mm256_fmadd_ps(beta, v0, acc0[r]);
         acc1[r] = _mm256_fmadd_ps(beta, v1, acc1[r]);
       }
+      if (last->relu) {
+        // Keep v where v > 0 or v is NaN (not-less-or-equal is true when unordered); else +0.
+        const __m256 zero = _mm256_setzero_ps();
+        acc0[r] = _mm256_and_ps(acc0[r], _mm256_cmp_ps(acc0[r], zero, _CMP_NLE_UQ));
+        acc1[r] = _mm256_and_ps(acc1[r], _mm256_cmp_ps(acc1[r], zero, _CMP_NLE_UQ));
+      }
     }
   }
   if (full) {

@@ -95,6 +95,12 @@ void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, floa
         acc0[r] = _mm512_fmadd_ps(beta, v0, acc0[r]);
         acc1[r] = _mm512_fmadd_ps(beta, v1, acc1[r]);
       }
+      if (last->relu) {
+        // Keep v where v > 0 or v is NaN (not-less-or-equal is true when unordered); else +0.
+        const __m512 zero = _mm512_setzero_ps();
+        acc0[r] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(acc0[r], zero, _CMP_NLE_UQ), acc0[r]);
+        acc1[r] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(acc1[r], zero, _CMP_NLE_UQ), acc1[r]);
+      }
     }
   }
   if (n == NR) {
