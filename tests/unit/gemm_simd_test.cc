@@ -20,6 +20,7 @@
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
 #include "implementation_tables.h"
+#include "kernels/packed_gemm.h"
 #include "test_models.h"
 
 using namespace onnx_light;
@@ -302,6 +303,27 @@ TEST_CASE("block_sizes_do_not_change_results") {
     const Tensor y0 = run(model, inputs, impl, 2, *r0);
     CHECK(bitwise_equal(y0, run(model, inputs, impl, 3, *r1)));
     CHECK(bitwise_equal(y0, run(model, inputs, impl, 1, *r2)));
+  }
+}
+
+TEST_CASE("b_packed_in_tasks_or_in_own_region_bit_identical") {
+  // With several threads a non-constant B is packed by the GEMM tasks when one k-block of A is
+  // small, else in a region of its own first; one thread packs it serially. Same bits every way.
+  const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
+  const Inputs inputs{{"a", random({200, 700}, 8)}, {"b", random({700, 90}, 9)}};
+  const kernels::GemmBlocking deep{96, 1024, 256}, shallow{96, 64, 256};
+  REQUIRE_FALSE(kernels::pack_b_in_tasks(deep, 200, 700));
+  REQUIRE(kernels::pack_b_in_tasks(shallow, 200, 700));
+  auto own_region = registry_with(deep.m, deep.k, deep.n), in_tasks = registry_with(shallow.m, shallow.k, shallow.n);
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    CAPTURE(impl);
+    const Tensor serial = run(model, inputs, impl, 1, *own_region);
+    check_close(serial, gemm_reference(inputs[0].second, inputs[1].second, nullptr, false, false, 1, 0), impl);
+    for (int threads : {2, 3}) {
+      CHECK(bitwise_equal(serial, run(model, inputs, impl, threads, *own_region)));
+      CHECK(bitwise_equal(serial, run(model, inputs, impl, threads, *in_tasks)));
+    }
   }
 }
 

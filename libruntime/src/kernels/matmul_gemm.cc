@@ -264,6 +264,31 @@ class PackedGemmKernelBase : public Kernel {
     return run_b_.data();
   }
   bool constant_b_matches(const Tensor& b) const { return has_constant_b_ && b.shape() == constant_b_shape_; }
+  // One product with one B (b_view, k x n): the constant pack when it matches; else, with several
+  // threads and a small A (pack_b_in_tasks), B packed by the tasks that use it; else B packed
+  // first (serially or in a parallel region of its own).
+  void run_one_b(KernelExecution& execution, int admitted, const Tensor& b, const MatrixView& b_view,
+                 const MatrixView& a_view, int64_t m, int64_t n, int64_t k, float* out,
+                 const simd::GemmF32Epilogue* epilogue) {
+    if (constant_b_matches(b)) {
+      packed_gemm(execution, admitted, isa_, blocking_, 1, m, n, k, epilogue,
+                  [&](int64_t) { return PackedGemmOperands{a_view, constant_b_.data(), out, n}; });
+      return;
+    }
+    if (admitted > 1 && pack_b_in_tasks(blocking_, m, k)) {
+      const auto floats = static_cast<std::size_t>(packed_b_floats(isa_, k, n));
+      if (run_b_.size() < floats) run_b_.resize(floats);
+      float* buffer = run_b_.data();
+      packed_gemm(
+          execution, admitted, isa_, blocking_, 1, m, n, k, epilogue,
+          [&](int64_t) { return PackedGemmOperands{a_view, buffer, out, n, buffer, b_view}; },
+          /*single_row_block=*/true);
+      return;
+    }
+    const float* packed = pack_run_b(execution, admitted, 1, k, n, [&](int64_t) { return b_view; });
+    packed_gemm(execution, admitted, isa_, blocking_, 1, m, n, k, epilogue,
+                [&](int64_t) { return PackedGemmOperands{a_view, packed, out, n}; });
+  }
 
   const PackedGemmIsa& isa_;
   GemmBlocking blocking_;
@@ -316,19 +341,18 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     float* out = y.data<float>();
+    const simd::GemmF32Epilogue* epilogue = relu_ ? &kReluOnly : nullptr;
+    if (b_matrices == 1 && shape_element_count(batch_a) == batches) {
+      // One B for every batch and A not broadcast: the batches are one (batches * m) x k matrix.
+      run_one_b(execution, admitted, b, MatrixView{pb, n, 1}, MatrixView{pa, k, 1}, batches * m, n, k, out, epilogue);
+      return;
+    }
     const int64_t per_b = packed_b_floats(isa_, k, n);
     const float* packed = constant_b_matches(b)
                               ? constant_b_.data()
                               : pack_run_b(execution, admitted, b_matrices, k, n, [&](int64_t i) {
                                   return MatrixView{pb + i * k * n, n, 1};
                                 });
-    if (b_matrices == 1 && shape_element_count(batch_a) == batches) {
-      // One B for every batch and A not broadcast: the batches are one (batches * m) x k matrix.
-      packed_gemm(execution, admitted, isa_, blocking_, 1, batches * m, n, k, relu_ ? &kReluOnly : nullptr, [&](int64_t) {
-        return PackedGemmOperands{MatrixView{pa, k, 1}, packed, out, n};
-      });
-      return;
-    }
     const std::vector<int64_t> stride_a = broadcast_strides(batch_a, batch);
     const std::vector<int64_t> stride_b = broadcast_strides(batch_b, batch);
     auto matrix_index = [&](int64_t index, const std::vector<int64_t>& strides) {
@@ -339,7 +363,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
       }
       return offset;
     };
-    packed_gemm(execution, admitted, isa_, blocking_, batches, m, n, k, relu_ ? &kReluOnly : nullptr, [&](int64_t t) {
+    packed_gemm(execution, admitted, isa_, blocking_, batches, m, n, k, epilogue, [&](int64_t t) {
       return PackedGemmOperands{MatrixView{pa + matrix_index(t, stride_a) * m * k, k, 1},
                                 packed + matrix_index(t, stride_b) * per_b, out + t * m * n, n};
     });
@@ -397,15 +421,10 @@ class PackedGemmKernel final : public PackedGemmKernelBase {
     const float* pb = b.data<float>();
     float* out = y.data<float>();
     const int admitted = admitted_macs(m * n * k, execution);
-    const float* packed = constant_b_matches(b) ? constant_b_.data()
-                                                : pack_run_b(execution, admitted, 1, k, n, [&](int64_t) {
-                                                    return MatrixView{pb, trans_b_ ? 1 : n, trans_b_ ? k : 1};
-                                                  });
     const simd::GemmF32Epilogue epilogue{alpha_, beta_, use_c ? c->data<float>() : nullptr, c_row, c_col, relu_};
     const bool plain = alpha_ == 1.0f && !use_c && !relu_;
-    const MatrixView view{pa, trans_a_ ? 1 : k, trans_a_ ? m : 1};
-    packed_gemm(execution, admitted, isa_, blocking_, 1, m, n, k, plain ? nullptr : &epilogue,
-                [&](int64_t) { return PackedGemmOperands{view, packed, out, n}; });
+    run_one_b(execution, admitted, b, MatrixView{pb, trans_b_ ? 1 : n, trans_b_ ? k : 1},
+              MatrixView{pa, trans_a_ ? 1 : k, trans_a_ ? m : 1}, m, n, k, out, plain ? nullptr : &epilogue);
   }
 
  private:

@@ -51,7 +51,7 @@ const PackedGemmIsa* packed_gemm_avx512() {
 }
 
 PackedGemmPlan plan_packed_gemm(const PackedGemmIsa& isa, const GemmBlocking& blocking, int64_t batches, int64_t m,
-                                int64_t n, int64_t k, int admitted) {
+                                int64_t n, int64_t k, int admitted, bool single_row_block) {
   PackedGemmPlan plan;
   plan.batches = batches;
   plan.m = m;
@@ -61,7 +61,7 @@ PackedGemmPlan plan_packed_gemm(const PackedGemmIsa& isa, const GemmBlocking& bl
   plan.col_panels = ceil_div(n, isa.nr);
   const int64_t panels_per_row_block = std::max<int64_t>(1, ceil_div(blocking.m, isa.mr));
   const int64_t panels_per_col_block = std::max<int64_t>(1, ceil_div(blocking.n, isa.nr));
-  plan.row_blocks = std::max<int64_t>(1, ceil_div(plan.row_panels, panels_per_row_block));
+  plan.row_blocks = single_row_block ? 1 : std::max<int64_t>(1, ceil_div(plan.row_panels, panels_per_row_block));
   plan.col_blocks = std::max<int64_t>(1, ceil_div(plan.col_panels, panels_per_col_block));
   plan.block_k = std::max<int64_t>(1, blocking.k);
   // With several threads, split further until every thread gets the same number of tasks (tasks
@@ -70,7 +70,8 @@ PackedGemmPlan plan_packed_gemm(const PackedGemmIsa& isa, const GemmBlocking& bl
     for (int guard = 0; guard < 4096; ++guard) {
       const int64_t tasks = plan.tasks();
       if (tasks >= 16 * int64_t{admitted} || tasks % admitted == 0) break;
-      const bool can_cols = plan.col_blocks < plan.col_panels, can_rows = plan.row_blocks < plan.row_panels;
+      const bool can_cols = plan.col_blocks < plan.col_panels;
+      const bool can_rows = !single_row_block && plan.row_blocks < plan.row_panels;
       if (can_cols && (!can_rows || plan.col_panels * plan.row_blocks >= plan.row_panels * plan.col_blocks))
         ++plan.col_blocks;
       else if (can_rows)
@@ -106,6 +107,10 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
     const int64_t q0 = cb * plan.col_panels / plan.col_blocks, q1 = (cb + 1) * plan.col_panels / plan.col_blocks;
     const int64_t i0 = p0 * mr, mc = std::min(plan.m, p1 * mr) - i0;
     if (mc <= 0 || q1 <= q0) continue;
+    if (ops->pack_b_in_task != nullptr) {
+      const MatrixView& b = ops->b_source;
+      isa.pack_b(b.data, b.row_stride, b.col_stride, k, plan.n, q0, q1, ops->pack_b_in_task);
+    }
     const MatrixView& a = ops->a;
     if (isa.kernel_direct_a != nullptr && a.col_stride == 1) {
       // Row-major A read in place by the micro-kernel: no packing.

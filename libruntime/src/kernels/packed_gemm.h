@@ -82,6 +82,11 @@ struct PackedGemmOperands {
   const float* packed_b = nullptr;
   float* c = nullptr;
   int64_t ldc = 0;
+  // Set (with packed_b pointing at the same buffer) when B is packed by the tasks themselves:
+  // each task packs its own column panels of b_source just before it uses them. Needs a plan
+  // with one row block (every panel belongs to exactly one task).
+  float* pack_b_in_task = nullptr;
+  MatrixView b_source{};
 };
 
 // The task grid of one run.
@@ -92,8 +97,19 @@ struct PackedGemmPlan {
   int64_t block_k = 1;
   int64_t tasks() const { return batches * row_blocks * col_blocks; }
 };
+// single_row_block: split N only (for B packed in the tasks).
 PackedGemmPlan plan_packed_gemm(const PackedGemmIsa& isa, const GemmBlocking& blocking, int64_t batches, int64_t m,
-                                int64_t n, int64_t k, int admitted);
+                                int64_t n, int64_t k, int admitted, bool single_row_block = false);
+
+// Whether a B that is not a constant is best packed inside the GEMM tasks (one parallel region
+// instead of two, and each thread's B panels stay in its own cache) rather than in a region of its
+// own: when one k-block of all of A stays cache-resident while every task sweeps it. matmul_256 at
+// 2 threads: 111 -> 93 us (bench/RESULTS.md). Larger products keep row blocks so that A blocks are
+// reused from L2.
+inline bool pack_b_in_tasks(const GemmBlocking& blocking, int64_t m, int64_t k) {
+  constexpr int64_t kMaxAFloats = int64_t{1} << 17;  // 512 KiB: a quarter of this machine's L2
+  return m * std::min(k, blocking.k) <= kMaxAFloats;
+}
 
 // Runs tasks [begin, end) of `plan`; operands_of(batch) -> PackedGemmOperands. `epilogue` (nullptr
 // for a plain product) has its bias relative to C's element (0, 0).
@@ -105,8 +121,8 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
 template <typename OperandsOf>
 void packed_gemm(KernelExecution& execution, int admitted, const PackedGemmIsa& isa, const GemmBlocking& blocking,
                  int64_t batches, int64_t m, int64_t n, int64_t k, const simd::GemmF32Epilogue* epilogue,
-                 OperandsOf&& operands_of) {
-  const PackedGemmPlan plan = plan_packed_gemm(isa, blocking, batches, m, n, k, admitted);
+                 OperandsOf&& operands_of, bool single_row_block = false) {
+  const PackedGemmPlan plan = plan_packed_gemm(isa, blocking, batches, m, n, k, admitted, single_row_block);
   struct Context {
     OperandsOf* f;
     PackedGemmOperands last;
