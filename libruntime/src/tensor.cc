@@ -10,12 +10,13 @@
 #include <fmt/ranges.h>
 
 #include "onnx_light/runtime/error.h"
+#include "tensor_memory.h"
 
 namespace onnx_light::runtime {
 namespace {
 
-struct AlignedDelete {
-  void operator()(std::byte* p) const noexcept { ::operator delete(p, std::align_val_t{kTensorAlignment}); }
+struct BlockDelete {
+  void operator()(std::byte* p) const noexcept { free_tensor_block(p); }
 };
 
 // Throws for types without a fixed byte size and for byte counts that do not fit in memory.
@@ -38,9 +39,9 @@ std::shared_ptr<std::byte> allocate_zeroed(std::size_t bytes) {
   // Round up to whole 64-byte blocks (at least one) so an empty tensor still has a unique
   // address and vector kernels may read a full block at the tail.
   const std::size_t padded = bytes == 0 ? kTensorAlignment : (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-  auto* p = static_cast<std::byte*>(::operator new(padded, std::align_val_t{kTensorAlignment}));
+  std::byte* p = allocate_tensor_block(padded);
   std::memset(p, 0, padded);
-  return std::shared_ptr<std::byte>(p, AlignedDelete{});
+  return std::shared_ptr<std::byte>(p, BlockDelete{});
 }
 
 std::size_t natural_alignment(ElementType type) {

@@ -1,5 +1,7 @@
 #include "tensor_buffer_pool.h"
 
+#include "tensor_memory.h"
+
 #include <cstring>
 #include <new>
 
@@ -7,7 +9,7 @@ namespace onnx_light::runtime {
 
 namespace {
 
-void free_block(std::byte* block) noexcept { ::operator delete(block, std::align_val_t{kTensorAlignment}); }
+void free_block(std::byte* block) noexcept { free_tensor_block(block); }
 
 }  // namespace
 
@@ -53,7 +55,7 @@ std::byte* TensorBufferPool::take(std::size_t bytes) {
       return block;
     }
   }
-  return static_cast<std::byte*>(::operator new(bytes, std::align_val_t{kTensorAlignment}));
+  return allocate_tensor_block(bytes);
 }
 
 void TensorBufferPool::give_back(std::byte* block, std::size_t bytes) noexcept {

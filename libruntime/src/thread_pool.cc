@@ -35,10 +35,12 @@ inline void cpu_relax() {
 }
 
 // Long enough to catch back-to-back regions of one inference without a futex round trip (which
-// costs tens of microseconds to wake a parked thread), short enough that an idle pool goes to
-// sleep almost at once. Measured in time, not iterations, because `pause` ranges from ~10 to
-// ~150 cycles across x86 generations.
-constexpr std::chrono::nanoseconds kSpinBudget{std::chrono::microseconds(8)};
+// costs ~30 us to wake a parked thread on this VM), short enough that an idle pool goes to sleep
+// almost at once. It must also outlast the gap between two threads finishing one region: with
+// 8 us, a worker that finished its half of Abs over 1e6 floats a little early parked, and every
+// following run paid a wake-up (133 -> 160 us, in about half the processes). Measured in time, not
+// iterations, because `pause` ranges from ~10 to ~150 cycles across x86 generations.
+constexpr std::chrono::nanoseconds kSpinBudget{std::chrono::microseconds(50)};
 
 // Spins until done() or the budget runs out; returns done().
 template <class Done>

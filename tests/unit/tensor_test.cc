@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "onnx_light/runtime/error.h"
+#include "tensor_memory.h"
 
 using onnx_light::InvalidValueError;
 using onnx_light::runtime::bitwise_equal;
@@ -84,6 +85,21 @@ TEST_CASE("tensor: owned storage is zeroed and 64-byte aligned for every type an
       CHECK(t.exclusively_owned());
       for (const std::byte b : t.bytes()) REQUIRE(b == std::byte{0});
     }
+  }
+}
+
+TEST_CASE("tensor: storage of 2 MiB and more is zeroed and aligned to the huge page size") {
+  // Just below, at and above the threshold: only blocks of at least kHugePageBytes get the
+  // 2 MiB alignment (they may then sit on transparent huge pages); all stay zeroed.
+  const int64_t floats_at = static_cast<int64_t>(onnx_light::runtime::kHugePageBytes / sizeof(float));
+  for (const int64_t n : {floats_at - 16, floats_at, 3 * floats_at + 5}) {
+    CAPTURE(n);
+    const Tensor t(ElementType::float32, {n});
+    CHECK(address(t.raw_data()) % kTensorAlignment == 0);
+    if (n >= floats_at) CHECK(address(t.raw_data()) % onnx_light::runtime::kHugePageBytes == 0);
+    bool zero = true;
+    for (const std::byte b : t.bytes()) zero = zero && b == std::byte{0};
+    CHECK(zero);
   }
 }
 
