@@ -2,6 +2,8 @@
 // elementwise kernels serial vs parallel. Figures belong in bench/RESULTS.md.
 #include <benchmark/benchmark.h>
 
+#include <cstring>
+
 #include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/session.h"
@@ -79,6 +81,22 @@ void BM_SessionRunPositional(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * 8);
 }
 BENCHMARK(BM_SessionRunPositional)->Arg(1)->Arg(1000);
+
+// The floor an elementwise kernel cannot beat: one thread copying n floats between two tensors
+// allocated as the session's are (the same bytes read and written as Abs, hot in cache as in the
+// benchmarks above). Compare BM_SessionRun/abs_serial at the same n.
+void BM_CopyFloor(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const Tensor source = random_tensor(ElementType::float32, {n}, 1);
+  Tensor destination(ElementType::float32, {n});
+  for (auto _ : state) {
+    std::memcpy(destination.raw_data(), source.raw_data(), static_cast<std::size_t>(n) * 4);
+    benchmark::DoNotOptimize(destination.raw_data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * 8);
+}
+BENCHMARK(BM_CopyFloor)->Arg(100000)->Arg(1000000)->Arg(10000000);
 
 // ParallelFor round trip on a trivial body: the cost of waking the pool.
 void BM_ParallelForWake(benchmark::State& state) {
