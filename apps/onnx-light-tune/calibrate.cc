@@ -156,7 +156,8 @@ void register_calibrate(CLI::App& app, AppContext& context) {
   verb->add_flag("--save,!--no-save", o->save, "Merge results into the cache (default) or only publish in-process");
   verb->add_flag("--only-missing", o->only_missing, "Skip keys that already have a profile for this host");
   verb->add_option("--parameter", o->parameters,
-                   "Comparison mode: run NAME=V1,V2,... interleaved on the same cases; the first value is the baseline")
+                   "Comparison mode: run NAME=V1,V2,... interleaved on the same cases (up to six sizes, each 8x the "
+                   "work of the last, within the budgets); the first value is the baseline")
       ->type_name("NAME=V1,V2,...");
   verb->add_option("--repeat", o->repeat, "Run the whole search K times; report agreement, save the median pick")
       ->check(CLI::Range(1, 1000))

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/tuning_registry.h"
 #include "onnx_light/tune/cache_file.h"
 #include "onnx_light/tune/calibration.h"
@@ -319,6 +320,26 @@ TEST_CASE("engine_comparison_mode_picks_lowest_summed_median") {
   CHECK(k.comparison[1].speedup == doctest::Approx(100.0 / 80.0));
   CHECK(k.comparison[2].speedup == doctest::Approx(100.0 / 90.0));
   CHECK(r.diagnostics[0].message.find("selected tile.width=8") != std::string::npos);
+  // Cases grow eightfold (doubling never reached the sizes where a GEMM tile parameter matters);
+  // a sixth, 33554432, would pass the default 64 MiB memory budget at this fixture's bytes per element.
+  CHECK(f.script.measured_sizes == std::vector<int64_t>{1024, 8192, 65536, 524288, 4194304});
+  CHECK(k.comparison[0].total_median_ns == doctest::Approx(500.0));
+}
+
+TEST_CASE("session_benchmark_memory_of_gemm_cases_follows_the_matrices_not_the_multiply_adds") {
+  // MatMul's work size counts multiply-adds (s^3); its tensors hold s^2 floats each.
+  const runtime::KernelDef* matmul = nullptr;
+  const runtime::KernelDef* abs = nullptr;
+  for (const auto& def : runtime::cpu_kernel_table().definitions()) {
+    if (def.element_type != runtime::ElementType::float32) continue;
+    if (def.op_type == "MatMul" && matmul == nullptr) matmul = &def;
+    if (def.op_type == "Abs" && abs == nullptr) abs = &def;
+  }
+  REQUIRE(matmul != nullptr);
+  REQUIRE(abs != nullptr);
+  const int64_t macs = int64_t{320} * 320 * 320;
+  CHECK(make_session_benchmark(*matmul, 1, 1)->memory_bytes(macs, 0, 1) == int64_t{320} * 320 * 4 * 4);
+  CHECK(make_session_benchmark(*abs, 1, 1)->memory_bytes(1000, 0, 2) == int64_t{1000} * 4 * 5);
 }
 
 TEST_CASE("engine_comparison_mode_rejects_invalid_values_and_unknown_parameter") {

@@ -184,9 +184,14 @@ class GemmKernel final : public TiledKernel {
 };
 
 // Calibration: square s x s operands with s^3 ~ the multiply-accumulate count searched.
+int64_t square_side(int64_t macs) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::cbrt(static_cast<double>(macs)))));
+}
+int64_t square_elements(int64_t macs) { return square_side(macs) * square_side(macs); }
+
 CalibrationWorkloadFunction square_workload(const std::string& op_type, ElementType type) {
   return [op_type, type](int64_t macs, int, uint32_t seed) {
-    const auto s = std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::cbrt(static_cast<double>(macs)))));
+    const int64_t s = square_side(macs);
     std::vector<std::pair<std::string, Tensor>> inputs{{"a", random_tensor(type, {s, s}, seed)},
                                                        {"b", random_tensor(type, {s, s}, seed + 1)}};
     if (op_type == "Gemm") inputs.emplace_back("c", random_tensor(type, {s}, seed + 2));
@@ -452,6 +457,7 @@ void add_packed(KernelTable& table, const PackedGemmIsa* isa, std::function<std:
         return std::make_unique<PackedGemmKernel>(info, *isa);
       };
     def.calibration_workload = square_workload(op_type, type);
+    def.calibration_elements = square_elements;
     table.add(std::move(def));
   }
 }
@@ -462,6 +468,7 @@ void add_tiled(KernelTable& table, const std::string& op_type, OpsetRange opsets
   KernelDef def = make_def(op_type, opsets, type, tiled_schema(elementwise_key(op_type, type, 1)));
   def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<K<T>>(info); };
   def.calibration_workload = square_workload(op_type, type);
+  def.calibration_elements = square_elements;
   table.add(std::move(def));
 }
 

@@ -27,6 +27,9 @@ bool has_calibration_routine(const runtime::KernelDef& def) {
 
 namespace {
 
+// Comparison mode: work of each case over the last.
+constexpr int64_t kComparisonGrowth = 8;
+
 constexpr int64_t kNsPerMs = 1'000'000;
 
 Diagnostic key_message(const TuningKey& key, std::string message) {
@@ -52,9 +55,9 @@ class KeyRun {
   // Why the last loop stopped before finishing ("" when it did not stop early).
   std::string stop_reason;
 
-  // Sizes doubling from first_size while memory and time allow. Returns false (and sets
-  // stop_reason) when the next size may not run.
-  bool may_run(int64_t size, std::size_t configurations, int64_t max_size) {
+  // Sizes growing by `growth` per case from first_size while memory and time allow. Returns false
+  // (and sets stop_reason) when the next size may not run.
+  bool may_run(int64_t size, std::size_t configurations, int64_t max_size, int64_t growth = 2) {
     if (size > max_size) {
       stop_reason = fmt::format("the parameter's maximum {} was reached", max_size);
       return false;
@@ -66,8 +69,8 @@ class KeyRun {
         return false;
       }
     int64_t now = clock_.now_ns();
-    // Sizes double, so the next case costs about twice the last one.
-    int64_t predicted = last_case_ns_ * 2;
+    // The next case costs about `growth` times the last one.
+    int64_t predicted = last_case_ns_ * growth;
     if (now + predicted > deadline_ns_) {
       stop_reason = fmt::format("the time budget ran out after {} case{}", cases_run_, cases_run_ == 1 ? "" : "s");
       return false;
@@ -321,8 +324,13 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
           run.progress_start_ns = start_ns;
           result.cases.clear();
           int cases = 0;
-          for (int64_t size = std::max<int64_t>(1, options.first_size); cases < 6; size *= 2, ++cases) {
-            if (!run.may_run(size, configurations.size(), std::numeric_limits<int64_t>::max() / 4) && cases > 0) break;
+          // Six cases, each kComparisonGrowth times the work of the last, so that they reach the
+          // sizes where tile parameters matter (MatMul: 10^3 .. 320^3 multiply-adds; doubling
+          // stopped at 32^3, below every gemm.block_k) while the budgets allow.
+          for (int64_t size = std::max<int64_t>(1, options.first_size); cases < 6; size *= kComparisonGrowth, ++cases) {
+            if (!run.may_run(size, configurations.size(), std::numeric_limits<int64_t>::max() / 4, kComparisonGrowth) &&
+                cases > 0)
+              break;
             CalibrationCaseReport c = run.run_case(size, configurations);
             for (std::size_t k = 0; k < totals.size(); ++k) totals[k] += c.median_ns[k];
             result.cases.push_back(std::move(c));

@@ -40,9 +40,10 @@ class SessionBenchmark final : public CaseBenchmark {
   int variants() const override { return std::max(1, def_.calibration_variants); }
 
   int64_t memory_bytes(int64_t size, int, std::size_t configurations) const override {
-    // Up to three inputs of the case's size, plus one output per configuration.
+    // Up to three inputs as large as the case's largest tensor, plus one output per configuration.
     const int64_t element = std::max<int64_t>(1, static_cast<int64_t>(runtime::element_size(def_.element_type)));
-    return size * element * (3 + static_cast<int64_t>(configurations));
+    const int64_t elements = def_.calibration_elements ? def_.calibration_elements(size) : size;
+    return elements * element * (3 + static_cast<int64_t>(configurations));
   }
 
   CaseTiming measure(int64_t size, int variant, const std::vector<runtime::TuningValues>& configurations,

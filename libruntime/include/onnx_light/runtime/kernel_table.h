@@ -35,6 +35,9 @@ struct KernelDef {
   // How calibration exercises this kernel; empty when it cannot be calibrated automatically.
   CalibrationWorkloadFunction calibration_workload;
   int calibration_variants = 1;
+  // Elements of the largest tensor of a calibration case of `work_size`, for the memory budget;
+  // unset: work_size itself (elementwise kernels, whose work is their element count).
+  std::function<int64_t(int64_t work_size)> calibration_elements;
 };
 
 // The outcome of choosing an implementation for one node.
