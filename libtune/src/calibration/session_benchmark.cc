@@ -85,6 +85,10 @@ class SessionBenchmark final : public CaseBenchmark {
       // Alternate the order so that neither side always runs on a warmer cache.
       for (std::size_t k = 0; k < n; ++k) {
         std::size_t c = (repetitions % 2 == 0) ? k : n - 1 - k;
+        // Time the kernel with a warm pool, as between the nodes of a model: after a serial
+        // case longer than the workers' spin the parallel one would otherwise also pay a
+        // ~30 us futex wake-up (which made MatMul's crossover look 30x later than it is).
+        if (threads_ > 1) pool_->parallel_for(threads_, 1, threads_, [](int64_t, int64_t) {});
         int64_t start = clock_.now_ns();
         sessions[c]->run(contexts[c]);
         samples[c].push_back(static_cast<double>(clock_.now_ns() - start));
