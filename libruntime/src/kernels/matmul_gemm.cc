@@ -252,7 +252,7 @@ class PackedGemmKernelBase : public Kernel {
   // Packs the constant B tensor's `matrices` k x n matrices (strides inside one matrix given).
   void pack_constant_b(const Tensor& b, int64_t matrices, int64_t k, int64_t n, int64_t row_stride, int64_t col_stride) {
     const float* data = b.data<float>();
-    constant_b_.resize(static_cast<std::size_t>(matrices * packed_b_floats(isa_, k, n)));
+    constant_b_.grow(static_cast<std::size_t>(matrices * packed_b_floats(isa_, k, n)));
     pack_b_matrices(nullptr, 1, isa_, matrices, k, n,
                     [&](int64_t i) { return MatrixView{data + i * k * n, row_stride, col_stride}; },
                     constant_b_.data());
@@ -264,7 +264,7 @@ class PackedGemmKernelBase : public Kernel {
   const float* pack_run_b(KernelExecution& execution, int admitted, int64_t matrices, int64_t k, int64_t n,
                           ViewOf&& view_of) {
     const auto floats = static_cast<std::size_t>(matrices * packed_b_floats(isa_, k, n));
-    if (run_b_.size() < floats) run_b_.resize(floats);
+    run_b_.grow(floats);
     pack_b_matrices(&execution, admitted, isa_, matrices, k, n, view_of, run_b_.data());
     return run_b_.data();
   }
@@ -282,7 +282,7 @@ class PackedGemmKernelBase : public Kernel {
     }
     if (admitted > 1 && pack_b_in_tasks(blocking_, m, k)) {
       const auto floats = static_cast<std::size_t>(packed_b_floats(isa_, k, n));
-      if (run_b_.size() < floats) run_b_.resize(floats);
+      run_b_.grow(floats);
       float* buffer = run_b_.data();
       packed_gemm(
           execution, admitted, isa_, blocking_, 1, m, n, k, epilogue,
@@ -298,10 +298,10 @@ class PackedGemmKernelBase : public Kernel {
   const PackedGemmIsa& isa_;
   GemmBlocking blocking_;
   int64_t minimum_macs_ = kDefaultMinimumMacs;
-  std::vector<float> constant_b_;
+  PackedBuffer constant_b_;
   Shape constant_b_shape_;
   bool has_constant_b_ = false;
-  std::vector<float> run_b_;
+  PackedBuffer run_b_;
   bool relu_ = false;  // a following Relu node runs in the epilogue (fuse_relu)
   // The epilogue of a plain product with a fused Relu.
   static constexpr simd::GemmF32Epilogue kReluOnly{1.0f, 0.0f, nullptr, 0, 0, true};

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensor_memory.h"
+
 namespace onnx_light::runtime::kernels {
 
 namespace {
@@ -33,6 +35,16 @@ float* worker_buffer(int64_t floats) {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
+
+void PackedBuffer::grow(std::size_t floats) {
+  if (floats <= size_) return;
+  data_.reset();
+  size_ = 0;
+  data_.reset(reinterpret_cast<float*>(allocate_tensor_block(floats * sizeof(float))));
+  size_ = floats;
+}
+
+void PackedBuffer::Free::operator()(float* block) const noexcept { free_tensor_block(reinterpret_cast<std::byte*>(block)); }
 
 const PackedGemmIsa* packed_gemm_avx2() {
 #if defined(ONNX_LIGHT_X86_SIMD)
