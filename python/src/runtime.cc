@@ -453,26 +453,32 @@ void bind_runtime(py::module_& m) {
 
   py::class_<rt::RuntimeSessionOptions>(
       m, "RuntimeSessionOptions",
-      "RuntimeSessionOptions(parameters=None, parallel_region_collector=None)\n\n"
-      "Options of a RuntimeSession: its RuntimeParameters and an optional ParallelRegionCollector.")
+      "RuntimeSessionOptions(parameters=None, parallel_region_collector=None, fuse_activations=True)\n\n"
+      "Options of a RuntimeSession: its RuntimeParameters, an optional ParallelRegionCollector, and\n"
+      "whether a Relu after a packed MatMul/Gemm runs inside that kernel (bit-identical results).")
       .def(py::init([](std::optional<rt::RuntimeParameters> parameters,
-                       std::shared_ptr<rt::ParallelRegionCollector> collector) {
+                       std::shared_ptr<rt::ParallelRegionCollector> collector, bool fuse_activations) {
              rt::RuntimeSessionOptions options;
              if (parameters) options.parameters = *parameters;
              options.parallel_region_collector = std::move(collector);
+             options.fuse_activations = fuse_activations;
              return options;
            }),
-           py::arg("parameters") = py::none(), py::arg("parallel_region_collector") = py::none())
+           py::arg("parameters") = py::none(), py::arg("parallel_region_collector") = py::none(),
+           py::arg("fuse_activations") = true)
+      .def_readwrite("fuse_activations", &rt::RuntimeSessionOptions::fuse_activations,
+                     "Whether a Relu whose only input is a packed MatMul/Gemm output runs inside that kernel.")
       .def_readwrite("parameters", &rt::RuntimeSessionOptions::parameters, "The RuntimeParameters.")
       .def_readwrite("parallel_region_collector", &rt::RuntimeSessionOptions::parallel_region_collector,
                      "The ParallelRegionCollector, or None.")
       .def("__repr__", [](const rt::RuntimeSessionOptions& o) {
         return fmt::format("RuntimeSessionOptions(parameters=RuntimeParameters(num_threads={}), "
-                           "parallel_region_collector={})",
+                           "parallel_region_collector={}, fuse_activations={})",
                            o.parameters.num_threads,
                            o.parallel_region_collector
                                ? fmt::format("ParallelRegionCollector(capacity={})", o.parallel_region_collector->capacity())
-                               : std::string("None"));
+                               : std::string("None"),
+                           o.fuse_activations ? "True" : "False");
       });
 
   // ---- contexts ----

@@ -381,3 +381,34 @@ def test_run_arrays_output_that_does_not_fit_raises_naming_it(abs_model):
         session.run_arrays([x], [])
     with pytest.raises(ValueError, match="takes 1 input"):
         session.run_arrays([], None)
+
+
+# ---- Relu fused into a packed MatMul -------------------------------------------------------------
+
+MATMUL_RELU_TEXT = (
+    '<ir_version: 8, opset_import: ["" : 17]>'
+    "g (float[M, K] a, float[K, N] b) => (float[M, N] y) { p = MatMul(a, b)\n y = Relu(p) }"
+)
+
+
+def test_fuse_activations_option_keeps_results_and_drops_the_relu_step():
+    from onnx_light.onnx_lib import parser
+
+    model = parser.parse_model(MATMUL_RELU_TEXT)
+    a = np.linspace(-1, 1, 6 * 7, dtype=np.float32).reshape(6, 7)
+    b = np.linspace(1, -1, 7 * 5, dtype=np.float32).reshape(7, 5)
+    assert runtime.RuntimeSessionOptions().fuse_activations is True
+    assert "fuse_activations=False" in repr(runtime.RuntimeSessionOptions(fuse_activations=False))
+    results, steps = {}, {}
+    for fuse in (True, False):
+        session = runtime.RuntimeSession(model, runtime.RuntimeSessionOptions(fuse_activations=fuse))
+        (results[fuse],) = session.run_arrays([a, b])
+        steps[fuse] = [entry["node"] for entry in session.resolved_tuning()]
+    np.testing.assert_array_equal(results[True], results[False])
+    np.testing.assert_allclose(results[False], np.maximum(a.astype(np.float64) @ b, 0), rtol=1e-5, atol=1e-6)
+    assert len(steps[False]) == 2
+    packed = session.resolved_tuning()[0]["implementation"] != "portable"
+    # Only the packed (avx2/avx512) MatMul applies Relu in its store; the portable one keeps the node.
+    assert len(steps[True]) == (1 if packed else 2)
+    if packed:
+        assert "Relu node" in steps[True][0]
