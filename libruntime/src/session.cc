@@ -135,7 +135,7 @@ struct RuntimeSession::Impl {
     }
     int threads() const override { return impl_.pool->threads(); }
     int parallel_for(int64_t n, int64_t grain, int admitted,
-                     const std::function<void(int64_t, int64_t)>& fn) override {
+                     FunctionRef<void(int64_t, int64_t)> fn) override {
       ParallelRegionCollector* collector = impl_.options.parallel_region_collector.get();
       if (collector == nullptr) return impl_.pool->parallel_for(n, grain, admitted, fn);
       auto start = std::chrono::steady_clock::now();
@@ -556,7 +556,7 @@ void RuntimeSession::run(RuntimeContext& context) {
       context.set(s.outputs[k].name, std::move(s.slots[id]));
   }
   // Inputs are only borrowed for the run; drop our references so callers own them again.
-  for (std::size_t k = 0; k < s.input_slots.size(); ++k) s.slots[static_cast<std::size_t>(s.input_slots[k])] = Tensor();
+  for (std::size_t k = 0; k < s.input_slots.size(); ++k) s.slots[static_cast<std::size_t>(s.input_slots[k])].release();
 }
 
 void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
@@ -576,7 +576,7 @@ void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outpu
       if (s.output_shared[k]) outputs[k] = s.slots[id];
       else outputs[k] = std::move(s.slots[id]);
     }
-    for (std::size_t k = 0; k < s.input_slots.size(); ++k) s.slots[static_cast<std::size_t>(s.input_slots[k])] = Tensor();
+    for (std::size_t k = 0; k < s.input_slots.size(); ++k) s.slots[static_cast<std::size_t>(s.input_slots[k])].release();
   };
   try {
     for (std::size_t k = 0; k < inputs.size(); ++k) s.bind_input(k, inputs[k].empty() ? nullptr : &inputs[k], symbols);

@@ -67,7 +67,7 @@ BlockRange block_range(int64_t n, int64_t grain, int blocks, int block) {
   return BlockRange{index(first_unit(block)), index(first_unit(int64_t{block} + 1))};
 }
 
-int run_inline(int64_t n, int64_t grain, int blocks, const std::function<void(int64_t, int64_t)>& fn) {
+int run_inline(int64_t n, int64_t grain, int blocks, FunctionRef<void(int64_t, int64_t)> fn) {
   RegionFlag flag;
   std::exception_ptr first;
   for (int b = 0; b < blocks; ++b) {
@@ -123,7 +123,7 @@ void ThreadPool::stop_workers() noexcept {
 
 bool ThreadPool::in_parallel_region() { return t_in_region; }
 
-int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, const Job& fn) {
+int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
   if (n < 0) throw InvalidValueError("parallel_for: n must be >= 0, got " + std::to_string(n));
   if (n == 0) return 1;
   grain = std::max<int64_t>(grain, 1);

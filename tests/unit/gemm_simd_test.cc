@@ -4,6 +4,7 @@
 // forced through a kernel table holding only it for MatMul/Gemm float32.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -516,4 +517,36 @@ TEST_CASE("portable_gemm_keeps_its_relu_node") {
   const SessionRun s = run_session(model, {{"a", random({5, 6}, 1)}, {"b", random({6, 7}, 2)}}, "portable", 1,
                                    small_blocks(), true);
   CHECK(s.steps.size() == 2);
+}
+
+TEST_CASE("shape_change_between_runs_replans") {
+  // MatMul and Gemm keep what the input shapes decide between runs; a new shape (or a new C
+  // shape) must be planned again, and the old one again after it.
+  const Model matmul = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
+  const Model gemm =
+      model_of("(float[M, K] a, float[K, N] b, float[C0, C1] c) => (float[M, N] y) { y = Gemm <beta = 2.0> (a, b, c) }");
+  for (const std::string impl : {"portable", "avx2", "avx512"}) {
+    if (impl != "portable" && !host_runs(impl)) continue;
+    CAPTURE(impl);
+    RuntimeSessionOptions options;
+    options.registry = &small_blocks();
+    options.kernels = &table_for(impl);
+    RuntimeSession mm(matmul, options), gm(gemm, options);
+    for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{10, 20, 30}, {5, 20, 7}, {3, 1, 40}, {10, 20, 30}}) {
+      CAPTURE(m);
+      CAPTURE(n);
+      const Tensor a = random({m, k}, 1), b = random({k, n}, 2);
+      RuntimeContext context;
+      context.set("a", a);
+      context.set("b", b);
+      mm.run(context);
+      check_close(context.get("y"), gemm_reference(a, b, nullptr, false, false, 1, 0), "MatMul");
+      for (const Shape& c_shape : {Shape{1, n}, Shape{m, 1}, Shape{m, n}}) {
+        const Tensor c = random(c_shape, 3);
+        context.set("c", c);
+        gm.run(context);
+        check_close(context.get("y"), gemm_reference(a, b, &c, false, false, 1, 2), "Gemm");
+      }
+    }
+  }
 }

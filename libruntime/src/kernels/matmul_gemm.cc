@@ -8,6 +8,7 @@
 // Their schemas: parallel.minimum_macs, then gemm.block_m / gemm.block_k / gemm.block_n.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -323,56 +324,82 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
     const Tensor& a = execution.required_input(0);
     const Tensor& b = execution.required_input(1);
     check_input_type(execution, 1, b, ElementType::float32);
-    const std::string& label = execution.label();
-    if (a.rank() == 0 || b.rank() == 0) throw InputError(fmt::format("{}: MatMul inputs must not be scalars", label));
-    const Shape sa = a.rank() == 1 ? Shape{1, a.shape()[0]} : a.shape();
-    const Shape sb = b.rank() == 1 ? Shape{b.shape()[0], 1} : b.shape();
-    const int64_t m = sa[sa.size() - 2], k = sa[sa.size() - 1];
-    const int64_t k2 = sb[sb.size() - 2], n = sb[sb.size() - 1];
-    if (k != k2)
-      throw InputError(fmt::format("{}: shapes {} and {} cannot be multiplied ({} != {})", label,
-                                   shape_to_string(a.shape()), shape_to_string(b.shape()), k, k2));
-    const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-    const Shape batch = broadcast_shapes(batch_a, batch_b, label);
-    Shape out_shape = batch;
-    if (a.rank() > 1) out_shape.push_back(m);
-    if (b.rank() > 1) out_shape.push_back(n);
+    const ShapePlan& p = shape_plan(a, b, execution.label());
+    const int64_t m = p.m, k = p.k, n = p.n;
     // The first k-block stores every element (accumulate = 0): no zero fill needed.
-    Tensor& y = execution.output_for_overwrite(0, ElementType::float32, out_shape);
+    Tensor& y = execution.output_for_overwrite(0, ElementType::float32, p.out_shape);
     if (y.element_count() == 0) return;
-    const int64_t batches = shape_element_count(batch);
-    const int64_t b_matrices = shape_element_count(batch_b);
-    const int admitted = admitted_macs(batches * m * n * k, execution);
+    const int admitted = admitted_macs(p.batches * m * n * k, execution);
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     float* out = y.data<float>();
     const simd::GemmF32Epilogue* epilogue = relu_ ? &kReluOnly : nullptr;
-    if (b_matrices == 1 && shape_element_count(batch_a) == batches) {
+    if (p.b_matrices == 1 && p.a_matrices == p.batches) {
       // One B for every batch and A not broadcast: the batches are one (batches * m) x k matrix.
-      run_one_b(execution, admitted, b, MatrixView{pb, n, 1}, MatrixView{pa, k, 1}, batches * m, n, k, out, epilogue);
+      run_one_b(execution, admitted, b, MatrixView{pb, n, 1}, MatrixView{pa, k, 1}, p.batches * m, n, k, out, epilogue);
       return;
     }
     const int64_t per_b = packed_b_floats(isa_, k, n);
     const float* packed = constant_b_matches(b)
                               ? constant_b_.data()
-                              : pack_run_b(execution, admitted, b_matrices, k, n, [&](int64_t i) {
+                              : pack_run_b(execution, admitted, p.b_matrices, k, n, [&](int64_t i) {
                                   return MatrixView{pb + i * k * n, n, 1};
                                 });
-    const std::vector<int64_t> stride_a = broadcast_strides(batch_a, batch);
-    const std::vector<int64_t> stride_b = broadcast_strides(batch_b, batch);
     auto matrix_index = [&](int64_t index, const std::vector<int64_t>& strides) {
       int64_t offset = 0;
-      for (std::size_t d = batch.size(); d-- > 0;) {
-        offset += (index % batch[d]) * strides[d];
-        index /= batch[d];
+      for (std::size_t d = p.batch.size(); d-- > 0;) {
+        offset += (index % p.batch[d]) * strides[d];
+        index /= p.batch[d];
       }
       return offset;
     };
-    packed_gemm(execution, admitted, isa_, blocking_, batches, m, n, k, epilogue, [&](int64_t t) {
-      return PackedGemmOperands{MatrixView{pa + matrix_index(t, stride_a) * m * k, k, 1},
-                                packed + matrix_index(t, stride_b) * per_b, out + t * m * n, n};
+    packed_gemm(execution, admitted, isa_, blocking_, p.batches, m, n, k, epilogue, [&](int64_t t) {
+      return PackedGemmOperands{MatrixView{pa + matrix_index(t, p.stride_a) * m * k, k, 1},
+                                packed + matrix_index(t, p.stride_b) * per_b, out + t * m * n, n};
     });
   }
+
+ private:
+  // What the input shapes decide; rebuilt only when they change, so repeated runs allocate nothing.
+  struct ShapePlan {
+    Shape a_shape, b_shape;  // the inputs it was made for
+    int64_t m = 0, k = 0, n = 0, batches = 0, a_matrices = 0, b_matrices = 0;
+    Shape batch, out_shape;
+    std::vector<int64_t> stride_a, stride_b;
+  };
+
+  const ShapePlan& shape_plan(const Tensor& a, const Tensor& b, const std::string& label) {
+    if (has_plan_ && a.shape() == plan_.a_shape && b.shape() == plan_.b_shape) return plan_;
+    if (a.rank() == 0 || b.rank() == 0) throw InputError(fmt::format("{}: MatMul inputs must not be scalars", label));
+    ShapePlan p;
+    const Shape sa = a.rank() == 1 ? Shape{1, a.shape()[0]} : a.shape();
+    const Shape sb = b.rank() == 1 ? Shape{b.shape()[0], 1} : b.shape();
+    p.m = sa[sa.size() - 2];
+    p.k = sa[sa.size() - 1];
+    const int64_t k2 = sb[sb.size() - 2];
+    p.n = sb[sb.size() - 1];
+    if (p.k != k2)
+      throw InputError(fmt::format("{}: shapes {} and {} cannot be multiplied ({} != {})", label,
+                                   shape_to_string(a.shape()), shape_to_string(b.shape()), p.k, k2));
+    const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
+    p.batch = broadcast_shapes(batch_a, batch_b, label);
+    p.out_shape = p.batch;
+    if (a.rank() > 1) p.out_shape.push_back(p.m);
+    if (b.rank() > 1) p.out_shape.push_back(p.n);
+    p.batches = shape_element_count(p.batch);
+    p.a_matrices = shape_element_count(batch_a);
+    p.b_matrices = shape_element_count(batch_b);
+    p.stride_a = broadcast_strides(batch_a, p.batch);
+    p.stride_b = broadcast_strides(batch_b, p.batch);
+    p.a_shape = a.shape();
+    p.b_shape = b.shape();
+    plan_ = std::move(p);
+    has_plan_ = true;
+    return plan_;
+  }
+
+  ShapePlan plan_;
+  bool has_plan_ = false;
 };
 
 class PackedGemmKernel final : public PackedGemmKernelBase {
@@ -408,19 +435,26 @@ class PackedGemmKernel final : public PackedGemmKernelBase {
     if (k != k2)
       throw InputError(fmt::format("{}: A {} and B {} (transA={}, transB={}) cannot be multiplied", label,
                                    shape_to_string(a.shape()), shape_to_string(b.shape()), trans_a_, trans_b_));
-    const Shape out_shape{m, n};
-    int64_t c_row = 0, c_col = 0;
-    const bool use_c = c != nullptr && beta_ != 0.0f;
-    if (use_c) {
-      if (c->rank() > 2 || broadcast_shapes(c->shape(), out_shape, label) != out_shape)
-        throw InputError(fmt::format("{}: C {} does not broadcast to {}", label, shape_to_string(c->shape()),
-                                     shape_to_string(out_shape)));
-      const std::vector<int64_t> strides = broadcast_strides(c->shape(), out_shape);
-      c_row = strides[0];
-      c_col = strides[1];
+    // Members rather than locals, and C checked again only when a shape changes: repeated runs
+    // allocate nothing.
+    const bool same_out = out_shape_.size() == 2 && out_shape_[0] == m && out_shape_[1] == n;
+    if (!same_out) {
+      out_shape_.assign({m, n});
+      checked_c_shape_.reset();
     }
+    const bool use_c = c != nullptr && beta_ != 0.0f;
+    if (use_c && !(checked_c_shape_ && *checked_c_shape_ == c->shape())) {
+      if (c->rank() > 2 || broadcast_shapes(c->shape(), out_shape_, label) != out_shape_)
+        throw InputError(fmt::format("{}: C {} does not broadcast to {}", label, shape_to_string(c->shape()),
+                                     shape_to_string(out_shape_)));
+      const std::vector<int64_t> strides = broadcast_strides(c->shape(), out_shape_);
+      c_row_ = strides[0];
+      c_col_ = strides[1];
+      checked_c_shape_ = c->shape();
+    }
+    const int64_t c_row = use_c ? c_row_ : 0, c_col = use_c ? c_col_ : 0;
     // The first k-block stores every element (accumulate = 0): no zero fill needed.
-    Tensor& y = execution.output_for_overwrite(0, ElementType::float32, out_shape);
+    Tensor& y = execution.output_for_overwrite(0, ElementType::float32, out_shape_);
     if (y.element_count() == 0) return;
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
@@ -435,6 +469,9 @@ class PackedGemmKernel final : public PackedGemmKernelBase {
  private:
   float alpha_ = 1.0f, beta_ = 1.0f;
   bool trans_a_ = false, trans_b_ = false;
+  Shape out_shape_;
+  std::optional<Shape> checked_c_shape_;  // the C shape c_row_/c_col_ were derived for
+  int64_t c_row_ = 0, c_col_ = 0;
 };
 
 // Registers MatMul and Gemm float32 on one ISA's packed driver.

@@ -102,7 +102,7 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
   const int64_t max_rows = ceil_div(plan.row_panels, plan.row_blocks) * mr;
   const bool whole_depth = max_rows * k <= kWholeDepthAFloats;
   const int64_t depth = whole_depth ? k : std::min(k, plan.block_k);
-  float* a_buffer = worker_buffer(max_rows * std::max<int64_t>(depth, 1));
+  float* a_buffer = nullptr;  // taken on the first task that packs A (direct-A tasks never do)
   int64_t packed_batch = -1, packed_row_block = -1;
   const PackedGemmOperands* ops = nullptr;
   int64_t ops_batch = -1;
@@ -153,6 +153,7 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
       }
       continue;
     }
+    if (a_buffer == nullptr) a_buffer = worker_buffer(max_rows * std::max<int64_t>(depth, 1));
     if (whole_depth && (batch != packed_batch || rb != packed_row_block)) {
       isa.pack_a(a.data, a.row_stride, a.col_stride, i0, mc, 0, k, a_buffer);
       packed_batch = batch;

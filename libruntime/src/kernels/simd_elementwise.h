@@ -54,7 +54,10 @@ class SpanBinaryKernel final : public SpanKernelBase {
     const Tensor& a = execution.required_input(0);
     const Tensor& b = execution.required_input(1);
     check_input_type(execution, 1, b, ElementType::float32);
-    Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), execution.label());
+    // Equal shapes (the common case) need no copy, so repeated runs allocate nothing.
+    const bool same = a.shape() == b.shape();
+    if (!same) broadcast_shape_ = broadcast_shapes(a.shape(), b.shape(), execution.label());
+    const Shape& shape = same ? a.shape() : broadcast_shape_;
     Tensor& y = execution.output_for_overwrite(0, ElementType::float32, shape);
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
@@ -95,6 +98,7 @@ class SpanBinaryKernel final : public SpanKernelBase {
  private:
   simd::BinarySpanFunction fn_;
   Op op_;
+  Shape broadcast_shape_;
 };
 
 // The float32 definition of spec.op_type for `implementation` (checked by `unavailable`), with

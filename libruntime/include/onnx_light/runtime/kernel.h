@@ -56,7 +56,7 @@ class KernelExecution {
   virtual int threads() const = 0;
   // A parallel region recorded under this node's label; returns admitted participants.
   virtual int parallel_for(int64_t n, int64_t grain, int admitted,
-                           const std::function<void(int64_t, int64_t)>& fn) = 0;
+                           FunctionRef<void(int64_t, int64_t)> fn) = 0;
   // Node label for error messages ("Add node 'sum'").
   virtual const std::string& label() const = 0;
 

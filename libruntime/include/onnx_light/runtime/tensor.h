@@ -56,6 +56,16 @@ class Tensor {
   template <typename T>
   const T* data() const { return static_cast<const T*>(data_); }
 
+  // Becomes empty (no storage, undefined type) but keeps its shape's capacity, so that assigning
+  // a tensor of no greater rank to it later allocates nothing (the session's input slots).
+  void release() {
+    type_ = ElementType::undefined;
+    shape_.clear();
+    count_ = 0;
+    storage_.reset();
+    data_ = nullptr;
+  }
+
   // Deep copy into owned storage.
   Tensor clone() const;
   // Same storage, new shape with the same element count.

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "onnx_light/runtime/function_ref.h"
+
 namespace onnx_light::runtime {
 
 class ParallelRegionCollector;
@@ -54,13 +56,13 @@ class ThreadPool {
   // exception of the lowest-numbered throwing block is rethrown here after all blocks finished.
   // n == 0 calls nothing; n < 0 throws InvalidValueError.
   // Returns the participants used: B when the pool ran the region, 1 when it ran inline.
-  int parallel_for(int64_t n, int64_t grain, int admitted, const std::function<void(int64_t, int64_t)>& fn);
+  int parallel_for(int64_t n, int64_t grain, int admitted, FunctionRef<void(int64_t, int64_t)> fn);
 
   // True on a thread that is currently executing a block of this or any pool.
   static bool in_parallel_region();
 
  private:
-  using Job = std::function<void(int64_t, int64_t)>;
+  using Job = FunctionRef<void(int64_t, int64_t)>;
   void worker_loop();
   // Claims and runs blocks of the current job until none is left.
   void run_claimed_blocks();
