@@ -39,25 +39,6 @@ const KernelTable* table_for(const std::string& implementation) {
   return slot.get();
 }
 
-Model with_initializers(Model model, const std::map<std::string, Tensor>& values) {
-  onnx::ModelProto proto = model.proto();
-  auto* graph = proto.mutable_graph();
-  for (const auto& [name, value] : values) {
-    for (int i = 0; i < graph->input_size(); ++i)
-      if (graph->input(i).name() == name) {
-        graph->mutable_input()->DeleteSubrange(i, 1);
-        break;
-      }
-    auto* init = graph->add_initializer();
-    init->set_name(name);
-    init->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : value.shape()) init->add_dims(d);
-    init->set_raw_data(std::string(reinterpret_cast<const char*>(value.data<float>()),
-                                   static_cast<std::size_t>(value.element_count()) * sizeof(float)));
-  }
-  return model_from_proto(std::move(proto), "<gemm bench>");
-}
-
 struct Workload {
   Model model;
   std::map<std::string, Tensor> inputs;

@@ -9,6 +9,7 @@
 #include <onnx/defs/parser.h>
 
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/tensor_proto.h"
 
 namespace onnx_light::runtime {
 
@@ -55,6 +56,20 @@ void check_model_shape(const onnx::ModelProto& model, const std::string& origin)
 Model model_from_proto(onnx::ModelProto proto, const std::string& origin) {
   check_model_shape(proto, origin);
   return Model(std::make_shared<const onnx::ModelProto>(std::move(proto)), origin);
+}
+
+Model with_initializers(const Model& model, const std::map<std::string, Tensor>& values) {
+  onnx::ModelProto proto = model.proto();
+  auto* graph = proto.mutable_graph();
+  for (const auto& [name, value] : values) {
+    int index = -1;
+    for (int i = 0; i < graph->input_size() && index < 0; ++i)
+      if (graph->input(i).name() == name) index = i;
+    if (index < 0) throw NotFoundError(fmt::format("{}: '{}' is not a graph input", model.origin(), name));
+    graph->mutable_input()->DeleteSubrange(index, 1);
+    *graph->add_initializer() = tensor_to_proto(value, name);
+  }
+  return model_from_proto(std::move(proto), model.origin());
 }
 
 Model parse_model_text(std::string_view text, const std::string& origin) {

@@ -61,24 +61,6 @@ namespace {
 
 using namespace onnx_light::runtime;
 
-Model with_initializers(const std::string& text, const std::vector<std::pair<std::string, Tensor>>& constants) {
-  onnx::ModelProto proto = parse_model_text(text, "<allocation test>").proto();
-  auto* graph = proto.mutable_graph();
-  for (const auto& [name, value] : constants) {
-    for (int i = 0; i < graph->input_size(); ++i)
-      if (graph->input(i).name() == name) {
-        graph->mutable_input()->DeleteSubrange(i, 1);
-        break;
-      }
-    auto* init = graph->add_initializer();
-    init->set_name(name);
-    init->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : value.shape()) init->add_dims(d);
-    init->set_raw_data(std::string(static_cast<const char*>(value.raw_data()), value.byte_size()));
-  }
-  return model_from_proto(std::move(proto), "<allocation test>");
-}
-
 // Allocations during `runs` positional runs after three warm-up runs, outputs in caller
 // memory (the warm-up lets every thread grow its scratch once).
 long allocations_in_steady_state(const Model& model, const std::vector<Tensor>& inputs, int threads, int runs = 20) {
@@ -118,10 +100,10 @@ TEST_CASE("elementwise_steady_state_allocates_nothing") {
 }
 
 TEST_CASE("mlp_with_constant_weights_steady_state_allocates_nothing") {
-  const Model model = with_initializers(
+  const Model model = with_initializers(parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[64, 96] x, float[96, 128] w1, float[128] b1, "
       "float[128, 40] w2, float[40] b2) => (float[64, 40] y) "
-      "{ h = Gemm(x, w1, b1)\n r = Relu(h)\n y = Gemm(r, w2, b2) }",
+      "{ h = Gemm(x, w1, b1)\n r = Relu(h)\n y = Gemm(r, w2, b2) }"),
       {{"w1", random({96, 128}, 2)}, {"b1", random({128}, 3)}, {"w2", random({128, 40}, 4)}, {"b2", random({40}, 5)}});
   for (int threads : {1, 2}) {
     CAPTURE(threads);

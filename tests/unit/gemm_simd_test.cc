@@ -84,22 +84,8 @@ Model model_of(const std::string& graph) {
   return test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\ngemm " + graph);
 }
 
-// The same model with graph input `name` turned into an initializer holding `value`.
 Model with_initializer(const Model& model, const std::string& name, const Tensor& value) {
-  onnx::ModelProto proto = model.proto();
-  auto* graph = proto.mutable_graph();
-  for (int i = 0; i < graph->input_size(); ++i)
-    if (graph->input(i).name() == name) {
-      graph->mutable_input()->DeleteSubrange(i, 1);
-      break;
-    }
-  auto* init = graph->add_initializer();
-  init->set_name(name);
-  init->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : value.shape()) init->add_dims(d);
-  init->set_raw_data(std::string(reinterpret_cast<const char*>(value.data<float>()),
-                                 static_cast<std::size_t>(value.element_count()) * sizeof(float)));
-  return model_from_proto(std::move(proto), "<gemm test>");
+  return with_initializers(model, {{name, value}});
 }
 
 struct SessionRun {

@@ -109,3 +109,30 @@ TEST_CASE("model_bytes_from_memory_load_both_syntaxes") {
   REQUIRE(test::parse(text).proto().SerializeToString(&binary));
   CHECK(load_model_bytes(std::as_bytes(std::span(binary))).graph().node_size() == 1);
 }
+
+TEST_CASE("model: with_initializers turns named graph inputs into initializers of any type") {
+  const Model model = test::parse(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[2] x, int64[3] shape, float[2] w) => (float[2] y) { y = Mul(x, w) }");
+  Tensor w(ElementType::float32, {2});
+  w.data<float>()[0] = 1.5f;
+  w.data<float>()[1] = -2.0f;
+  Tensor shape(ElementType::int64, {3});
+  shape.data<int64_t>()[2] = 7;
+  const Model frozen = with_initializers(model, {{"w", w}, {"shape", shape}});
+  REQUIRE(frozen.graph().input_size() == 1);
+  CHECK(frozen.graph().input(0).name() == "x");
+  REQUIRE(frozen.graph().initializer_size() == 2);
+  CHECK(model.graph().input_size() == 3);  // the original is unchanged
+  for (const auto& init : frozen.graph().initializer()) {
+    if (init.name() == "w") CHECK(init.data_type() == onnx::TensorProto::FLOAT);
+    else CHECK(init.data_type() == onnx::TensorProto::INT64);
+  }
+  CHECK_THROWS_AS(with_initializers(model, {{"y", w}}), NotFoundError);  // an output, not an input
+  try {
+    with_initializers(model, {{"nope", w}});
+    FAIL("no error");
+  } catch (const NotFoundError& e) {
+    CHECK(std::string(e.what()).find("'nope' is not a graph input") != std::string::npos);
+  }
+}

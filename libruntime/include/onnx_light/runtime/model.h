@@ -2,12 +2,15 @@
 // Loading ONNX models from binary protobuf, the ONNX text syntax, or bytes.
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include <onnx/onnx_pb.h>
+
+#include "onnx_light/runtime/tensor.h"
 
 namespace onnx_light::runtime {
 
@@ -35,5 +38,9 @@ Model load_model_bytes(std::span<const std::byte> bytes, const std::string& orig
 // Throws IoError for a missing/unreadable file, ModelError for bad content; both name the file.
 Model load_model_file(const std::filesystem::path& path);
 Model model_from_proto(onnx::ModelProto proto, const std::string& origin = "<proto>");
+// The same model with each named graph input turned into an initializer holding its tensor
+// (weights made constant, so kernels can prepare them once, as in an exported model). Throws
+// NotFoundError naming a value that is not a graph input.
+Model with_initializers(const Model& model, const std::map<std::string, Tensor>& values);
 
 }  // namespace onnx_light::runtime
