@@ -208,6 +208,11 @@ struct RuntimeSession::Impl {
   void bind_input(std::size_t k, const Tensor* given, std::map<std::string, int64_t>& symbols);
   void run_steps();
   void fuse_activations();
+  // Inputs are only borrowed for a run: drop our references so callers own them again. The slots
+  // keep their shape capacity, so binding the next run's inputs allocates nothing.
+  void release_inputs() {
+    for (int id : input_slots) slots[static_cast<std::size_t>(id)].release();
+  }
 };
 
 void RuntimeSession::Impl::build() {
@@ -555,8 +560,7 @@ void RuntimeSession::run(RuntimeContext& context) {
     else
       context.set(s.outputs[k].name, std::move(s.slots[id]));
   }
-  // Inputs are only borrowed for the run; drop our references so callers own them again.
-  for (std::size_t k = 0; k < s.input_slots.size(); ++k) s.slots[static_cast<std::size_t>(s.input_slots[k])].release();
+  s.release_inputs();
 }
 
 void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
@@ -576,7 +580,7 @@ void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outpu
       if (s.output_shared[k]) outputs[k] = s.slots[id];
       else outputs[k] = std::move(s.slots[id]);
     }
-    for (std::size_t k = 0; k < s.input_slots.size(); ++k) s.slots[static_cast<std::size_t>(s.input_slots[k])].release();
+    s.release_inputs();
   };
   try {
     for (std::size_t k = 0; k < inputs.size(); ++k) s.bind_input(k, inputs[k].empty() ? nullptr : &inputs[k], symbols);

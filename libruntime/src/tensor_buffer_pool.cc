@@ -1,17 +1,11 @@
 #include "tensor_buffer_pool.h"
 
-#include "tensor_memory.h"
-
 #include <cstring>
 #include <new>
 
+#include "tensor_memory.h"
+
 namespace onnx_light::runtime {
-
-namespace {
-
-void free_block(std::byte* block) noexcept { free_tensor_block(block); }
-
-}  // namespace
 
 // The deleter of pooled storage: back to the pool while it lives, else to the OS.
 struct TensorBufferPool::ReturnToPool {
@@ -19,7 +13,7 @@ struct TensorBufferPool::ReturnToPool {
   std::size_t bytes = 0;
   void operator()(std::byte* block) const noexcept {
     if (auto owner = pool.lock()) owner->give_back(block, bytes);
-    else free_block(block);
+    else free_tensor_block(block);
   }
 };
 
@@ -27,7 +21,7 @@ TensorBufferPool::TensorBufferPool(std::size_t max_cached_bytes) : max_cached_by
 
 TensorBufferPool::~TensorBufferPool() {
   for (auto& [bytes, blocks] : free_)
-    for (std::byte* block : blocks) free_block(block);
+    for (std::byte* block : blocks) free_tensor_block(block);
 }
 
 Tensor TensorBufferPool::make(ElementType type, Shape shape, bool zero) {
@@ -68,7 +62,7 @@ void TensorBufferPool::give_back(std::byte* block, std::size_t bytes) noexcept {
     }
   } catch (...) {  // no memory for the bookkeeping: give the block to the OS instead
   }
-  free_block(block);
+  free_tensor_block(block);
 }
 
 }  // namespace onnx_light::runtime

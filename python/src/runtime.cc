@@ -208,10 +208,9 @@ bool lendable(const py::array& array) {
          py::str(array.dtype().attr("byteorder")).cast<std::string>() != ">";
 }
 
-// Input k of run_arrays: a Tensor as it is, a lendable numpy array as a zero-copy view (kept
-// alive in `keep` for the run; kernels never write inputs), anything else converted (a copy).
+// Input k of run_arrays: a lendable numpy array as a zero-copy view (kept alive in `keep` for the
+// run; kernels never write inputs), anything else as tensor_from_value takes it (a Tensor as it is).
 rt::Tensor run_input(const py::object& value, std::vector<py::object>& keep) {
-  if (py::isinstance<rt::Tensor>(value)) return value.cast<rt::Tensor>();
   if (py::isinstance<py::array>(value)) {
     py::array array = py::reinterpret_borrow<py::array>(value);
     const char kind = array.dtype().kind();
@@ -247,7 +246,6 @@ py::array lend_to_numpy(rt::Tensor tensor) {
   py::capsule base(owner, [](void* p) { delete static_cast<rt::Tensor*>(p); });
   return py::array(dtype, shape, {}, owner->raw_data(), base);
 }
-
 
 // ---- models -----------------------------------------------------------------------------------
 

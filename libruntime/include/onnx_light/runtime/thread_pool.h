@@ -7,7 +7,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <string_view>
 #include <thread>
