@@ -4,6 +4,7 @@
 // non-temporal stores (which start on a misaligned output in broadcast rows).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -20,6 +21,7 @@
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
 #include "implementation_tables.h"
+#include "kernels/simd/elementwise_f32.h"
 #include "test_models.h"
 
 using namespace onnx_light;
@@ -159,6 +161,53 @@ TEST_CASE("avx2_streaming_stores_misaligned_rows_match_portable_bits") {
   for (const auto& op : kBinary)
     for (const auto& c : binary_cases(op)) check_same_bits(c, "avx2", *registry);
 }
+
+#if defined(__x86_64__) || defined(_M_X64)  // the avx2 span functions exist only there (libruntime/CMakeLists.txt)
+namespace simd = onnx_light::runtime::kernels::simd;
+
+// Direct calls at every output offset within a 32-byte line, around the length from which the
+// loop first aligns its output with a masked head: the same bits as the aligned call, and not one
+// float written outside [0, n) (the guards around the output keep their sentinel).
+TEST_CASE("avx2_spans_at_every_output_offset_write_exactly_n_floats") {
+  if (!host_runs("avx2")) return;
+  constexpr int64_t kGuard = 16;
+  const float sentinel = 12345.0f;
+  const Tensor a = special_tensor({4200}, 5), b = special_tensor({4200}, 9);
+  struct Fn {
+    std::string name;
+    simd::UnarySpanFunction unary = nullptr;
+    simd::BinarySpanFunction binary = nullptr;
+  };
+  const std::vector<Fn> fns{{"abs", simd::abs_f32_avx2}, {"relu", simd::relu_f32_avx2},
+                            {"add", nullptr, simd::add_f32_avx2}, {"div", nullptr, simd::div_f32_avx2}};
+  for (const auto& fn : fns)
+    for (bool streaming : {false, true})
+      for (int64_t n : {1, 7, 8, 9, 63, 64, 65, 71, 72, 100, 1000, 4099}) {
+        auto call = [&](float* out, int64_t in_offset) {
+          const float* x = a.data<float>() + in_offset;
+          if (fn.unary) fn.unary(x, out, n, streaming);
+          else fn.binary(x, b.data<float>() + 3, out, n, simd::BinarySpanShape::same, streaming);
+        };
+        Tensor reference(ElementType::float32, {n});  // 64-byte aligned
+        call(reference.data<float>(), 0);
+        for (int64_t out_offset = 0; out_offset < 8; ++out_offset)
+          for (int64_t in_offset : {int64_t{0}, out_offset, int64_t{5}}) {
+            Tensor buffer(ElementType::float32, {n + 2 * kGuard + 8});
+            float* base = buffer.data<float>();
+            std::fill(base, base + buffer.element_count(), sentinel);
+            float* out = base + kGuard + out_offset;
+            call(out, in_offset);
+            INFO(fn.name, " n=", n, " out_offset=", out_offset, " in_offset=", in_offset, " streaming=", streaming);
+            if (in_offset == 0)
+              CHECK(std::memcmp(out, reference.data<float>(), static_cast<std::size_t>(n) * sizeof(float)) == 0);
+            int64_t touched_outside = 0;
+            for (float* p = base; p < base + buffer.element_count(); ++p)
+              if ((p < out || p >= out + n) && std::memcmp(p, &sentinel, sizeof(float)) != 0) ++touched_outside;
+            CHECK(touched_outside == 0);
+          }
+      }
+}
+#endif
 
 TEST_CASE("relu_avx2_keeps_nan_and_turns_negative_zero_positive") {
   if (!host_runs("avx2")) return;
