@@ -1,4 +1,5 @@
-// Softmax, LogSoftmax and exp over float32 with AVX2 + FMA (8 lanes). See softmax_f32.h.
+// Softmax, LogSoftmax and exp over float32 with AVX2 + FMA (8 lanes): the vector operations and
+// exp that the passes of softmax_f32_passes.h run on. See softmax_f32.h.
 //
 // exp(x): n = round(x * log2 e), r = x - n * ln 2 (ln 2 split into a 9-bit head, exact in
 // n * head, and a tail), e^r by a degree-6 polynomial (Cephes expf coefficients, |r| <= ln2 / 2),
@@ -9,6 +10,7 @@
 #include <cstdint>
 
 #include "kernels/simd/softmax_f32.h"
+#include "kernels/simd/softmax_f32_passes.h"
 
 namespace onnx_light::runtime::kernels::simd {
 
@@ -90,217 +92,51 @@ inline float hmax(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-inline float row_max(const float* x, int64_t n) {
-  const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
-  __m256 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
-    m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + i + 8));
-    m2 = _mm256_max_ps(m2, _mm256_loadu_ps(x + i + 16));
-    m3 = _mm256_max_ps(m3, _mm256_loadu_ps(x + i + 24));
+struct Avx2 {
+  using Reg = __m256;
+  using Mask = __m256i;
+  static constexpr int64_t kLanes = 8;
+  static Reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+  static Reg set1(float v) { return _mm256_set1_ps(v); }
+  static Reg zero() { return _mm256_setzero_ps(); }
+  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
+  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+  static Reg div(Reg a, Reg b) { return _mm256_div_ps(a, b); }
+  static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
+  static Mask tail_mask(int64_t rem) { return simd::tail_mask(rem); }
+  static Reg load_or(Mask m, const float* p, Reg fill) {
+    return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
   }
-  for (; i + 8 <= n; i += 8) m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
-  if (i < n) {
-    const __m256i mask = tail_mask(n - i);
-    const __m256 v = _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + i, mask), _mm256_castsi256_ps(mask));
-    m0 = _mm256_max_ps(m0, v);
-  }
-  return hmax(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
-}
-
-// Sum of exp(x - max) over the row; stores the exponentials to y when kStore.
-template <bool kStore>
-inline float row_exp_sum(const float* x, float* y, int64_t n, float max) {
-  const __m256 vm = _mm256_set1_ps(max);
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    const __m256 e0 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-    const __m256 e1 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm));
-    const __m256 e2 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i + 16), vm));
-    const __m256 e3 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i + 24), vm));
-    if constexpr (kStore) {
-      _mm256_storeu_ps(y + i, e0);
-      _mm256_storeu_ps(y + i + 8, e1);
-      _mm256_storeu_ps(y + i + 16, e2);
-      _mm256_storeu_ps(y + i + 24, e3);
-    }
-    s0 = _mm256_add_ps(s0, e0);
-    s1 = _mm256_add_ps(s1, e1);
-    s2 = _mm256_add_ps(s2, e2);
-    s3 = _mm256_add_ps(s3, e3);
-  }
-  for (; i + 8 <= n; i += 8) {
-    const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-    if constexpr (kStore) _mm256_storeu_ps(y + i, e);
-    s0 = _mm256_add_ps(s0, e);
-  }
-  if (i < n) {
-    const __m256i mask = tail_mask(n - i);
-    __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_maskload_ps(x + i, mask), vm));
-    e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
-    if constexpr (kStore) _mm256_maskstore_ps(y + i, mask, e);
-    s0 = _mm256_add_ps(s0, e);
-  }
-  return hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-}
-
-// y = a * y (kScale) or y = x - a.
-template <bool kScale>
-inline void row_finish(const float* x, float* y, int64_t n, float a) {
-  const __m256 va = _mm256_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    if constexpr (kScale) {
-      _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), va));
-      _mm256_storeu_ps(y + i + 8, _mm256_mul_ps(_mm256_loadu_ps(y + i + 8), va));
-    } else {
-      _mm256_storeu_ps(y + i, _mm256_sub_ps(_mm256_loadu_ps(x + i), va));
-      _mm256_storeu_ps(y + i + 8, _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), va));
-    }
-  }
-  for (; i < n; ++i) y[i] = kScale ? y[i] * a : x[i] - a;
-}
-
-// Rows software-pipelined: while the exp pass of row r runs (bound by the FP ports), the same
-// loop finishes row r - 1 (scale or shift) and takes the maximum of row r + 1 (loads and one max
-// per vector), so the two cheap passes hide in the expensive one. Every row still gets exactly
-// the accumulators, order and horizontal trees of row_max / row_exp_sum / row_finish above, so
-// the result of a row does not depend on its neighbours (nor on how rows are split over threads).
-template <bool kLog>
-void rows(const float* x, float* y, int64_t count, int64_t length) {
-  if (count <= 0) return;
-  const int64_t blocked = length & ~int64_t{31};
-  const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
-  float max = row_max(x, length);
-  float prev_a = 0;  // row r - 1's scale (1 / sum) or shift (max + log sum)
-  for (int64_t r = 0; r < count; ++r) {
-    const float* xr = x + r * length;
-    float* yr = y + r * length;
-    const bool has_prev = r > 0, has_next = r + 1 < count;
-    const float* xp = xr - length;  // row r - 1
-    float* yp = yr - length;
-    const float* xn = xr + length;  // row r + 1
-    const __m256 vm = _mm256_set1_ps(max);
-    const __m256 va = _mm256_set1_ps(prev_a);
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    __m256 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
-    for (int64_t i = 0; i < blocked; i += 32) {
-      const __m256 e0 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vm));
-      const __m256 e1 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(xr + i + 8), vm));
-      const __m256 e2 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(xr + i + 16), vm));
-      const __m256 e3 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(xr + i + 24), vm));
-      if (has_prev) {
-        for (int64_t k = i; k < i + 32; k += 8) {
-          if constexpr (kLog) _mm256_storeu_ps(yp + k, _mm256_sub_ps(_mm256_loadu_ps(xp + k), va));
-          else _mm256_storeu_ps(yp + k, _mm256_mul_ps(_mm256_loadu_ps(yp + k), va));
-        }
-      }
-      if constexpr (!kLog) {
-        _mm256_storeu_ps(yr + i, e0);
-        _mm256_storeu_ps(yr + i + 8, e1);
-        _mm256_storeu_ps(yr + i + 16, e2);
-        _mm256_storeu_ps(yr + i + 24, e3);
-      }
-      if (has_next) {
-        m0 = _mm256_max_ps(m0, _mm256_loadu_ps(xn + i));
-        m1 = _mm256_max_ps(m1, _mm256_loadu_ps(xn + i + 8));
-        m2 = _mm256_max_ps(m2, _mm256_loadu_ps(xn + i + 16));
-        m3 = _mm256_max_ps(m3, _mm256_loadu_ps(xn + i + 24));
-      }
-      s0 = _mm256_add_ps(s0, e0);
-      s1 = _mm256_add_ps(s1, e1);
-      s2 = _mm256_add_ps(s2, e2);
-      s3 = _mm256_add_ps(s3, e3);
-    }
-    // The rest of each row exactly as the separate passes do it.
-    if (has_prev && blocked < length) row_finish<!kLog>(xp + blocked, yp + blocked, length - blocked, prev_a);
-    int64_t i = blocked;
-    for (; i + 8 <= length; i += 8) {
-      const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vm));
-      if constexpr (!kLog) _mm256_storeu_ps(yr + i, e);
-      s0 = _mm256_add_ps(s0, e);
-      if (has_next) m0 = _mm256_max_ps(m0, _mm256_loadu_ps(xn + i));
-    }
-    if (i < length) {
-      const __m256i mask = tail_mask(length - i);
-      __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_maskload_ps(xr + i, mask), vm));
-      e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
-      if constexpr (!kLog) _mm256_maskstore_ps(yr + i, mask, e);
-      s0 = _mm256_add_ps(s0, e);
-      if (has_next)
-        m0 = _mm256_max_ps(m0, _mm256_blendv_ps(ninf, _mm256_maskload_ps(xn + i, mask), _mm256_castsi256_ps(mask)));
-    }
-    const float sum = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    prev_a = kLog ? max + __builtin_logf(sum) : 1.0f / sum;
-    if (has_next) max = hmax(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
-  }
-  const int64_t last = (count - 1) * length;
-  row_finish<!kLog>(x + last, y + last, length, prev_a);
-}
-
-// Up to 8 strided rows at once (lanes [0, rem) of `mask`).
-template <bool kLog>
-inline void strided_block(const float* x, float* y, int64_t length, int64_t stride, __m256i mask) {
-  __m256 m = _mm256_maskload_ps(x, mask);
-  for (int64_t k = 1; k < length; ++k) m = _mm256_max_ps(m, _mm256_maskload_ps(x + k * stride, mask));
-  __m256 s = _mm256_setzero_ps();
-  for (int64_t k = 0; k < length; ++k) {
-    const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_maskload_ps(x + k * stride, mask), m));
-    if constexpr (!kLog) _mm256_maskstore_ps(y + k * stride, mask, e);
-    s = _mm256_add_ps(s, e);
-  }
-  if constexpr (kLog) {
-    alignas(32) float sum[8], max[8], shift[8];
-    _mm256_store_ps(sum, s);
-    _mm256_store_ps(max, m);
-    for (int j = 0; j < 8; ++j) shift[j] = max[j] + __builtin_logf(sum[j]);
-    const __m256 c = _mm256_load_ps(shift);
-    for (int64_t k = 0; k < length; ++k)
-      _mm256_maskstore_ps(y + k * stride, mask, _mm256_sub_ps(_mm256_maskload_ps(x + k * stride, mask), c));
-  } else {
-    const __m256 inv = _mm256_div_ps(_mm256_set1_ps(1.0f), s);
-    for (int64_t k = 0; k < length; ++k)
-      _mm256_maskstore_ps(y + k * stride, mask, _mm256_mul_ps(_mm256_maskload_ps(y + k * stride, mask), inv));
-  }
-}
-
-template <bool kLog>
-void strided(const float* x, float* y, int64_t length, int64_t stride, int64_t count) {
-  for (int64_t j = 0; j < count; j += 8) {
-    const int64_t rem = count - j < 8 ? count - j : 8;
-    strided_block<kLog>(x + j, y + j, length, stride, tail_mask(rem));
-  }
-}
+  static void store_masked(float* p, Mask m, Reg v) { _mm256_maskstore_ps(p, m, v); }
+  static Reg keep(Mask m, Reg v) { return _mm256_and_ps(v, _mm256_castsi256_ps(m)); }
+  static Reg exp_nonpositive(Reg x) { return simd::exp_nonpositive(x); }
+  static Reg exp_general(Reg x) { return simd::exp_general(x); }
+  static float hsum(Reg v) { return simd::hsum(v); }
+  static float hmax(Reg v) { return simd::hmax(v); }
+};
 
 }  // namespace
 
 void exp_f32_avx2(const float* x, float* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp_general(_mm256_loadu_ps(x + i)));
-  if (i < n) {
-    const __m256i mask = tail_mask(n - i);
-    _mm256_maskstore_ps(y + i, mask, exp_general(_mm256_maskload_ps(x + i, mask)));
-  }
+  map<Avx2>(x, y, n, [](__m256 v) { return Avx2::exp_general(v); });
 }
-
 void exp_nonpositive_f32_avx2(const float* x, float* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp_nonpositive(_mm256_loadu_ps(x + i)));
-  if (i < n) {
-    const __m256i mask = tail_mask(n - i);
-    _mm256_maskstore_ps(y + i, mask, exp_nonpositive(_mm256_maskload_ps(x + i, mask)));
-  }
+  map<Avx2>(x, y, n, [](__m256 v) { return Avx2::exp_nonpositive(v); });
 }
 
-void softmax_rows_f32_avx2(const float* x, float* y, int64_t count, int64_t length) { rows<false>(x, y, count, length); }
-void log_softmax_rows_f32_avx2(const float* x, float* y, int64_t count, int64_t length) { rows<true>(x, y, count, length); }
+void softmax_rows_f32_avx2(const float* x, float* y, int64_t count, int64_t length) {
+  rows<Avx2, false>(x, y, count, length);
+}
+void log_softmax_rows_f32_avx2(const float* x, float* y, int64_t count, int64_t length) {
+  rows<Avx2, true>(x, y, count, length);
+}
 void softmax_strided_f32_avx2(const float* x, float* y, int64_t length, int64_t stride, int64_t count) {
-  strided<false>(x, y, length, stride, count);
+  strided<Avx2, false>(x, y, length, stride, count);
 }
 void log_softmax_strided_f32_avx2(const float* x, float* y, int64_t length, int64_t stride, int64_t count) {
-  strided<true>(x, y, length, stride, count);
+  strided<Avx2, true>(x, y, length, stride, count);
 }
 
 }  // namespace onnx_light::runtime::kernels::simd
