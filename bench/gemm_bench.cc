@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/cpu_features.h"
 #include "onnx_light/runtime/kernel_table.h"
@@ -57,6 +59,14 @@ Workload workload(const std::string& name) {
                               {"w2", random_tensor(f, {1024, 256}, 4)},
                               {"b2", random_tensor(f, {256}, 5)}});
     return {m, {{"x", random_tensor(f, {64, 512}, 1)}}, 2.0 * 64 * 512 * 1024 + 2.0 * 64 * 1024 * 256};
+  }
+  if (name == "mlp_gemm1" || name == "mlp_gemm2") {  // the MLP's two products on their own
+    const bool first = name == "mlp_gemm1";
+    const int64_t k = first ? 512 : 1024, n = first ? 1024 : 256;
+    Model m = parse_model_text(header + fmt::format("(float[64, {0}] x, float[{0}, {1}] w, float[{1}] b) => (float[64, {1}] y) "
+                                                    "{{ y = Gemm(x, w, b) }}", k, n));
+    m = with_initializers(m, {{"w", random_tensor(f, {k, n}, 2)}, {"b", random_tensor(f, {n}, 3)}});
+    return {m, {{"x", random_tensor(f, {64, k}, 1)}}, 2.0 * 64 * static_cast<double>(k * n)};
   }
   const int64_t s = std::stoll(name.substr(7));  // "matmul_<s>"
   return {parse_model_text(header + "(float[S, S] a, float[S, S] b) => (float[S, S] y) { y = MatMul(a, b) }"),
@@ -122,6 +132,8 @@ GEMM_BENCH(portable, matmul_1024);
 GEMM_BENCH(avx512, mlp);
 GEMM_BENCH(avx2, mlp);
 GEMM_BENCH(portable, mlp);
+GEMM_BENCH(avx512, mlp_gemm1);
+GEMM_BENCH(avx512, mlp_gemm2);
 
 void block_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"threads", "block_m", "block_k", "block_n"});
