@@ -366,6 +366,21 @@ def test_run_arrays_accepts_strided_and_foreign_inputs(abs_model):
         session.run_arrays([[-1.0, -2.0]])  # a list: numpy makes it float64
 
 
+def test_run_arrays_output_at_any_float_offset_is_written_exactly(abs_model):
+    # NumPy memory is often only 16-byte aligned; the span loops align their stores with a masked
+    # head, which must write the view and nothing around it.
+    session = runtime.RuntimeSession(abs_model)
+    x = np.linspace(-3, 3, 1001, dtype=np.float32)
+    for offset in range(8):
+        backing = np.full(1001 + 16, 99.0, dtype=np.float32)
+        out = backing[offset + 4:offset + 4 + 1001]
+        (returned,) = session.run_arrays([x], [out])
+        assert returned is out
+        np.testing.assert_array_equal(out, np.abs(x))
+        np.testing.assert_array_equal(backing[:offset + 4], 99.0)
+        np.testing.assert_array_equal(backing[offset + 4 + 1001:], 99.0)
+
+
 def test_run_arrays_output_that_does_not_fit_raises_naming_it(abs_model):
     session = runtime.RuntimeSession(abs_model)
     x = np.ones(4, dtype=np.float32)
