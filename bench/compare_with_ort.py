@@ -3,8 +3,9 @@
 
     /usr/bin/python3 bench/compare_with_ort.py [--reps 5] [--min-time 0.3] [--bench BIN] [--write-results]
 
-Each repetition runs ONNX Runtime's C harness, then ours, then the machine's memcpy limit, one
-after the other, so each ratio pairs medians measured minutes apart at most. Prints the target
+Each repetition runs ONNX Runtime's C harness, then ours, then the machine's memcpy limit and our
+copy floor (floor_bench BM_PoolCopy: the bytes of a 1e6 elementwise op copied by our thread pool),
+one after the other, so each ratio pairs medians measured minutes apart at most. Prints the target
 table of issue 7 (ratio = our median / ORT's, median over repetitions, with the range) and, with
 --write-results, replaces the peer section of bench/RESULTS.md with it.
 
@@ -12,6 +13,7 @@ Needs ../shared/peer/setup.sh to have run (this script runs it when its outputs 
 """
 import argparse
 import datetime
+import json
 import os
 import re
 import statistics
@@ -44,6 +46,17 @@ def read_tsv(text):
     return rows
 
 
+def read_floors(text):
+    """floor_bench JSON -> {(floats, threads): real time in µs} of each BM_PoolCopy case."""
+    out = {}
+    for b in json.loads(text)["benchmarks"]:
+        m = re.match(r"BM_PoolCopy/n:(\d+)/threads:(\d+)", b["name"])
+        if m and b.get("run_type", "iteration") == "iteration":
+            scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b["time_unit"]]
+            out[(int(m.group(1)), int(m.group(2)))] = b["real_time"] * scale
+    return out
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
 
@@ -53,6 +66,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.3)
     ap.add_argument("--bench", default=os.path.join(ROOT, "build-bench", "bench", "onnx-light-peer-bench"))
+    ap.add_argument("--floor-bench", default=os.path.join(ROOT, "build-bench", "bench", "floor_bench"))
     ap.add_argument("--only", default="", help="comma-separated model names")
     ap.add_argument("--write-results", action="store_true")
     ap.add_argument("--alloc", action="store_true",
@@ -63,7 +77,7 @@ def main():
         subprocess.run(["bash", os.path.join(PEER, "setup.sh")], check=True)
     # Always name the models: the peer harness leaves the N = 1 models out of its default set.
     only = ["--only", a.only or ",".join(m for _, models, _, _ in TARGETS for m in models)]
-    ours, theirs, memcpy = [], [], []
+    ours, theirs, memcpy, floors = [], [], [], []
     for rep in range(a.reps):
         load = open("/proc/loadavg").read().split()[:3]
         print(f"repetition {rep + 1}/{a.reps} (loadavg {' '.join(load)})", file=sys.stderr)
@@ -72,6 +86,8 @@ def main():
         ours.append(read_tsv(run([a.bench, "--models", MODELS, "--min-time", str(a.min_time), "--modes", modes] + only)))
         lim = run([os.path.join(WORK, "bin", "limits"), str(a.min_time)])
         memcpy.append(lim)
+        floors.append(read_floors(run([a.floor_bench, "--benchmark_filter=BM_PoolCopy", "--benchmark_format=json",
+                                       f"--benchmark_min_time={a.min_time}"])))
     # memcpy GB/s (read+written) per thread count, from the limits tool's text.
     def memcpy_gbps(t):
         vals = []
@@ -79,6 +95,14 @@ def main():
             m = re.search(rf"^memcpy_64MiB threads={t} .*GBps_rw=([0-9.]+)", text, re.M)
             if m:
                 vals.append(float(m.group(1)))
+        return statistics.median(vals) if vals else None
+
+    # Median over repetitions of the pool copy that moves the bytes of model m at t threads.
+    def copy_floor(m, t):
+        if not m.endswith("_1000000"):
+            return None
+        floats = 1500000 if m.startswith("add") else 1000000
+        vals = [f[(floats, t)] for f in floors if (floats, t) in f]
         return statistics.median(vals) if vals else None
 
     lines = []
@@ -102,6 +126,11 @@ def main():
                 ratios = [x / y for x, y in pairs]
                 med = statistics.median(ratios)
                 note = ""
+                floor = copy_floor(m, t)
+                if floor:
+                    ours_us, ort_us = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+                    note = (f" (same-run copy of as many bytes: {floor:.0f} µs; ours {100 * ours_us / floor:.0f}%, "
+                            f"ORT {100 * ort_us / floor:.0f}% of it)")
                 if m.endswith("_10000000") and memcpy_gbps(t):
                     moved = 4e7 * (3 if m.startswith("add") else 2)
                     ours_gbps = moved / statistics.median(p[0] for p in pairs) / 1e3

@@ -15,6 +15,7 @@
 
 #include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/tensor.h"
+#include "onnx_light/runtime/thread_pool.h"
 
 namespace {
 
@@ -105,6 +106,27 @@ FLOOR(avx2_prefetch_2KiB_and_out, (abs_avx2<false, 2048, true, 1>), "avx2");
 FLOOR(avx2_2_streams, (abs_avx2<false, 0, false, 2>), "avx2");
 FLOOR(avx2_4_streams, (abs_avx2<false, 0, false, 4>), "avx2");
 #endif
+
+// The copy floor at a thread count: n floats copied between two session-allocated tensors by the
+// runtime's own pool, split as the span kernels split their work. bench/compare_with_ort.py runs
+// it in every repetition (n = 1e6 for Abs and Relu at 1e6; 1.5e6 for Add, which moves as many
+// cache lines: 8 MB in and 4 MB out against 6 MB in and 6 MB out).
+void BM_PoolCopy(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  const Tensor source = random_tensor(ElementType::float32, {n}, 1);
+  Tensor destination(ElementType::float32, {n});
+  ThreadPool pool(threads);
+  const float* in = source.data<float>();
+  float* out = destination.data<float>();
+  for (auto _ : state) {
+    pool.parallel_for(n, 16, threads, [&](int64_t begin, int64_t end) { copy(in + begin, out + begin, end - begin); });
+    benchmark::DoNotOptimize(destination.raw_data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * 8);
+}
+BENCHMARK(BM_PoolCopy)->ArgNames({"n", "threads"})->ArgsProduct({{1000000, 1500000}, {1, 2}})->UseRealTime();
 
 }  // namespace
 
