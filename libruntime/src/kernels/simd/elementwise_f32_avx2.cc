@@ -45,7 +45,7 @@ struct DivOp {
 // stores need it; plain stores that straddle cache lines cost up to a quarter more: Abs over 1e5
 // floats in L2 into an output 16 bytes off alignment took 8.7-9.6 us without the head, 7.7-7.9
 // with it, 7.5-7.7 aligned (bench/session_bench BM_SessionRunPositional/100000/4 and /0).
-// Below this length the head would cost more than it saves.
+// Shorter spans (a few vectors, mostly the tail) skip it; 64 is a choice, not a measured crossover.
 constexpr int64_t kAlignOutputMinimum = 64;
 
 // Calls body.full(i) over whole vectors of [0, n) and body.tail for what is left: a masked head
