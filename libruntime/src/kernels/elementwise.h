@@ -143,9 +143,12 @@ struct ElementwiseSpec {
 CalibrationWorkloadFunction unary_workload(const std::string& op_type, ElementType type, int opset);
 CalibrationWorkloadFunction binary_workload(const std::string& op_type, ElementType type, int opset);
 
+// What every functor-kernel definition shares: identity, threshold schema, the kernel built from
+// MakeOp's functor, its calibration workload and (when it differs) its output type.
 // MakeOp: (const KernelCreateInfo&) -> functor; lets attributes (alpha, ...) reach the functor.
-template <typename In, typename Out = In, typename MakeOp>
-void add_unary(KernelTable& table, const ElementwiseSpec& spec, MakeOp make_op) {
+template <typename In, typename Out, template <typename, typename, typename> class KernelT, typename MakeOp>
+KernelDef functor_kernel_def(const ElementwiseSpec& spec, MakeOp make_op,
+                             CalibrationWorkloadFunction (*workload)(const std::string&, ElementType, int)) {
   KernelDef def;
   def.op_type = spec.op_type;
   def.since_version = spec.opsets.since;
@@ -156,32 +159,23 @@ void add_unary(KernelTable& table, const ElementwiseSpec& spec, MakeOp make_op) 
   const int64_t fallback = spec.default_minimum_elements;
   def.create = [make_op, fallback](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
     auto op = make_op(info);
-    return std::make_unique<UnaryKernel<In, Out, decltype(op)>>(std::move(op), fallback);
+    return std::make_unique<KernelT<In, Out, decltype(op)>>(std::move(op), fallback);
   };
-  def.calibration_workload = unary_workload(spec.op_type, def.element_type, std::min(spec.opsets.end, std::max(spec.opsets.since, 17)));
+  def.calibration_workload = workload(spec.op_type, def.element_type, std::min(spec.opsets.end, std::max(spec.opsets.since, 17)));
   if constexpr (!std::is_same_v<In, Out>)
     def.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{ElementTraits<Out>::type}; };
-  table.add(std::move(def));
+  return def;
+}
+
+template <typename In, typename Out = In, typename MakeOp>
+void add_unary(KernelTable& table, const ElementwiseSpec& spec, MakeOp make_op) {
+  table.add(functor_kernel_def<In, Out, UnaryKernel>(spec, std::move(make_op), unary_workload));
 }
 
 template <typename In, typename Out = In, typename MakeOp>
 void add_binary(KernelTable& table, const ElementwiseSpec& spec, MakeOp make_op) {
-  KernelDef def;
-  def.op_type = spec.op_type;
-  def.since_version = spec.opsets.since;
-  def.end_version = spec.opsets.end;
-  def.element_type = ElementTraits<In>::type;
-  def.schema = parallel_threshold_schema(elementwise_key(spec.op_type, def.element_type, spec.tuning_abi),
-                                         spec.default_minimum_elements);
-  const int64_t fallback = spec.default_minimum_elements;
-  def.create = [make_op, fallback](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-    auto op = make_op(info);
-    return std::make_unique<BinaryKernel<In, Out, decltype(op)>>(std::move(op), fallback);
-  };
-  def.calibration_workload = binary_workload(spec.op_type, def.element_type, std::min(spec.opsets.end, std::max(spec.opsets.since, 17)));
+  KernelDef def = functor_kernel_def<In, Out, BinaryKernel>(spec, std::move(make_op), binary_workload);
   def.calibration_variants = 3;
-  if constexpr (!std::is_same_v<In, Out>)
-    def.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{ElementTraits<Out>::type}; };
   table.add(std::move(def));
 }
 
