@@ -2,6 +2,7 @@
 // per-channel constants (parallel.minimum_elements); LayerNormalization is a row kernel (each
 // row's mean and variance computed by one thread in a fixed order; parallel.minimum_rows).
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,22 @@
 namespace onnx_light::runtime::kernels {
 
 namespace {
+
+// Mean and sum of squared deviations of one row in compute precision: two passes (the mean
+// first), so a row's statistics never depend on how rows are split over threads.
+template <typename T>
+std::pair<compute_t<T>, compute_t<T>> row_moments(const T* row, int64_t length) {
+  using C = compute_t<T>;
+  C sum = C(0);
+  for (int64_t i = 0; i < length; ++i) sum += load<T>(row[i]);
+  const C mean = sum / static_cast<C>(length);
+  C squares = C(0);
+  for (int64_t i = 0; i < length; ++i) {
+    const C d = load<T>(row[i]) - mean;
+    squares += d * d;
+  }
+  return {mean, squares};
+}
 
 // y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c], c the channel (dim 1).
 template <typename T>
@@ -117,14 +134,7 @@ class LayerNormKernel final : public RowKernel {
     execution.parallel_for(rows, 1, admitted_rows(rows, execution), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* row = in + r * length;
-        C sum = C(0);
-        for (int64_t i = 0; i < length; ++i) sum += load<T>(row[i]);
-        const C mean = sum / static_cast<C>(length);
-        C squares = C(0);
-        for (int64_t i = 0; i < length; ++i) {
-          const C d = load<T>(row[i]) - mean;
-          squares += d * d;
-        }
+        const auto [mean, squares] = row_moments<T>(row, length);
         const C inv = C(1) / std::sqrt(squares / static_cast<C>(length) + static_cast<C>(epsilon_));
         T* o = out + r * length;
         for (int64_t i = 0; i < length; ++i) {
@@ -194,14 +204,7 @@ class InstanceNormKernel final : public RowKernel {
     execution.parallel_for(rows, 1, admitted_rows(rows, execution), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* row = in + r * length;
-        C sum = C(0);
-        for (int64_t i = 0; i < length; ++i) sum += load<T>(row[i]);
-        const C mean = sum / static_cast<C>(length);
-        C squares = C(0);
-        for (int64_t i = 0; i < length; ++i) {
-          const C d = load<T>(row[i]) - mean;
-          squares += d * d;
-        }
+        const auto [mean, squares] = row_moments<T>(row, length);
         const C factor = load<T>(scale.data<T>()[r % channels]) /
                          std::sqrt(squares / static_cast<C>(length) + static_cast<C>(epsilon_));
         const C shift = load<T>(bias.data<T>()[r % channels]);
