@@ -172,9 +172,14 @@ void add_unary(KernelTable& table, const ElementwiseSpec& spec, MakeOp make_op) 
   table.add(functor_kernel_def<In, Out, UnaryKernel>(spec, std::move(make_op), unary_workload));
 }
 
+// BinaryKernel with its operands of one type, as a three-parameter template (clang 14 does not
+// match a template with a defaulted fourth parameter to a three-parameter template parameter).
+template <typename In, typename Out, typename Op>
+using SameTypeBinaryKernel = BinaryKernel<In, Out, Op>;
+
 template <typename In, typename Out = In, typename MakeOp>
 void add_binary(KernelTable& table, const ElementwiseSpec& spec, MakeOp make_op) {
-  KernelDef def = functor_kernel_def<In, Out, BinaryKernel>(spec, std::move(make_op), binary_workload);
+  KernelDef def = functor_kernel_def<In, Out, SameTypeBinaryKernel>(spec, std::move(make_op), binary_workload);
   def.calibration_variants = 3;
   table.add(std::move(def));
 }

@@ -25,6 +25,26 @@ namespace onnx_light::runtime::kernels {
 
 namespace {
 
+struct GemmDims {
+  int64_t m, k, n;
+};
+
+// Gemm's m, k, n from A, B and the transpose flags; InputError naming both shapes when they do
+// not multiply.
+GemmDims gemm_dims(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const std::string& label) {
+  if (a.rank() != 2 || b.rank() != 2)
+    throw InputError(fmt::format("{}: A {} and B {} must be matrices", label, shape_to_string(a.shape()),
+                                 shape_to_string(b.shape())));
+  const int64_t m = trans_a ? a.shape()[1] : a.shape()[0];
+  const int64_t k = trans_a ? a.shape()[0] : a.shape()[1];
+  const int64_t k2 = trans_b ? b.shape()[1] : b.shape()[0];
+  const int64_t n = trans_b ? b.shape()[0] : b.shape()[1];
+  if (k != k2)
+    throw InputError(fmt::format("{}: A {} and B {} (transA={}, transB={}) cannot be multiplied", label,
+                                 shape_to_string(a.shape()), shape_to_string(b.shape()), trans_a, trans_b));
+  return {m, k, n};
+}
+
 // Packs rows [k0, k0 + kc) x columns [j0, j0 + nc) of a strided matrix into dst.
 template <typename T, typename A>
 void pack_strided(const T* b, int64_t row_stride, int64_t col_stride, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
@@ -122,16 +142,8 @@ class GemmKernel final : public TiledKernel {
     const std::string& label = execution.label();
     check_input_type(execution, 1, b, ElementTraits<T>::type);
     if (c != nullptr) check_input_type(execution, 2, *c, ElementTraits<T>::type);
-    if (a.rank() != 2 || b.rank() != 2)
-      throw InputError(fmt::format("{}: A {} and B {} must be matrices", label, shape_to_string(a.shape()),
-                                   shape_to_string(b.shape())));
-    const int64_t m = trans_a_ ? a.shape()[1] : a.shape()[0];
-    const int64_t k = trans_a_ ? a.shape()[0] : a.shape()[1];
-    const int64_t k2 = trans_b_ ? b.shape()[1] : b.shape()[0];
-    const int64_t n = trans_b_ ? b.shape()[0] : b.shape()[1];
-    if (k != k2)
-      throw InputError(fmt::format("{}: A {} and B {} (transA={}, transB={}) cannot be multiplied", label,
-                                   shape_to_string(a.shape()), shape_to_string(b.shape()), trans_a_, trans_b_));
+    const GemmDims dims = gemm_dims(a, b, trans_a_, trans_b_, label);
+    const int64_t m = dims.m, k = dims.k, n = dims.n;  // plain locals: lambdas below capture them
     const Shape out_shape{m, n};
     std::vector<int64_t> c_strides{0, 0};
     const bool use_c = c != nullptr && beta_ != 0.0f;
@@ -425,16 +437,8 @@ class PackedGemmKernel final : public PackedGemmKernelBase {
     const std::string& label = execution.label();
     check_input_type(execution, 1, b, ElementType::float32);
     if (c != nullptr) check_input_type(execution, 2, *c, ElementType::float32);
-    if (a.rank() != 2 || b.rank() != 2)
-      throw InputError(fmt::format("{}: A {} and B {} must be matrices", label, shape_to_string(a.shape()),
-                                   shape_to_string(b.shape())));
-    const int64_t m = trans_a_ ? a.shape()[1] : a.shape()[0];
-    const int64_t k = trans_a_ ? a.shape()[0] : a.shape()[1];
-    const int64_t k2 = trans_b_ ? b.shape()[1] : b.shape()[0];
-    const int64_t n = trans_b_ ? b.shape()[0] : b.shape()[1];
-    if (k != k2)
-      throw InputError(fmt::format("{}: A {} and B {} (transA={}, transB={}) cannot be multiplied", label,
-                                   shape_to_string(a.shape()), shape_to_string(b.shape()), trans_a_, trans_b_));
+    const GemmDims dims = gemm_dims(a, b, trans_a_, trans_b_, label);
+    const int64_t m = dims.m, k = dims.k, n = dims.n;  // plain locals: lambdas below capture them
     // Members rather than locals, and C checked again only when a shape changes: repeated runs
     // allocate nothing.
     const bool same_out = out_shape_.size() == 2 && out_shape_[0] == m && out_shape_[1] == n;

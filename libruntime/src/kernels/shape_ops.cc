@@ -338,8 +338,8 @@ void register_shape_kernels(KernelTable& table) {
     def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<RangeKernel<T>>(info); };
     def.calibration_workload = [](int64_t n, int, uint32_t) {
       // Capped where T still counts exactly (int16's range, float's 24-bit mantissa).
-      const int64_t cap = std::is_integral_v<T> ? static_cast<int64_t>(std::min<double>(std::numeric_limits<T>::max(), 1e15))
-                                                 : (int64_t{1} << 24);
+      const double integral_cap = std::min(static_cast<double>(std::numeric_limits<T>::max()), 1e15);
+      const int64_t cap = std::is_integral_v<T> ? static_cast<int64_t>(integral_cap) : (int64_t{1} << 24);
       const int64_t count = std::min<int64_t>(n, cap);
       auto scalar = [](T v) {
         Tensor value(ElementTraits<T>::type, {});
