@@ -1,5 +1,5 @@
-// MatMul 256 / 1024 and the peer MLP (64x512 -> 1024 -> 256, Gemm + Relu + Gemm with weights as
-// initializers) per GEMM implementation (portable, avx2, avx512) and thread count, through a
+// MatMul 256 / 1024, the peer MLP (64x512 -> 1024 -> 256, Gemm + Relu + Gemm with weights as
+// initializers) and a 3x3 Conv per GEMM implementation (portable, avx2, avx512) and thread count, through a
 // session whose kernel table holds only that implementation for MatMul/Gemm float32.
 // BM_Blocks explores gemm.block_m/k/n of one implementation. Figures belong in bench/RESULTS.md.
 #include <benchmark/benchmark.h>
@@ -22,7 +22,8 @@ namespace {
 using namespace onnx_light::runtime;
 
 bool is_gemm_f32(const KernelDef& def) {
-  return (def.op_type == "MatMul" || def.op_type == "Gemm") && def.element_type == ElementType::float32;
+  return (def.op_type == "MatMul" || def.op_type == "Gemm" || def.op_type == "Conv") &&
+         def.element_type == ElementType::float32;
 }
 
 // nullptr when the host cannot run `implementation`.
@@ -59,6 +60,12 @@ Workload workload(const std::string& name) {
                               {"w2", random_tensor(f, {1024, 256}, 4)},
                               {"b2", random_tensor(f, {256}, 5)}});
     return {m, {{"x", random_tensor(f, {64, 512}, 1)}}, 2.0 * 64 * 512 * 1024 + 2.0 * 64 * 1024 * 256};
+  }
+  if (name == "conv_3x3_64ch_56x56") {  // a ResNet-style 3x3 convolution, 64 -> 64 maps, "same" pads
+    Model m = parse_model_text(header + "(float[1, 64, 56, 56] x, float[64, 64, 3, 3] w, float[64] b) "
+                                        "=> (float[1, 64, 56, 56] y) { y = Conv <pads = [1, 1, 1, 1]> (x, w, b) }");
+    m = with_initializers(m, {{"w", random_tensor(f, {64, 64, 3, 3}, 2)}, {"b", random_tensor(f, {64}, 3)}});
+    return {m, {{"x", random_tensor(f, {1, 64, 56, 56}, 1)}}, 2.0 * 64 * 56 * 56 * 64 * 9};
   }
   if (name == "mlp_gemm1" || name == "mlp_gemm2") {  // the MLP's two products on their own
     const bool first = name == "mlp_gemm1";
@@ -134,6 +141,9 @@ GEMM_BENCH(avx2, mlp);
 GEMM_BENCH(portable, mlp);
 GEMM_BENCH(avx512, mlp_gemm1);
 GEMM_BENCH(avx512, mlp_gemm2);
+GEMM_BENCH(avx512, conv_3x3_64ch_56x56);
+GEMM_BENCH(avx2, conv_3x3_64ch_56x56);
+GEMM_BENCH(portable, conv_3x3_64ch_56x56);
 
 void block_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"threads", "block_m", "block_k", "block_n"});

@@ -11,8 +11,10 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/gemm_core.h"
+#include "kernels/isa_requirements.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
+#include "kernels/packed_gemm.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
@@ -127,6 +129,124 @@ void kernel_offsets(const Geometry& g, int64_t q, int64_t* offsets) {
   }
 }
 
+// One Conv run, checked: its geometry, the operands and the output (already shaped).
+struct ConvRun {
+  Geometry g;
+  int64_t batch = 0, channels = 0, maps = 0, group_channels = 0, group_maps = 0;
+  int64_t depth = 0;  // the GEMM's K: group_channels x kernel positions
+  const Tensor* x = nullptr;
+  const Tensor* w = nullptr;
+  const Tensor* bias = nullptr;
+  Tensor* y = nullptr;
+};
+
+ConvRun check_conv(KernelExecution& execution, const SpatialAttributes& attrs, int64_t group, ElementType type) {
+  ConvRun r;
+  const Tensor& x = execution.required_input(0);
+  const Tensor& w = execution.required_input(1);
+  const Tensor* bias = execution.input(2);
+  const std::string& label = execution.label();
+  check_input_type(execution, 1, w, type);
+  if (bias != nullptr) check_input_type(execution, 2, *bias, type);
+  if (w.rank() != x.rank() || x.rank() < 3)
+    throw InputError(fmt::format("{}: X {} and W {} must have the same rank (3 or more)", label,
+                                 shape_to_string(x.shape()), shape_to_string(w.shape())));
+  r.batch = x.shape()[0];
+  r.channels = x.shape()[1];
+  r.maps = w.shape()[0];
+  r.group_channels = w.shape()[1];
+  if (r.group_channels * group != r.channels || r.maps % group != 0)
+    throw InputError(fmt::format("{}: X {} and W {} do not fit group = {}", label, shape_to_string(x.shape()),
+                                 shape_to_string(w.shape()), group));
+  const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  if (!attrs.kernel_shape.empty() && attrs.kernel_shape != kernel)
+    throw InputError(fmt::format("{}: kernel_shape {} does not match W {}", label, attrs.kernel_shape,
+                                 shape_to_string(w.shape())));
+  if (bias != nullptr && (bias->rank() != 1 || bias->shape()[0] != r.maps))
+    throw InputError(fmt::format("{}: B {} must have shape [{}]", label, shape_to_string(bias->shape()), r.maps));
+  r.g = resolve(attrs, x.shape(), kernel, label);
+  Shape out_shape{r.batch, r.maps};
+  for (std::size_t i = 0; i < r.g.rank; ++i) out_shape.push_back(r.g.out[i]);
+  r.y = &execution.output(0, type, out_shape);
+  r.group_maps = r.maps / group;
+  r.depth = r.group_channels * r.g.kernel_size;
+  r.x = &x;
+  r.w = &w;
+  r.bias = bias;
+  return r;
+}
+
+// Rows [k0, k0 + kc) of one group's im2col matrix (row = channel x kernel position, column =
+// output position) for the nc positions whose window origins are given, row kk at dst + kk *
+// dst_stride; taps in the padding read as 0. kRank (1-3) is a template argument so the
+// per-element coordinate loop unrolls: this gather is most of a packed Conv's time.
+template <std::size_t kRank, typename T, typename A>
+void gather_patches_rank(const Geometry& g, const T* planes, const int64_t* origins, int64_t k0, int64_t kc,
+                         int64_t nc, A* dst, int64_t dst_stride) {
+  constexpr std::size_t kLast = kRank - 1;
+  constexpr int64_t kChunk = 256;
+  // Positions in runs that share their leading coordinates and step the last one by its stride:
+  // where a run's taps lie inside the input with stride 1, a row of the run is one contiguous copy.
+  int64_t run_begin[kChunk + 1];
+  for (int64_t c0 = 0; c0 < nc; c0 += kChunk) {
+    const int64_t c1 = std::min(nc, c0 + kChunk);
+    int64_t runs = 0;
+    for (int64_t j = c0; j < c1; ++j) {
+      const int64_t* o = origins + j * static_cast<int64_t>(kRank);
+      bool extends = j > c0;
+      if (extends) {
+        const int64_t* p = o - kRank;
+        for (std::size_t i = 0; i < kLast; ++i) extends = extends && o[i] == p[i];
+        extends = extends && o[kLast] == p[kLast] + g.stride[kLast];
+      }
+      if (!extends) run_begin[runs++] = j;
+    }
+    run_begin[runs] = c1;
+    int64_t offsets[kMaxSpatial];
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      const int64_t row = k0 + kk;
+      const T* plane = planes + (row / g.kernel_size) * g.in_size;
+      kernel_offsets(g, row % g.kernel_size, offsets);
+      A* d = dst + kk * dst_stride;
+      for (int64_t r = 0; r < runs; ++r) {
+        const int64_t j0 = run_begin[r], j1 = run_begin[r + 1];
+        const int64_t* o = origins + j0 * static_cast<int64_t>(kRank);
+        int64_t base = 0;  // linear index of the run's first tap, leading dims only so far
+        bool leading_inside = true;
+        for (std::size_t i = 0; i < kLast; ++i) {
+          const int64_t c = o[i] + offsets[i];
+          leading_inside &= static_cast<uint64_t>(c) < static_cast<uint64_t>(g.in[i]);
+          base = base * g.in[i] + c;
+        }
+        const int64_t first = o[kLast] + offsets[kLast];
+        const int64_t last = first + (j1 - j0 - 1) * g.stride[kLast];
+        if (!leading_inside) {
+          std::fill(d + j0, d + j1, A(0));
+        } else if (g.stride[kLast] == 1 && first >= 0 && last < g.in[kLast]) {
+          const T* src = plane + base * g.in[kLast] + first;
+          for (int64_t j = j0; j < j1; ++j) d[j] = static_cast<A>(load<T>(src[j - j0]));
+        } else {
+          const T* line = plane + base * g.in[kLast];
+          for (int64_t j = j0; j < j1; ++j) {
+            const int64_t c = first + (j - j0) * g.stride[kLast];
+            d[j] = static_cast<uint64_t>(c) < static_cast<uint64_t>(g.in[kLast]) ? static_cast<A>(load<T>(line[c])) : A(0);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T, typename A>
+void gather_patches(const Geometry& g, const T* planes, const int64_t* origins, int64_t k0, int64_t kc, int64_t nc,
+                    A* dst, int64_t dst_stride) {
+  switch (g.rank) {
+    case 1: gather_patches_rank<1>(g, planes, origins, k0, kc, nc, dst, dst_stride); break;
+    case 2: gather_patches_rank<2>(g, planes, origins, k0, kc, nc, dst, dst_stride); break;
+    default: gather_patches_rank<3>(g, planes, origins, k0, kc, nc, dst, dst_stride); break;
+  }
+}
+
 template <typename T>
 class ConvKernel final : public TiledKernel {
  public:
@@ -137,73 +257,32 @@ class ConvKernel final : public TiledKernel {
   }
 
   void run(KernelExecution& execution) override {
-    const Tensor& x = execution.required_input(0);
-    const Tensor& w = execution.required_input(1);
-    const Tensor* bias = execution.input(2);
-    const std::string& label = execution.label();
-    check_input_type(execution, 1, w, ElementTraits<T>::type);
-    if (bias != nullptr) check_input_type(execution, 2, *bias, ElementTraits<T>::type);
-    if (w.rank() != x.rank() || x.rank() < 3)
-      throw InputError(fmt::format("{}: X {} and W {} must have the same rank (3 or more)", label,
-                                   shape_to_string(x.shape()), shape_to_string(w.shape())));
-    const int64_t batch = x.shape()[0], channels = x.shape()[1];
-    const int64_t maps = w.shape()[0], group_channels = w.shape()[1];
-    if (group_channels * group_ != channels || maps % group_ != 0)
-      throw InputError(fmt::format("{}: X {} and W {} do not fit group = {}", label, shape_to_string(x.shape()),
-                                   shape_to_string(w.shape()), group_));
-    const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
-      throw InputError(fmt::format("{}: kernel_shape {} does not match W {}", label, attrs_.kernel_shape,
-                                   shape_to_string(w.shape())));
-    if (bias != nullptr && (bias->rank() != 1 || bias->shape()[0] != maps))
-      throw InputError(fmt::format("{}: B {} must have shape [{}]", label, shape_to_string(bias->shape()), maps));
-    const Geometry g = resolve(attrs_, x.shape(), kernel, label);
-    Shape out_shape{batch, maps};
-    for (std::size_t i = 0; i < g.rank; ++i) out_shape.push_back(g.out[i]);
-    Tensor& y = execution.output(0, ElementTraits<T>::type, out_shape);
-    if (y.element_count() == 0) return;
-
+    const ConvRun r = check_conv(execution, attrs_, group_, ElementTraits<T>::type);
+    if (r.y->element_count() == 0) return;
+    const Geometry& g = r.g;
     using A = gemm_acc_t<T>;
-    const int64_t group_maps = maps / group_;
-    const int64_t depth = group_channels * g.kernel_size;  // the GEMM's K
-    const T* px = x.data<T>();
-    const T* pw = w.data<T>();
-    const T* pbias = bias != nullptr ? bias->data<T>() : nullptr;
-    T* out = y.data<T>();
+    const int64_t depth = r.depth, group_maps = r.group_maps;
+    const T* px = r.x->data<T>();
+    const T* pw = r.w->data<T>();
+    const T* pbias = r.bias != nullptr ? r.bias->data<T>() : nullptr;
+    T* out = r.y->data<T>();
     // One GEMM per (image, group): [group_maps x depth] weights times [depth x positions] patches.
     const GemmTiling tiling(group_maps, g.out_size, tile_m_, tile_n_);
-    const int64_t tasks = batch * group_ * tiling.tasks_per_batch();
-    const int threads = admitted_macs(batch * maps * g.out_size * depth, execution);
+    const int64_t tasks = r.batch * group_ * tiling.tasks_per_batch();
+    const int threads = admitted_macs(r.batch * r.maps * g.out_size * depth, execution);
     execution.parallel_for(tasks, 1, threads, [&](int64_t begin, int64_t end) {
       GemmScratch<A> scratch(tiling.tile_m, tiling.tile_n, tile_k_);
       std::vector<int64_t> origins(static_cast<std::size_t>(tiling.tile_n) * g.rank);
       for (int64_t t = begin; t < end; ++t) {
         const auto task = tiling.task(t);
         const int64_t image = task.batch / group_, grp = task.batch % group_;
-        const T* planes = px + (image * channels + grp * group_channels) * g.in_size;
+        const T* planes = px + (image * r.channels + grp * r.group_channels) * g.in_size;
         const T* weights = pw + grp * group_maps * depth;
         for (int64_t j = 0; j < task.nc; ++j) window_origin(g, task.j0 + j, &origins[static_cast<std::size_t>(j) * g.rank]);
         auto pack = [&](int64_t k0, int64_t kc, int64_t, int64_t nc, A* dst) {
-          int64_t offsets[kMaxSpatial];
-          for (int64_t kk = 0; kk < kc; ++kk) {
-            const int64_t row = k0 + kk;
-            const T* plane = planes + (row / g.kernel_size) * g.in_size;
-            kernel_offsets(g, row % g.kernel_size, offsets);
-            A* d = dst + kk * nc;
-            for (int64_t j = 0; j < nc; ++j) {
-              const int64_t* origin = &origins[static_cast<std::size_t>(j) * g.rank];
-              int64_t index = 0;
-              bool inside = true;
-              for (std::size_t i = 0; i < g.rank; ++i) {
-                const int64_t c = origin[i] + offsets[i];
-                inside = inside && c >= 0 && c < g.in[i];
-                index = index * g.in[i] + c;
-              }
-              d[j] = inside ? static_cast<A>(load<T>(plane[index])) : A(0);
-            }
-          }
+          gather_patches<T, A>(g, planes, origins.data(), k0, kc, nc, dst, nc);
         };
-        T* result = out + (image * maps + grp * group_maps) * g.out_size;
+        T* result = out + (image * r.maps + grp * group_maps) * g.out_size;
         gemm_tile<A>(
             task.i0, task.mc, task.j0, task.nc, depth, tile_k_, scratch,
             [&](int64_t i, int64_t k) { return static_cast<A>(load<T>(weights[i * depth + k])); }, pack,
@@ -218,6 +297,75 @@ class ConvKernel final : public TiledKernel {
  private:
   SpatialAttributes attrs_;
   int64_t group_ = 1;
+};
+
+// Conv float32 on the packed GEMM driver (implementations "avx2", "avx512"): per (image, group)
+// the im2col matrix is gathered straight into the driver's B panels (depth x NR floats each, in
+// parallel over panels), then the weights [group_maps x depth] multiply it with the bias added
+// in the micro-kernel's store. Results do not depend on the thread count or the block sizes
+// (packed_gemm.h); they differ from the portable kernel by rounding only (FMA, another order).
+class PackedConvKernel final : public Kernel {
+ public:
+  PackedConvKernel(const KernelCreateInfo& info, const PackedGemmIsa& isa, const GemmBlocking& defaults)
+      : attrs_(info), isa_(isa), blocking_(defaults), thin_groups_(info) {
+    check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    group_ = info.int_attribute("group", 1);
+    if (group_ < 1) throw ModelError(fmt::format("{}: attribute 'group' = {} must be positive", info.node_label(), group_));
+  }
+  void apply_tuning(const TuningValues& values) override {
+    read_packed_gemm_tuning(values, minimum_macs_, blocking_);
+    thin_groups_.apply_tuning(values);  // its threshold; its tiles stay at their defaults
+  }
+
+  void run(KernelExecution& execution) override {
+    if (execution.required_input(1).rank() >= 1 && execution.required_input(1).shape()[0] / group_ < isa_.mr) {
+      // Depthwise and other thin groups: a GEMM with fewer rows than the register tile wastes most
+      // of it, and one GEMM per (image, group) would mean two parallel regions each; the portable
+      // loop (default tiles) runs all groups in one region.
+      thin_groups_.run(execution);
+      return;
+    }
+    const ConvRun r = check_conv(execution, attrs_, group_, ElementType::float32);
+    if (r.y->element_count() == 0) return;
+    const Geometry& g = r.g;
+    const int64_t nr = isa_.nr, panels = (g.out_size + nr - 1) / nr;
+    const int admitted = admitted_threads_for(r.batch * r.maps * g.out_size * r.depth, minimum_macs_, execution.threads());
+    patches_.grow(static_cast<std::size_t>(panels * r.depth * nr));
+    float* packed = patches_.data();
+    const float* px = r.x->data<float>();
+    const float* pw = r.w->data<float>();
+    float* out = r.y->data<float>();
+    for (int64_t image = 0; image < r.batch; ++image)
+      for (int64_t grp = 0; grp < group_; ++grp) {
+        const float* planes = px + (image * r.channels + grp * r.group_channels) * g.in_size;
+        execution.parallel_for(panels, 1, admitted, [&](int64_t begin, int64_t end) {
+          int64_t origins[kMaxSpatial * 64];  // NR <= 64 window origins
+          for (int64_t q = begin; q < end; ++q) {
+            const int64_t j0 = q * nr, nc = std::min(nr, g.out_size - j0);
+            for (int64_t j = 0; j < nc; ++j) window_origin(g, j0 + j, origins + j * static_cast<int64_t>(g.rank));
+            float* panel = packed + q * r.depth * nr;
+            gather_patches<float, float>(g, planes, origins, 0, r.depth, nc, panel, nr);
+            if (nc < nr)
+              for (int64_t kk = 0; kk < r.depth; ++kk) std::fill(panel + kk * nr + nc, panel + (kk + 1) * nr, 0.0f);
+          }
+        });
+        const simd::GemmF32Epilogue bias{1.0f, 1.0f, r.bias != nullptr ? r.bias->data<float>() + grp * r.group_maps : nullptr,
+                                         1, 0, false};
+        const PackedGemmOperands operands{MatrixView{pw + grp * r.group_maps * r.depth, r.depth, 1}, packed,
+                                          out + (image * r.maps + grp * r.group_maps) * g.out_size, g.out_size};
+        packed_gemm(execution, admitted, isa_, blocking_, 1, r.group_maps, g.out_size, r.depth,
+                    r.bias != nullptr ? &bias : nullptr, [&](int64_t) { return operands; });
+      }
+  }
+
+ private:
+  SpatialAttributes attrs_;
+  int64_t group_ = 1;
+  const PackedGemmIsa& isa_;
+  GemmBlocking blocking_;
+  int64_t minimum_macs_ = kDefaultMinimumMacs;
+  PackedBuffer patches_;  // the packed im2col panels of one (image, group), reused across runs
+  ConvKernel<float> thin_groups_;
 };
 
 template <typename T, bool kMax>
@@ -316,22 +464,44 @@ CalibrationWorkloadFunction pool_workload(const std::string& op_type, ElementTyp
   };
 }
 
+// Calibration: a 3x3 "same" convolution over [1, c, 8, 8] with c output maps (576 c^2 MACs).
+CalibrationWorkloadFunction conv_workload(ElementType type) {
+  return [type](int64_t macs, int, uint32_t seed) {
+    const auto c = std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(macs) / 576.0))));
+    return one_node_workload("Conv", 11, "pads = [1, 1, 1, 1]",
+                             {{"x", random_tensor(type, {1, c, 8, 8}, seed)}, {"w", random_tensor(type, {c, c, 3, 3}, seed + 1)}},
+                             {{"y", type, {1, c, 8, 8}}}, 576 * c * c);
+  };
+}
+
+// Conv float32 on one ISA's packed GEMM driver, preferred over the portable kernel where the host
+// has the features.
+void add_packed_conv(KernelTable& table, const PackedGemmIsa* isa, std::string (*needs)(const CpuFeatures&),
+                     const GemmBlocking& defaults) {
+  if (isa == nullptr) return;
+  constexpr ElementType type = ElementType::float32;
+  KernelDef def = make_def("Conv", {1}, type, packed_gemm_schema(elementwise_key("Conv", type, 1, isa->name), defaults));
+  def.implementation = isa->name;
+  def.unavailable_reason = needs;
+  def.create = [isa, defaults](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+    return std::make_unique<PackedConvKernel>(info, *isa, defaults);
+  };
+  def.calibration_workload = conv_workload(type);
+  table.add(std::move(def));
+}
+
 }  // namespace
 
 void register_conv_pool_kernels(KernelTable& table) {
+  // Preference order for Conv float32: avx512, avx2, portable.
+  add_packed_conv(table, packed_gemm_avx512(), needs_avx512, GemmBlocking{96, 256, 256});
+  add_packed_conv(table, packed_gemm_avx2(), needs_avx2_fma, GemmBlocking{96, 256, 256});
   for_each_type<float, double, Float16>([&](auto t) {
     using T = decltype(t);
     constexpr ElementType type = ElementTraits<T>::type;
     KernelDef conv = make_def("Conv", {1}, type, tiled_schema(elementwise_key("Conv", type, 1)));
     conv.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<ConvKernel<T>>(info); };
-    // Calibration: a 3x3 "same" convolution over [1, c, 8, 8] with c output maps (576 c^2 MACs).
-    conv.calibration_workload = [](int64_t macs, int, uint32_t seed) {
-      const auto c = std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(macs) / 576.0))));
-      return one_node_workload("Conv", 11, "pads = [1, 1, 1, 1]",
-                               {{"x", random_tensor(type, {1, c, 8, 8}, seed)},
-                                {"w", random_tensor(type, {c, c, 3, 3}, seed + 1)}},
-                               {{"y", type, {1, c, 8, 8}}}, 576 * c * c);
-    };
+    conv.calibration_workload = conv_workload(type);
     table.add(std::move(conv));
     KernelDef average = make_def("AveragePool", {1}, type,
                                  parallel_threshold_schema(elementwise_key("AveragePool", type, 1), kDefaultMinimumElements));

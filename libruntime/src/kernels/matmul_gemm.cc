@@ -214,45 +214,10 @@ CalibrationWorkloadFunction square_workload(const std::string& op_type, ElementT
 
 // ---- float32 on the packed GEMM driver ----
 
-// Schema of the packed implementations: the threshold first, then the cache blocks.
-TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults) {
-  auto tile = [](std::string name, int64_t value, std::vector<int64_t> allowed, std::string description) {
-    ParameterSpec spec;
-    spec.name = std::move(name);
-    spec.type = ValueType::int64;
-    spec.default_value = value;
-    spec.role = ParameterRole::tile;
-    for (int64_t a : allowed) spec.allowed.emplace_back(a);
-    spec.description = std::move(description);
-    return spec;
-  };
-  TuningSchema schema{std::move(key), {}};
-  schema.parameters.push_back(threshold_parameter(
-      "parallel.minimum_macs", kDefaultMinimumMacs, int64_t{1} << 50,
-      "Smallest multiply-accumulate count run in parallel; smaller problems run on one thread."));
-  schema.parameters.push_back(tile("gemm.block_m", defaults.m, {24, 48, 96, 192, 384, 768},
-                                   "Output rows per task (rounded up to the micro-kernel's rows); the packed A "
-                                   "block is block_m x block_k."));
-  schema.parameters.push_back(tile("gemm.block_k", defaults.k, {64, 128, 192, 256, 384, 512, 1024},
-                                   "Depth of one k-block: the micro-kernel streams block_k x NR of packed B."));
-  schema.parameters.push_back(tile("gemm.block_n", defaults.n, {32, 64, 128, 256, 512, 1024, 2048},
-                                   "Output columns per task (rounded up to the micro-kernel's columns)."));
-  return schema;
-}
-
 class PackedGemmKernelBase : public Kernel {
  public:
   explicit PackedGemmKernelBase(const PackedGemmIsa& isa) : isa_(isa) {}
-  void apply_tuning(const TuningValues& values) override {
-    auto read = [&](const char* name, int64_t& target) {
-      if (auto it = values.find(name); it != values.end())
-        if (const auto* v = std::get_if<int64_t>(&it->second)) target = *v;
-    };
-    read("parallel.minimum_macs", minimum_macs_);
-    read("gemm.block_m", blocking_.m);
-    read("gemm.block_k", blocking_.k);
-    read("gemm.block_n", blocking_.n);
-  }
+  void apply_tuning(const TuningValues& values) override { read_packed_gemm_tuning(values, minimum_macs_, blocking_); }
   bool fuse_relu() override {
     relu_ = true;
     return true;
@@ -514,6 +479,43 @@ void add_tiled(KernelTable& table, const std::string& op_type, OpsetRange opsets
 }
 
 }  // namespace
+
+// Schema of the packed implementations: the threshold first, then the cache blocks.
+TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults) {
+  auto tile = [](std::string name, int64_t value, std::vector<int64_t> allowed, std::string description) {
+    ParameterSpec spec;
+    spec.name = std::move(name);
+    spec.type = ValueType::int64;
+    spec.default_value = value;
+    spec.role = ParameterRole::tile;
+    for (int64_t a : allowed) spec.allowed.emplace_back(a);
+    spec.description = std::move(description);
+    return spec;
+  };
+  TuningSchema schema{std::move(key), {}};
+  schema.parameters.push_back(threshold_parameter(
+      "parallel.minimum_macs", kDefaultMinimumMacs, int64_t{1} << 50,
+      "Smallest multiply-accumulate count run in parallel; smaller problems run on one thread."));
+  schema.parameters.push_back(tile("gemm.block_m", defaults.m, {24, 48, 96, 192, 384, 768},
+                                   "Output rows per task (rounded up to the micro-kernel's rows); the packed A "
+                                   "block is block_m x block_k."));
+  schema.parameters.push_back(tile("gemm.block_k", defaults.k, {64, 128, 192, 256, 384, 512, 1024},
+                                   "Depth of one k-block: the micro-kernel streams block_k x NR of packed B."));
+  schema.parameters.push_back(tile("gemm.block_n", defaults.n, {32, 64, 128, 256, 512, 1024, 2048},
+                                   "Output columns per task (rounded up to the micro-kernel's columns)."));
+  return schema;
+}
+
+void read_packed_gemm_tuning(const TuningValues& values, int64_t& minimum_macs, GemmBlocking& blocking) {
+  auto read = [&](const char* name, int64_t& target) {
+    if (auto it = values.find(name); it != values.end())
+      if (const auto* v = std::get_if<int64_t>(&it->second)) target = *v;
+  };
+  read("parallel.minimum_macs", minimum_macs);
+  read("gemm.block_m", blocking.m);
+  read("gemm.block_k", blocking.k);
+  read("gemm.block_n", blocking.n);
+}
 
 void register_matmul_gemm_kernels(KernelTable& table) {
   // Preference order for float32: avx512, avx2, portable.

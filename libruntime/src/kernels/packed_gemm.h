@@ -15,6 +15,8 @@
 
 #include "kernels/simd/gemm_f32.h"
 #include "onnx_light/runtime/kernel.h"
+#include "onnx_light/runtime/tuning_schema.h"
+#include "onnx_light/runtime/tuning_value.h"
 
 namespace onnx_light::runtime::kernels {
 
@@ -44,6 +46,12 @@ struct GemmBlocking {
   int64_t k = 256;
   int64_t n = 256;
 };
+
+// Schema of a kernel on this driver (MatMul, Gemm, Conv float32): parallel.minimum_macs, then
+// gemm.block_m / gemm.block_k / gemm.block_n with `defaults`. Defined in matmul_gemm.cc.
+TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults);
+// Reads that schema's values (those present) into a kernel's threshold and blocks.
+void read_packed_gemm_tuning(const TuningValues& values, int64_t& minimum_macs, GemmBlocking& blocking);
 
 // Floats for packed operands, from the tensor block allocator: buffers of 2 MiB and more sit on
 // huge pages, so where packed weights land in the caches does not change from one process to the
