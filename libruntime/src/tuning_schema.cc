@@ -107,6 +107,18 @@ ParameterSpec threshold_parameter(std::string name, int64_t default_value, int64
   return spec;
 }
 
+ParameterSpec tile_parameter(std::string name, int64_t default_value, std::vector<int64_t> allowed,
+                             std::string description) {
+  ParameterSpec spec;
+  spec.name = std::move(name);
+  spec.type = ValueType::int64;
+  spec.default_value = default_value;
+  spec.role = ParameterRole::tile;
+  for (int64_t a : allowed) spec.allowed.emplace_back(a);
+  spec.description = std::move(description);
+  return spec;
+}
+
 TuningSchema parallel_threshold_schema(TuningKey key, int64_t default_minimum_elements) {
   return TuningSchema{std::move(key),
                       {threshold_parameter("parallel.minimum_elements", default_minimum_elements, int64_t{1} << 40,

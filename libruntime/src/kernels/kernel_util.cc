@@ -133,26 +133,16 @@ TuningSchema row_threshold_schema(TuningKey key, int64_t default_minimum_rows) {
 }
 
 TuningSchema tiled_schema(TuningKey key, TileDefaults tiles, int64_t default_minimum_macs) {
-  auto tile = [](std::string name, int64_t value, std::vector<int64_t> allowed, std::string description) {
-    ParameterSpec spec;
-    spec.name = std::move(name);
-    spec.type = ValueType::int64;
-    spec.default_value = value;
-    spec.role = ParameterRole::tile;
-    for (int64_t a : allowed) spec.allowed.emplace_back(a);
-    spec.description = std::move(description);
-    return spec;
-  };
   ParameterSpec macs = threshold_parameter(
       "parallel.minimum_macs", default_minimum_macs, int64_t{1} << 50,
       "Smallest multiply-accumulate count run in parallel; smaller problems run on one thread.");
   TuningSchema schema{std::move(key), {}};
-  schema.parameters.push_back(tile("gemm.tile_m", tiles.m, {8, 16, 32, 64, 128, 256},
-                                   "Output rows per task (one task is one tile of the output)."));
-  schema.parameters.push_back(tile("gemm.tile_n", tiles.n, {16, 32, 64, 128, 256, 512, 1024},
-                                   "Output columns per task; also the width of the packed B panel."));
-  schema.parameters.push_back(tile("gemm.tile_k", tiles.k, {16, 32, 64, 128, 256, 512},
-                                   "Depth of one packed B panel (the reduction is blocked by this)."));
+  schema.parameters.push_back(tile_parameter("gemm.tile_m", tiles.m, {8, 16, 32, 64, 128, 256},
+                                             "Output rows per task (one task is one tile of the output)."));
+  schema.parameters.push_back(tile_parameter("gemm.tile_n", tiles.n, {16, 32, 64, 128, 256, 512, 1024},
+                                             "Output columns per task; also the width of the packed B panel."));
+  schema.parameters.push_back(tile_parameter("gemm.tile_k", tiles.k, {16, 32, 64, 128, 256, 512},
+                                             "Depth of one packed B panel (the reduction is blocked by this)."));
   schema.parameters.push_back(std::move(macs));
   return schema;
 }

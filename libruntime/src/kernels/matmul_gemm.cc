@@ -482,27 +482,17 @@ void add_tiled(KernelTable& table, const std::string& op_type, OpsetRange opsets
 
 // Schema of the packed implementations: the threshold first, then the cache blocks.
 TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults) {
-  auto tile = [](std::string name, int64_t value, std::vector<int64_t> allowed, std::string description) {
-    ParameterSpec spec;
-    spec.name = std::move(name);
-    spec.type = ValueType::int64;
-    spec.default_value = value;
-    spec.role = ParameterRole::tile;
-    for (int64_t a : allowed) spec.allowed.emplace_back(a);
-    spec.description = std::move(description);
-    return spec;
-  };
   TuningSchema schema{std::move(key), {}};
   schema.parameters.push_back(threshold_parameter(
       "parallel.minimum_macs", kDefaultMinimumMacs, int64_t{1} << 50,
       "Smallest multiply-accumulate count run in parallel; smaller problems run on one thread."));
-  schema.parameters.push_back(tile("gemm.block_m", defaults.m, {24, 48, 96, 192, 384, 768},
-                                   "Output rows per task (rounded up to the micro-kernel's rows); the packed A "
-                                   "block is block_m x block_k."));
-  schema.parameters.push_back(tile("gemm.block_k", defaults.k, {64, 128, 192, 256, 384, 512, 1024},
-                                   "Depth of one k-block: the micro-kernel streams block_k x NR of packed B."));
-  schema.parameters.push_back(tile("gemm.block_n", defaults.n, {32, 64, 128, 256, 512, 1024, 2048},
-                                   "Output columns per task (rounded up to the micro-kernel's columns)."));
+  schema.parameters.push_back(tile_parameter("gemm.block_m", defaults.m, {24, 48, 96, 192, 384, 768},
+                                             "Output rows per task (rounded up to the micro-kernel's rows); the packed A "
+                                             "block is block_m x block_k."));
+  schema.parameters.push_back(tile_parameter("gemm.block_k", defaults.k, {64, 128, 192, 256, 384, 512, 1024},
+                                             "Depth of one k-block: the micro-kernel streams block_k x NR of packed B."));
+  schema.parameters.push_back(tile_parameter("gemm.block_n", defaults.n, {32, 64, 128, 256, 512, 1024, 2048},
+                                             "Output columns per task (rounded up to the micro-kernel's columns)."));
   return schema;
 }
 

@@ -51,6 +51,10 @@ bool is_valid_parameter_name(std::string_view name);
 // An int64 work-size threshold in [1, maximum] that the calibration engine can search.
 ParameterSpec threshold_parameter(std::string name, int64_t default_value, int64_t maximum, std::string description);
 
+// An int64 tile size chosen from `allowed` (the values comparison mode can try).
+ParameterSpec tile_parameter(std::string name, int64_t default_value, std::vector<int64_t> allowed,
+                             std::string description);
+
 // The schema shared by every elementwise-style kernel: one parallel threshold.
 TuningSchema parallel_threshold_schema(TuningKey key, int64_t default_minimum_elements);
 
