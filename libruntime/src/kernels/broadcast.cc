@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "checked_math.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
@@ -29,6 +30,8 @@ Shape broadcast_shapes(std::span<const Shape* const> shapes, const std::string& 
                                    label, fmt::join(described, " and "), rank - offset - d, o, dim));
     }
   }
+  // Each dim comes from some input, but their product need not fit (a [2^32, 1] with a [1, 2^32]).
+  checked_element_count(out, "the broadcast shape");  // the session names the node
   return out;
 }
 
@@ -39,11 +42,15 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& label)
 
 std::vector<int64_t> broadcast_strides(const Shape& input, const Shape& output) {
   std::vector<int64_t> strides(output.size(), 0);
+  // An empty input broadcasts to an empty output: nothing is addressed, and its other dims may
+  // be too large to multiply.
+  if (std::find(input.begin(), input.end(), 0) != input.end()) return strides;
   std::size_t offset = output.size() - input.size();
   int64_t stride = 1;
   for (std::size_t d = input.size(); d-- > 0;) {
     strides[offset + d] = input[d] == 1 ? 0 : stride;
-    stride *= input[d];
+    if (d > 0 && __builtin_mul_overflow(stride, input[d], &stride))
+      throw InputError(fmt::format("the strides of shape {} overflow 64-bit integers", shape_to_string(input)));
   }
   return strides;
 }

@@ -10,7 +10,8 @@
 
 namespace onnx_light::runtime::kernels {
 
-// Throws InputError naming `label` and both shapes when they do not broadcast.
+// Throws InputError naming `label` and both shapes when they do not broadcast, and when the
+// broadcast shape has more elements than int64 counts.
 Shape broadcast_shapes(std::span<const Shape* const> shapes, const std::string& label);
 Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& label);
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "checked_math.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm_core.h"
 #include "kernels/isa_requirements.h"
@@ -90,25 +91,36 @@ Geometry resolve(const SpatialAttributes& attrs, const Shape& x, const std::vect
     g.dilation[i] = attrs.dilations.empty() ? 1 : attrs.dilations[i];
     g.pad_begin[i] = attrs.pads.empty() ? 0 : attrs.pads[i];
     g.pad_end[i] = attrs.pads.empty() ? 0 : attrs.pads[i + g.rank];
-    const int64_t extent = (g.kernel[i] - 1) * g.dilation[i] + 1;
+    // Attributes may hold any int64 (pads, strides, dilations): every step is checked.
+    const int64_t extent = checked_add(checked_mul(g.kernel[i] - 1, g.dilation[i], "a dilated window extent"), 1,
+                                       "a dilated window extent");
     if (attrs.auto_pad == "SAME_UPPER" || attrs.auto_pad == "SAME_LOWER") {
-      g.out[i] = (g.in[i] + g.stride[i] - 1) / g.stride[i];
-      const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.stride[i] + extent - g.in[i]);
+      g.out[i] = checked_add(g.in[i], g.stride[i] - 1, "an output size (input + stride - 1)") / g.stride[i];
+      const int64_t reach = checked_add(checked_mul(g.out[i] - 1, g.stride[i], "the last window's start"), extent,
+                                        "the last window's end");
+      const int64_t total = std::max<int64_t>(0, reach - g.in[i]);
       g.pad_begin[i] = attrs.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       g.pad_end[i] = total - g.pad_begin[i];
     } else {
       if (attrs.auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
-      const int64_t span = g.in[i] + g.pad_begin[i] + g.pad_end[i] - extent;
+      const int64_t padded = checked_add(checked_add(g.in[i], g.pad_begin[i], "a padded input size"), g.pad_end[i],
+                                         "a padded input size");
+      const int64_t span = checked_sub(padded, extent, "a padded input size less the window extent");
+      // Window coordinates reach up to padded + stride - 2 under ceil_mode: keep them in int64 too.
+      checked_add(padded, g.stride[i], "a padded input size plus a stride");
       if (span < 0)
         throw InputError(fmt::format("{}: a window of extent {} does not fit spatial dim {} of size {} with pads {}+{}",
                                      label, extent, i, g.in[i], g.pad_begin[i], g.pad_end[i]));
-      g.out[i] = (attrs.ceil_mode ? (span + g.stride[i] - 1) / g.stride[i] : span / g.stride[i]) + 1;
-      // With ceil_mode the last window must start inside the input or its leading padding.
+      const int64_t steps = attrs.ceil_mode ? checked_add(span, g.stride[i] - 1, "an output size (span + stride - 1)") / g.stride[i]
+                                            : span / g.stride[i];
+      g.out[i] = checked_add(steps, 1, "an output size");
+      // With ceil_mode the last window must start inside the input or its leading padding
+      // ((out - 1) * stride <= span + stride - 1 and in + pad_begin <= padded: no overflow).
       if (attrs.ceil_mode && (g.out[i] - 1) * g.stride[i] >= g.in[i] + g.pad_begin[i]) --g.out[i];
     }
-    g.in_size *= g.in[i];
-    g.out_size *= g.out[i];
-    g.kernel_size *= g.kernel[i];
+    g.in_size = checked_mul(g.in_size, g.in[i], "the input's spatial size");
+    g.out_size = checked_mul(g.out_size, g.out[i], "the output's spatial size");
+    g.kernel_size = checked_mul(g.kernel_size, g.kernel[i], "the window's size");
   }
   return g;
 }
@@ -167,7 +179,7 @@ ConvRun check_conv(KernelExecution& execution, const SpatialAttributes& attrs, i
   r.g = resolve(attrs, x.shape(), kernel, label);
   Shape out_shape{r.batch, r.maps};
   for (std::size_t i = 0; i < r.g.rank; ++i) out_shape.push_back(r.g.out[i]);
-  r.y = &execution.output(0, type, out_shape);
+  r.y = &checked_output(execution, 0, type, out_shape);
   r.group_maps = r.maps / group;
   r.depth = r.group_channels * r.g.kernel_size;
   r.x = &x;
@@ -388,9 +400,9 @@ class PoolKernel final : public ThresholdKernel {
     const Geometry g = resolve(attrs_, x.shape(), attrs_.kernel_shape, execution.label());
     Shape out_shape{x.shape()[0], x.shape()[1]};
     for (std::size_t i = 0; i < g.rank; ++i) out_shape.push_back(g.out[i]);
-    Tensor& y = execution.output(0, ElementTraits<T>::type, out_shape);
+    Tensor& y = checked_output(execution, 0, ElementTraits<T>::type, out_shape);
     int64_t* indices = nullptr;
-    if (kMax && execution.output_count() > 1) indices = execution.output(1, ElementType::int64, out_shape).data<int64_t>();
+    if (kMax && execution.output_count() > 1) indices = checked_output(execution, 1, ElementType::int64, out_shape).data<int64_t>();
     const T* in = x.data<T>();
     T* out = y.data<T>();
     int64_t index_stride[kMaxSpatial];  // index of a coordinate step in the Indices output

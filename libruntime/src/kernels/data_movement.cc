@@ -5,11 +5,12 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <numeric>
+#include <span>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "checked_math.h"
 #include "kernels/broadcast.h"
 #include "kernels/elementwise.h"
 #include "kernels/kernel_families.h"
@@ -51,10 +52,9 @@ void copy_blocks(KernelExecution& execution, int64_t units, int threads, Block&&
   });
 }
 
+// The product of shape[begin, end): exact, or an InputError naming the dims.
 int64_t product(const Shape& shape, std::size_t begin, std::size_t end) {
-  int64_t p = 1;
-  for (std::size_t d = begin; d < end; ++d) p *= shape[d];
-  return p;
+  return checked_product(std::span<const int64_t>(shape).subspan(begin, end - begin), "a product of dims");
 }
 
 template <typename U>
@@ -121,10 +121,12 @@ class ConcatKernel final : public ThresholdKernel {
       if (!fits)
         throw InputError(fmt::format("{}: input {} has shape {}, which does not concatenate with {} on axis {}",
                                      execution.label(), k, shape_to_string(t.shape()), shape_to_string(first.shape()), axis));
-      out_shape[axis] += t.shape()[axis];
+      out_shape[axis] = checked_add(out_shape[axis], t.shape()[axis], "the concatenated dimension");
       inputs.push_back(&t);
     }
-    Tensor& y = execution.output(0, first.element_type(), out_shape);
+    Tensor& y = checked_output(execution, 0, first.element_type(), out_shape);
+    // Empty: nothing to copy, and huge dims beside a zero would make the row products overflow.
+    if (y.element_count() == 0) return;
     const std::size_t size = element_size(first.element_type());
     const int64_t outer = product(out_shape, 0, axis);
     const int64_t inner = product(out_shape, axis + 1, out_shape.size()) * static_cast<int64_t>(size);
@@ -182,21 +184,27 @@ class SplitKernel final : public ThresholdKernel {
                                      axis, dim, outputs));
       for (int64_t k = 0; k < outputs; ++k) sizes.push_back(std::max<int64_t>(0, std::min(part, dim - k * part)));
     }
-    if (static_cast<int64_t>(sizes.size()) != outputs ||
-        std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim ||
-        std::any_of(sizes.begin(), sizes.end(), [](int64_t s) { return s < 0; }))
+    bool divides = static_cast<int64_t>(sizes.size()) == outputs &&
+                   std::none_of(sizes.begin(), sizes.end(), [](int64_t s) { return s < 0; });
+    int64_t total = 0;
+    for (std::size_t k = 0; divides && k < sizes.size(); ++k) divides = !__builtin_add_overflow(total, sizes[k], &total);
+    if (!divides || total != dim)
       throw InputError(fmt::format("{}: split sizes {} do not divide axis {} of size {} into {} outputs",
                                    execution.label(), sizes, axis, dim, outputs));
-    const std::size_t size = element_size(x.element_type());
-    const int64_t outer = product(x.shape(), 0, axis);
-    const int64_t inner = product(x.shape(), axis + 1, x.rank()) * static_cast<int64_t>(size);
     std::vector<std::byte*> out(sizes.size());
-    std::vector<int64_t> begin_of(sizes.size());
-    int64_t row = 0;
     for (std::size_t k = 0; k < sizes.size(); ++k) {
       Shape shape = x.shape();
       shape[axis] = sizes[k];
       out[k] = static_cast<std::byte*>(execution.output(k, x.element_type(), shape).raw_data());
+    }
+    // Empty: nothing to copy, and huge dims beside a zero would make the row products overflow.
+    if (x.element_count() == 0) return;
+    const std::size_t size = element_size(x.element_type());
+    const int64_t outer = product(x.shape(), 0, axis);
+    const int64_t inner = product(x.shape(), axis + 1, x.rank()) * static_cast<int64_t>(size);
+    std::vector<int64_t> begin_of(sizes.size());
+    int64_t row = 0;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
       begin_of[k] = row;
       row += sizes[k] * inner;
     }
@@ -318,7 +326,8 @@ class GatherKernel final : public ThresholdKernel {
     Shape out_shape(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
     out_shape.insert(out_shape.end(), indices.shape().begin(), indices.shape().end());
     out_shape.insert(out_shape.end(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape().end());
-    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    Tensor& y = checked_output(execution, 0, x.element_type(), out_shape);
+    if (y.element_count() == 0) return;  // and x's products below may then overflow beside a zero
     const auto size = static_cast<int64_t>(element_size(x.element_type()));
     const int64_t outer = product(x.shape(), 0, axis);
     const int64_t inner = product(x.shape(), axis + 1, x.rank()) * size;
@@ -391,7 +400,7 @@ class ExpandKernel final : public ThresholdKernel {
     const Tensor& x = execution.required_input(0);
     const Shape target = read_int64_values(execution.required_input(1), execution.label(), "shape");
     const Shape out_shape = broadcast_shapes(x.shape(), target, execution.label());
-    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    Tensor& y = checked_output(execution, 0, x.element_type(), out_shape);
     const int64_t n = y.element_count();
     if (n == 0) return;
     copy_with_plan(execution, strided_plan(out_shape, broadcast_strides(x.shape(), out_shape)), x.data<U>(),
@@ -415,11 +424,11 @@ class TileKernel final : public ThresholdKernel {
     Shape out_shape, walk_shape;
     std::vector<int64_t> walk_strides;
     for (std::size_t d = 0; d < x.rank(); ++d) {
-      out_shape.push_back(x.shape()[d] * repeats[d]);
+      out_shape.push_back(checked_mul(x.shape()[d], repeats[d], "an output dimension (input dimension * repeats)"));
       walk_shape.insert(walk_shape.end(), {repeats[d], x.shape()[d]});
       walk_strides.insert(walk_strides.end(), {0, in_strides[d]});
     }
-    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    Tensor& y = checked_output(execution, 0, x.element_type(), out_shape);
     const int64_t n = y.element_count();
     if (n == 0) return;
     copy_with_plan(execution, strided_plan(walk_shape, walk_strides), x.data<U>(), y.data<U>(), n,
@@ -484,18 +493,19 @@ class SpaceDepthKernel : public ThresholdKernel {
     const std::string& label = execution.label();
     if (x.rank() != 4) throw InputError(fmt::format("{}: input {} must have rank 4", label, shape_to_string(x.shape())));
     const int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3], b = block_;
+    const int64_t block_area = checked_mul(b, b, "blocksize * blocksize");
     Shape view, perm_order, out_shape;
     if (to_space_) {
-      if (c % (b * b) != 0) throw InputError(fmt::format("{}: channels {} are not a multiple of {}", label, c, b * b));
-      view = crd_ ? Shape{n, c / (b * b), b, b, h, w} : Shape{n, b, b, c / (b * b), h, w};
+      if (c % block_area != 0) throw InputError(fmt::format("{}: channels {} are not a multiple of {}", label, c, block_area));
+      view = crd_ ? Shape{n, c / block_area, b, b, h, w} : Shape{n, b, b, c / block_area, h, w};
       perm_order = crd_ ? Shape{0, 1, 4, 2, 5, 3} : Shape{0, 3, 4, 1, 5, 2};
-      out_shape = {n, c / (b * b), h * b, w * b};
+      out_shape = {n, c / block_area, checked_mul(h, b, "height * blocksize"), checked_mul(w, b, "width * blocksize")};
     } else {
       if (h % b != 0 || w % b != 0)
         throw InputError(fmt::format("{}: spatial dims {}x{} are not multiples of {}", label, h, w, b));
       view = {n, c, h / b, b, w / b, b};
       perm_order = {0, 3, 5, 1, 2, 4};
-      out_shape = {n, c * b * b, h / b, w / b};
+      out_shape = {n, checked_mul(c, block_area, "channels * blocksize * blocksize"), h / b, w / b};
     }
     const std::vector<int64_t> view_strides = row_major_strides(view);
     Shape walk(6);
@@ -504,7 +514,7 @@ class SpaceDepthKernel : public ThresholdKernel {
       walk[d] = view[static_cast<std::size_t>(perm_order[d])];
       strides[d] = view_strides[static_cast<std::size_t>(perm_order[d])];
     }
-    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    Tensor& y = checked_output(execution, 0, x.element_type(), out_shape);
     const int64_t count = y.element_count();
     if (count == 0) return;
     copy_with_plan(execution, strided_plan(walk, strides), x.data<U>(), y.data<U>(), count, admitted(count, execution));
@@ -581,12 +591,16 @@ class PadKernel final : public ThresholdKernel {
       throw InputError(fmt::format("{}: pads {} must hold {} values", label, pads, 2 * rank));
     Shape out_shape(x.shape());
     for (std::size_t d = 0; d < x.rank(); ++d) {
-      out_shape[d] += pads[d] + pads[d + x.rank()];
+      // Input coordinates o - pads[d] run from -pads[d] to dim + pads[d + rank]: both ends must be int64 too.
+      checked_sub(0, pads[d], "a padded coordinate (0 - pad)");
+      checked_add(x.shape()[d], pads[d + x.rank()], "a padded coordinate (dimension + pad)");
+      out_shape[d] = checked_add(checked_add(out_shape[d], pads[d], "a padded dimension"), pads[d + x.rank()],
+                                 "a padded dimension");
       if (out_shape[d] < 0) throw InputError(fmt::format("{}: pads {} crop more than the input {}", label, pads, shape_to_string(x.shape())));
       if (mode_ != 0 && x.shape()[d] == 0 && out_shape[d] > 0)
         throw InputError(fmt::format("{}: cannot {}-pad an empty axis {}", label, mode_ == 1 ? "edge" : "reflect", d));
     }
-    Tensor& y = execution.output(0, x.element_type(), out_shape);
+    Tensor& y = checked_output(execution, 0, x.element_type(), out_shape);
     const int64_t count = y.element_count();
     if (count == 0) return;
     const std::vector<int64_t> strides = row_major_strides(x.shape());

@@ -1,10 +1,12 @@
 #include "kernels/kernel_util.h"
 
 #include <algorithm>
+#include <new>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "checked_math.h"
 #include "kernels/element_traits.h"
 #include "onnx_light/runtime/error.h"
 
@@ -61,9 +63,29 @@ double read_as_double(const Tensor& t, int64_t i) {
 }
 
 std::vector<int64_t> row_major_strides(const Shape& shape) {
+  // Nothing is addressed in an empty tensor, whose other dims may be too large to multiply.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return std::vector<int64_t>(shape.size(), 0);
   std::vector<int64_t> strides(shape.size(), 1);
-  for (std::size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  for (std::size_t d = shape.size(); d-- > 1;) {
+    if (__builtin_mul_overflow(strides[d], shape[d], &strides[d - 1]))
+      throw InputError(fmt::format("the strides of shape {} overflow 64-bit integers", shape_to_string(shape)));
+  }
   return strides;
+}
+
+Tensor& checked_output(KernelExecution& execution, std::size_t index, ElementType type, const Shape& shape, bool zero) {
+  int64_t bytes = 0;
+  try {
+    bytes = checked_byte_count(checked_element_count(shape, "shape"), element_size(type), "a tensor");
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: output {} ({}): {}", execution.label(), index, element_type_name(type), e.what()));
+  }
+  try {
+    return zero ? execution.output(index, type, shape) : execution.output_for_overwrite(index, type, shape);
+  } catch (const std::bad_alloc&) {
+    throw InputError(fmt::format("{}: output {} {}{} of {} bytes cannot be allocated", execution.label(), index,
+                                 element_type_name(type), shape_to_string(shape), bytes));
+  }
 }
 
 BroadcastPlan strided_plan(const Shape& output, const std::vector<int64_t>& strides) {

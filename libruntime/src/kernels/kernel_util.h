@@ -46,8 +46,17 @@ std::vector<int64_t> read_int64_values(const Tensor& t, const std::string& label
 // Element i of a numeric or bool tensor as double (scalars of Clip, Range, ...).
 double read_as_double(const Tensor& t, int64_t i);
 
-// The strides of a dense row-major shape.
+// The strides of a dense row-major shape; all 0 for an empty shape (nothing is addressed
+// through them, and its other dims may be too large to multiply). Throws InputError when a
+// stride overflows int64.
 std::vector<int64_t> row_major_strides(const Shape& shape);
+
+// Output `index` of a shape computed from input values or attributes (Tile's repeats, Range's
+// count, Expand's shape, Pad's pads, ...). Its element count and byte size are checked before
+// anything is allocated, and an allocation the machine refuses is reported too: each as an
+// InputError naming the node, the output and its shape. `zero` = false: output_for_overwrite.
+Tensor& checked_output(KernelExecution& execution, std::size_t index, ElementType type, const Shape& shape,
+                       bool zero = true);
 
 // An element of `size` bytes moved as one unsigned integer; ops that only move data dispatch
 // on the element size instead of the type.

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "checked_math.h"
 #include "kernels/broadcast.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm_core.h"
@@ -84,8 +85,9 @@ class MatMulKernel final : public TiledKernel {
     Shape out_shape = batch;
     if (a.rank() > 1) out_shape.push_back(m);
     if (b.rank() > 1) out_shape.push_back(n);
-    Tensor& y = execution.output(0, ElementTraits<T>::type, out_shape);
-    const int64_t batches = shape_element_count(batch);
+    // [m, n] of empty operands ([m, 0] x [0, n]) may hold more elements than int64 counts.
+    Tensor& y = checked_output(execution, 0, ElementTraits<T>::type, out_shape);
+    const int64_t batches = checked_element_count(batch, "the broadcast batch");
     if (y.element_count() == 0) return;
     // Batch index -> matrix offsets of A and B (broadcast batch dims step by 0).
     const std::vector<int64_t> stride_a = broadcast_strides(batch_a, batch);
@@ -153,7 +155,7 @@ class GemmKernel final : public TiledKernel {
                                      shape_to_string(out_shape)));
       c_strides = broadcast_strides(c->shape(), out_shape);
     }
-    Tensor& y = execution.output(0, ElementTraits<T>::type, out_shape);
+    Tensor& y = checked_output(execution, 0, ElementTraits<T>::type, out_shape);
     if (y.element_count() == 0) return;
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
@@ -304,7 +306,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
     const ShapePlan& p = shape_plan(a, b, execution.label());
     const int64_t m = p.m, k = p.k, n = p.n;
     // The first k-block stores every element (accumulate = 0): no zero fill needed.
-    Tensor& y = execution.output_for_overwrite(0, ElementType::float32, p.out_shape);
+    Tensor& y = checked_output(execution, 0, ElementType::float32, p.out_shape, /*zero=*/false);
     if (y.element_count() == 0) return;
     const int admitted = admitted_macs(p.batches * m * n * k, execution);
     const float* pa = a.data<float>();
@@ -363,9 +365,9 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
     p.out_shape = p.batch;
     if (a.rank() > 1) p.out_shape.push_back(p.m);
     if (b.rank() > 1) p.out_shape.push_back(p.n);
-    p.batches = shape_element_count(p.batch);
-    p.a_matrices = shape_element_count(batch_a);
-    p.b_matrices = shape_element_count(batch_b);
+    p.batches = checked_element_count(p.batch, "the broadcast batch");
+    p.a_matrices = checked_element_count(batch_a, "A's batch");
+    p.b_matrices = checked_element_count(batch_b, "B's batch");
     p.stride_a = broadcast_strides(batch_a, p.batch);
     p.stride_b = broadcast_strides(batch_b, p.batch);
     p.a_shape = a.shape();
@@ -423,7 +425,7 @@ class PackedGemmKernel final : public PackedGemmKernelBase {
     }
     const int64_t c_row = use_c ? c_row_ : 0, c_col = use_c ? c_col_ : 0;
     // The first k-block stores every element (accumulate = 0): no zero fill needed.
-    Tensor& y = execution.output_for_overwrite(0, ElementType::float32, out_shape_);
+    Tensor& y = checked_output(execution, 0, ElementType::float32, out_shape_, /*zero=*/false);
     if (y.element_count() == 0) return;
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "checked_math.h"
 #include "kernels/broadcast.h"
 #include "kernels/elementwise.h"
 #include "kernels/kernel_families.h"
@@ -75,6 +76,7 @@ class BatchNormKernel final : public ThresholdKernel {
       offset[i] = static_cast<C>(read_as_double(*params[1], c));
     }
     Tensor& y = execution.output(0, ElementTraits<T>::type, x.shape());
+    if (x.element_count() == 0) return;  // and its dims' products may overflow beside the zero
     int64_t spatial = 1;
     for (std::size_t d = 2; d < x.rank(); ++d) spatial *= x.shape()[d];
     const T* in = x.data<T>();
@@ -116,7 +118,7 @@ class LayerNormKernel final : public RowKernel {
     if (bias != nullptr) check_input_type(execution, 2, *bias, ElementTraits<T>::type);
     const auto axis = static_cast<std::size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank()), label));
     const Shape normalized(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
-    const int64_t length = shape_element_count(normalized);
+    const int64_t length = checked_element_count(normalized, "the normalized dims");
     const int64_t rows = length == 0 ? 0 : x.element_count() / length;
     const std::vector<int64_t> scale_index = broadcast_index(scale, normalized, label, "Scale");
     const std::vector<int64_t> bias_index = bias != nullptr ? broadcast_index(*bias, normalized, label, "B") : std::vector<int64_t>{};
@@ -153,12 +155,13 @@ class LayerNormKernel final : public RowKernel {
   // Element index of `t` for each position of `shape` (empty when t already has that layout).
   static std::vector<int64_t> broadcast_index(const Tensor& t, const Shape& shape, const std::string& label,
                                               std::string_view name) {
-    if (t.element_count() == shape_element_count(shape) && t.rank() <= shape.size()) return {};
+    const int64_t length = checked_element_count(shape, "the normalized dims");
+    if (t.element_count() == length && t.rank() <= shape.size()) return {};
     if (t.rank() > shape.size() || broadcast_shapes(t.shape(), shape, label) != shape)
       throw InputError(fmt::format("{}: {} {} does not broadcast to the normalized dims {}", label, name,
                                    shape_to_string(t.shape()), shape_to_string(shape)));
     const std::vector<int64_t> strides = broadcast_strides(t.shape(), shape);
-    std::vector<int64_t> index(static_cast<std::size_t>(shape_element_count(shape)));
+    std::vector<int64_t> index(static_cast<std::size_t>(length));
     for (std::size_t e = 0; e < index.size(); ++e) {
       int64_t rest = static_cast<int64_t>(e), offset = 0;
       for (std::size_t d = shape.size(); d-- > 0;) {
@@ -195,6 +198,7 @@ class InstanceNormKernel final : public RowKernel {
     if (scale.element_count() != channels || bias.element_count() != channels)
       throw InputError(fmt::format("{}: scale {} and B {} must have {} elements", label, scale.describe(), bias.describe(), channels));
     Tensor& y = execution.output(0, ElementTraits<T>::type, x.shape());
+    if (x.element_count() == 0) return;  // and its dims' products may overflow beside the zero
     int64_t length = 1;
     for (std::size_t d = 2; d < x.rank(); ++d) length *= x.shape()[d];
     const int64_t rows = x.shape()[0] * channels;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "checked_math.h"
 #include "kernels/elementwise.h"
 #include "kernels/integer_math.h"
 #include "kernels/isa_requirements.h"
@@ -51,14 +52,14 @@ ReduceLayout make_layout(const Shape& input, const std::vector<bool>& reduced, b
   std::vector<Dim> dims;
   for (std::size_t d = 0; d < input.size(); ++d) {
     if (reduced[d]) {
-      layout.reduce_count *= input[d];
+      layout.reduce_count = checked_mul(layout.reduce_count, input[d], "the reduced element count");
       if (keepdims) layout.output_shape.push_back(1);
     } else {
       layout.output_shape.push_back(input[d]);
     }
     if (input[d] == 1) continue;  // moves no index
     if (!dims.empty() && dims.back().reduced == reduced[d] && dims.back().size != 0 && input[d] != 0) {
-      dims.back().size *= input[d];
+      dims.back().size = checked_mul(dims.back().size, input[d], "a merged dimension");
       dims.back().stride = strides[d];
     } else {
       dims.push_back({input[d], strides[d], static_cast<bool>(reduced[d])});

@@ -5,11 +5,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "checked_math.h"
 #include "kernels/elementwise.h"
+#include "kernels/integer_math.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
@@ -26,7 +29,7 @@ class ReshapeLikeKernel : public ThresholdKernel {
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
     const Shape shape = output_shape(execution, x);
-    if (shape_element_count(shape) != x.element_count())
+    if (checked_element_count(shape, "the new shape") != x.element_count())
       throw InputError(fmt::format("{}: cannot reshape {} ({} elements) to {}", execution.label(),
                                    shape_to_string(x.shape()), x.element_count(), shape_to_string(shape)));
     Tensor& y = execution.output(0, x.element_type(), shape);
@@ -54,7 +57,6 @@ class ReshapeKernel final : public ReshapeLikeKernel {
     const std::string& label = execution.label();
     Shape shape = read_int64_values(execution.required_input(1), label, "shape");
     int64_t infer = -1;
-    int64_t known = 1;
     for (std::size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == 0 && !allow_zero_) {
         if (d >= x.rank()) throw InputError(fmt::format("{}: shape {} copies dimension {} which {} lacks", label, shape, d, shape_to_string(x.shape())));
@@ -65,13 +67,17 @@ class ReshapeKernel final : public ReshapeLikeKernel {
         infer = static_cast<int64_t>(d);
       } else if (shape[d] < 0) {
         throw InputError(fmt::format("{}: shape {} has a negative dimension", label, shape));
-      } else {
-        known *= shape[d];
       }
     }
     if (infer >= 0) {
-      if (known == 0 || x.element_count() % known != 0)
+      // Exact and zero-aware (huge dims beside a 0 are an empty shape, not an overflow); the -1
+      // counts as 1 until it is inferred.
+      shape[static_cast<std::size_t>(infer)] = 1;
+      const int64_t known = checked_product(shape, "the product of the shape's known dims (-1 as 1)");
+      if (known == 0 || x.element_count() % known != 0) {
+        shape[static_cast<std::size_t>(infer)] = -1;
         throw InputError(fmt::format("{}: cannot infer the -1 in {} for {} elements", label, shape, x.element_count()));
+      }
       shape[static_cast<std::size_t>(infer)] = x.element_count() / known;
     }
     return shape;
@@ -92,11 +98,9 @@ class FlattenKernel final : public ReshapeLikeKernel {
   Shape output_shape(const KernelExecution& execution, const Tensor& x) const override {
     const auto axis = static_cast<std::size_t>(
         normalize_axis(axis_, static_cast<int64_t>(x.rank()), execution.label(), "axis", 1));
-    int64_t outer = 1;
-    for (std::size_t d = 0; d < axis; ++d) outer *= x.shape()[d];
-    int64_t inner = 1;
-    for (std::size_t d = axis; d < x.rank(); ++d) inner *= x.shape()[d];
-    return {outer, inner};
+    // Huge dims beside a zero can make one side overflow although x is empty: no [outer, inner] then.
+    const std::span<const int64_t> dims(x.shape());
+    return {checked_product(dims.first(axis), "the outer dimension"), checked_product(dims.subspan(axis), "the inner dimension")};
   }
 
  private:
@@ -216,7 +220,7 @@ class ConstantOfShapeKernel final : public ThresholdKernel {
     const Shape shape = read_int64_values(execution.required_input(0), execution.label(), "shape");
     if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
       throw InputError(fmt::format("{}: shape {} has a negative dimension", execution.label(), shape));
-    Tensor& y = execution.output(0, value_.element_type(), shape);
+    Tensor& y = checked_output(execution, 0, value_.element_type(), shape, /*zero=*/false);
     dispatch_element_size(element_size(value_.element_type()), [&](auto u) {
       using U = decltype(u);
       const U v = *value_.data<U>();
@@ -230,7 +234,26 @@ class ConstantOfShapeKernel final : public ThresholdKernel {
   Tensor value_;
 };
 
+// The element count of Range(start, limit, delta) for an integer type: ceil((limit - start) / delta)
+// counted exactly in uint64 (limit - start may span all of int64), 0 when the range is empty.
+// Throws InputError when delta is 0 or the count does not fit int64.
+int64_t integer_range_count(int64_t start, int64_t limit, int64_t delta, const std::string& label) {
+  if (delta == 0) throw InputError(fmt::format("{}: delta must not be 0", label));
+  if (delta > 0 ? limit <= start : limit >= start) return 0;
+  // Magnitudes as uint64: two's complement differences are exact modulo 2^64 and below it here.
+  const uint64_t span = delta > 0 ? static_cast<uint64_t>(limit) - static_cast<uint64_t>(start)
+                                  : static_cast<uint64_t>(start) - static_cast<uint64_t>(limit);
+  const uint64_t step = delta > 0 ? static_cast<uint64_t>(delta) : uint64_t{0} - static_cast<uint64_t>(delta);
+  const uint64_t count = span / step + (span % step != 0 ? 1 : 0);
+  if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    throw InputError(fmt::format("{}: the range from {} to {} by {} has {} elements, more than int64 counts", label,
+                                 start, limit, delta, count));
+  return static_cast<int64_t>(count);
+}
+
 // Range(start, limit, delta): start + i * delta for i < max(ceil((limit - start) / delta), 0).
+// Integers count exactly (not through double, which rounds past 2^53); floating types count in
+// their own arithmetic, as ONNX's function body (Sub, Div, Ceil on T) and numpy.arange do.
 template <typename T>
 class RangeKernel final : public ThresholdKernel {
  public:
@@ -247,16 +270,26 @@ class RangeKernel final : public ThresholdKernel {
       v[i] = t.data<T>()[0];
     }
     const T start = v[0], limit = v[1], delta = v[2];
-    if (delta == T(0)) throw InputError(fmt::format("{}: delta must not be 0", label));
-    const double steps = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
-    if (!(steps < static_cast<double>(int64_t{1} << 40))) {
-      if (steps > 0) throw InputError(fmt::format("{}: the range has too many elements ({})", label, steps));
+    int64_t n = 0;
+    if constexpr (std::is_integral_v<T>) {
+      n = integer_range_count(start, limit, delta, label);
+    } else {
+      if (delta == T(0)) throw InputError(fmt::format("{}: delta must not be 0", label));
+      const T steps = std::ceil((limit - start) / delta);
+      // 2^63 is exact in T; anything from there up (or NaN, or infinity) is no count.
+      if (!(steps < static_cast<T>(9223372036854775808.0)))
+        throw InputError(fmt::format("{}: the range from {} to {} by {} has no element count that int64 holds ({})",
+                                     label, start, limit, delta, steps));
+      n = steps > T(0) ? static_cast<int64_t>(steps) : 0;
     }
-    const int64_t n = steps > 0 ? static_cast<int64_t>(steps) : 0;
-    Tensor& y = execution.output(0, ElementTraits<T>::type, {n});
+    Tensor& y = checked_output(execution, 0, ElementTraits<T>::type, {n}, /*zero=*/false);
     T* out = y.data<T>();
     execution.parallel_for(n, cache_line_grain<T>(), admitted(n, execution), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+      for (int64_t i = begin; i < end; ++i) {
+        // Every value lies between start and limit; wrapping arithmetic reaches it without overflow.
+        if constexpr (std::is_integral_v<T>) out[i] = wrap_add(start, static_cast<T>(wrap_mul(static_cast<int64_t>(delta), i)));
+        else out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+      }
     });
   }
 };
