@@ -58,7 +58,7 @@ def test_range_delta_zero_is_an_input_error_naming_the_node():
 @pytest.mark.parametrize("start, limit, what", [
     (0, INT64_MAX, "too large to address"),          # INT64_MAX elements of 8 bytes
     (INT64_MIN, INT64_MAX, "18446744073709551615"),  # not even an int64 count
-    (0, 2**50, "cannot be allocated"),               # 8 PiB: addressable, but no machine has it
+    (0, 2**59, "cannot be allocated"),               # 4 EiB: addressable, but past any address space
 ])
 def test_range_too_large_is_an_input_error_not_memory_error(start, limit, what):
     with pytest.raises(onnx_light.InputError, match=r"^Range node #0: ") as error:
