@@ -55,12 +55,41 @@ touch "$SCRATCH/plain"
 expect_exit 1 "$TOOL" --cache "$SCRATCH/plain/k.cache" set Abs parallel.minimum_elements=4096 --json
 $PY -c "import json; r=json.load(open('$SCRATCH/out')); assert r['status'] == 'write_failed', r"
 
-# When not root, real permissions give read_only too.
-if [[ $(id -u) != 0 ]]; then
-  chmod 0000 "$CACHE"
-  expect_exit 1 "${T[@]}" set Abs parallel.minimum_elements=4096 --json
-  chmod 0644 "$CACHE"
+# Real permissions, not mode bits: a cache whose mode has a write bit that does not apply to the
+# user gives read_only, one the user may not read gives unreadable; both stay byte-identical and
+# nothing is left beside them. Root passes every permission check, so under root (how CI runs)
+# the user is nobody, on copies owned by root in a directory of their own that nobody can reach.
+AS_USER=()
+PERMS="$SCRATCH/perms"
+if [[ $(id -u) == 0 ]]; then
+  AS_USER=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
+  PERMS=$(mktemp -d /tmp/onnx_light_cache_states.XXXXXX)
+  trap 'rm -rf "$PERMS"' EXIT
 fi
+mkdir -p "$PERMS"
+chmod 0777 "$PERMS"
+as_user() {
+  env HOME="$PERMS" XDG_CACHE_HOME="$PERMS/xdg" ONNX_LIGHT_SYSTEM_TUNING_CACHE="$PERMS/no-system.cache" \
+    "${AS_USER[@]}" "$@"
+}
+as_user "$TOOL" --version >/dev/null ||
+  fail "$(id -un) cannot run $TOOL as ${AS_USER[*]:-itself}: every directory above it must be world-executable"
+cp "$CACHE" "$PERMS/k.cache"
+# Writable by its owner (root) only; for a user running the tests, by its group only.
+if [[ $(id -u) == 0 ]]; then chmod 0644 "$PERMS/k.cache"; else chmod 0464 "$PERMS/k.cache"; fi
+cp "$PERMS/k.cache" "$SCRATCH/before"
+ls -A "$PERMS" >"$SCRATCH/entries.before"
+expect_exit 1 as_user "$TOOL" --cache "$PERMS/k.cache" set Abs parallel.minimum_elements=4096 --threads 2 --json
+$PY -c "import json; r=json.load(open('$SCRATCH/out')); assert r['status'] == 'read_only' and 'write-protected' in r['diagnostics'][0]['message'], r"
+cmp -s "$PERMS/k.cache" "$SCRATCH/before" || fail "a cache the user may not write was changed"
+ls -A "$PERMS" | cmp -s - "$SCRATCH/entries.before" || fail "a refused update left files in $PERMS: $(ls -A "$PERMS")"
+chmod 0000 "$PERMS/k.cache"
+expect_exit 1 as_user "$TOOL" --cache "$PERMS/k.cache" set Abs parallel.minimum_elements=4096 --threads 2 --json
+$PY -c "import json; r=json.load(open('$SCRATCH/out')); assert r['status'] == 'unreadable' and 'Permission denied' in r['diagnostics'][0]['message'], r"
+expect_exit 1 as_user "$TOOL" --cache "$PERMS/k.cache" inspect
+chmod 0644 "$PERMS/k.cache"
+cmp -s "$PERMS/k.cache" "$SCRATCH/before" || fail "an unreadable cache was changed"
+ls -A "$PERMS" | cmp -s - "$SCRATCH/entries.before" || fail "a refused update left files in $PERMS: $(ls -A "$PERMS")"
 
 # Classification of hand-edited profiles: stale ABI, another machine, invalid value; good ones survive.
 $PY - "$CACHE" <<'PYEOF'
@@ -95,10 +124,10 @@ r = json.load(open(sys.argv[1]))
 assert len(r["loaded"]) == 1 and len(r["stale"]) == 1 and len(r["incompatible"]) == 1 and len(r["invalid"]) == 2, r
 PYEOF
 # An update keeps every one of them, including the unreadable profile.
-expect_exit 0 "${T[@]}" set Relu parallel.minimum_elements=4096
+expect_exit 0 "${T[@]}" set Relu parallel.minimum_elements=4096 --threads 2
 expect_exit 0 "${T[@]}" inspect --json
 $PY -c "import json; r=json.load(open('$SCRATCH/out')); assert len(r['profiles']) == 6, len(r['profiles'])"
-expect_exit 0 "${T[@]}" set Relu parallel.minimum_elements=4096 --prune-stale --json
+expect_exit 0 "${T[@]}" set Relu parallel.minimum_elements=4096 --threads 2 --prune-stale --json
 $PY -c "import json; r=json.load(open('$SCRATCH/out')); assert len(r['pruned']) == 1, r"
 
 # System layer: read-only, under the user cache; user profiles win; inspect and list say which layer.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `calibrate`: the CI recipe (calibrate Abs --save, then inspect), the invariants of a real
-# bounded run, JSON shape, the SVG report, comparison mode, and usage errors.
+# bounded run, JSON shape, repeat agreement against the picks, the SVG report, comparison mode
+# (the pick against the measured totals), and usage errors.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 CACHE="$SCRATCH/cache/kernel_tuning.cache"
@@ -39,14 +40,42 @@ assert m["cases"] and all(len(x["median_ns"]) == 2 for x in m["cases"]), m
 PYEOF
 
 # Binary kernels with broadcast variants, repeat agreement, SVG report.
-expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Add --repeat 3 --max-duration-ms 300 --report "$SCRATCH/add.svg"
-expect_grep "$SCRATCH/out" "Add float $(host_elementwise_implementation)"
-expect_grep "$SCRATCH/out" "cache: updated"
+expect_exit 0 "$TOOL" --cache "$CACHE" list Add --element-type float --threads 2 --json
+cp "$SCRATCH/out" "$SCRATCH/add_list.json"
+expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Add --repeat 3 --max-duration-ms 300 --threads 2 --json --report "$SCRATCH/add.svg"
+$PY - "$SCRATCH/out" "$SCRATCH/add_list.json" "$(host_elementwise_implementation)" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+listed = json.load(open(sys.argv[2]))
+(c,) = r["calibrated"]
+assert c["kernel"] == "Add" and c["implementation"] == sys.argv[3], c
+(m,) = r["measurements"]
+picks, value = m["picks"], c["values"]["parallel.minimum_elements"]
+assert m["runs"] == 3 and len(picks) == 3, m
+# The saved value is the median of the runs that found a crossover (-1: none), when at least
+# half did; the agreement counts the runs that chose that value (each bracket is its size and
+# the one before it, sizes doubling).
+found = sorted(p for p in picks if p > 0)
+if found and 2 * len(found) >= len(picks):
+    want = found[(len(found) - 1) // 2]
+    assert value == want and m["changed_default"] and m["bracket"]["high"] == want, (picks, m)
+    assert m["agreement"] == picks.count(want), (picks, m["agreement"])
+    summary = f"Add repeat: {m['agreement']} of 3 runs agreed on the bracket; picks {', '.join(map(str, picks))}."
+    assert any(d["message"] == summary for d in r["diagnostics"]), (summary, r["diagnostics"])
+else:
+    # No majority: the value in force before calibration stays.
+    (before,) = [k for k in listed["kernels"] if k["implementation"] == sys.argv[3]]
+    assert value == before["active_values"]["parallel.minimum_elements"] and not m["changed_default"], (picks, m, before)
+    assert m["agreement"] == 0, m
+    assert any(f"{len(found)} of 3 runs found a crossover" in d["message"] for d in r["diagnostics"]), r["diagnostics"]
+assert r["cache_update"]["status"] == "updated", r["cache_update"]
+PYEOF
 expect_grep "$SCRATCH/add.svg" "<svg"
 expect_grep "$SCRATCH/add.svg" "serial \(reference\)"
 expect_grep "$SCRATCH/add.svg" "work size"
-# A tight memory budget: no case larger than the budget runs, the default is kept with a reason.
-expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Relu --no-save --max-memory 4K --json
+# A tight memory budget: no case larger than the budget runs, the default is kept with a reason
+# (on 2 threads: on one, no case is measured at all, whatever the budget).
+expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Relu --no-save --max-memory 4K --json --threads 2
 $PY - "$SCRATCH/out" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -54,7 +83,7 @@ assert r["calibrated"][0]["values"]["parallel.minimum_elements"] == 32768, r
 assert any("memory budget" in d["message"] for d in r["diagnostics"]), r["diagnostics"]
 assert r["measurements"][0]["cases"] == [], r["measurements"]
 PYEOF
-# Comparison mode lists every value's speedup and picks one of them.
+# Comparison mode lists every value's speedup and picks the fastest as measured.
 expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Neg --no-save --parameter parallel.minimum_elements=32768,1024 --json --max-duration-ms 200
 $PY - "$SCRATCH/out" <<'PYEOF'
 import json, sys
@@ -62,7 +91,12 @@ r = json.load(open(sys.argv[1]))
 m = r["measurements"][0]
 assert [e["value"] for e in m["comparison"]] == [32768, 1024], m
 assert m["comparison"][0]["speedup"] == 1.0
-assert r["calibrated"][0]["values"]["parallel.minimum_elements"] in (32768, 1024)
+# The pick is the value with the lowest summed median as measured (the earlier one on a tie).
+fastest = min(m["comparison"], key=lambda e: e["total_median_ns"])
+assert r["calibrated"][0]["values"]["parallel.minimum_elements"] == fastest["value"], m["comparison"]
+assert m["changed_default"] == (fastest["value"] != 32768), m
+for e in m["comparison"]:
+    assert abs(e["speedup"] - m["comparison"][0]["total_median_ns"] / e["total_median_ns"]) < 1e-9 * e["speedup"], e
 PYEOF
 # A saved profile is loaded by `run` in a later process (active_source published_profile).
 expect_exit 0 "$TOOL" --cache "$CACHE" set Abs parallel.minimum_elements=8 --threads 2
