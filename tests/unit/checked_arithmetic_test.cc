@@ -315,3 +315,20 @@ TEST_CASE("Conv and MaxPool geometry with huge pads or dilations is an InputErro
     CHECK(message.find("overflows") != std::string::npos);
   }
 }
+
+TEST_CASE("Pools with strides near INT64_MAX are valid models: one window, no overflow on the way") {
+  // ceil((in + stride - 1) / stride) and ceil_mode's (span + stride - 1) / stride wrapped here.
+  for (const char* attributes : {"kernel_shape = [1], strides = [9223372036854775807], ceil_mode = 1",
+                                 "kernel_shape = [1], strides = [9223372036854775807], auto_pad = \"SAME_UPPER\""}) {
+    const std::string attribute_list = attributes;
+    CAPTURE(attribute_list);
+    RuntimeSession pool = session_of("(float[1, 1, 3] x) => (float[1, 1, M] y) { y = MaxPool <" + attribute_list + "> (x) }");
+    RuntimeContext context;
+    Tensor x(ElementType::float32, {1, 1, 3});
+    for (int i = 0; i < 3; ++i) x.data<float>()[i] = static_cast<float>(i + 5);
+    context.set("x", std::move(x));
+    pool.run(context);
+    CHECK(context.get("y").shape() == Shape{1, 1, 1});
+    CHECK(values_of<float>(context.get("y")) == std::vector<float>{5.0f});
+  }
+}

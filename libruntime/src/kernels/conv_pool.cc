@@ -95,7 +95,7 @@ Geometry resolve(const SpatialAttributes& attrs, const Shape& x, const std::vect
     const int64_t extent = checked_add(checked_mul(g.kernel[i] - 1, g.dilation[i], "a dilated window extent"), 1,
                                        "a dilated window extent");
     if (attrs.auto_pad == "SAME_UPPER" || attrs.auto_pad == "SAME_LOWER") {
-      g.out[i] = checked_add(g.in[i], g.stride[i] - 1, "an output size (input + stride - 1)") / g.stride[i];
+      g.out[i] = g.in[i] / g.stride[i] + (g.in[i] % g.stride[i] != 0 ? 1 : 0);  // ceil, without in + stride - 1
       const int64_t reach = checked_add(checked_mul(g.out[i] - 1, g.stride[i], "the last window's start"), extent,
                                         "the last window's end");
       const int64_t total = std::max<int64_t>(0, reach - g.in[i]);
@@ -106,17 +106,19 @@ Geometry resolve(const SpatialAttributes& attrs, const Shape& x, const std::vect
       const int64_t padded = checked_add(checked_add(g.in[i], g.pad_begin[i], "a padded input size"), g.pad_end[i],
                                          "a padded input size");
       const int64_t span = checked_sub(padded, extent, "a padded input size less the window extent");
-      // Window coordinates reach up to padded + stride - 2 under ceil_mode: keep them in int64 too.
-      checked_add(padded, g.stride[i], "a padded input size plus a stride");
       if (span < 0)
         throw InputError(fmt::format("{}: a window of extent {} does not fit spatial dim {} of size {} with pads {}+{}",
                                      label, extent, i, g.in[i], g.pad_begin[i], g.pad_end[i]));
-      const int64_t steps = attrs.ceil_mode ? checked_add(span, g.stride[i] - 1, "an output size (span + stride - 1)") / g.stride[i]
-                                            : span / g.stride[i];
+      const int64_t steps = span / g.stride[i] + (attrs.ceil_mode && span % g.stride[i] != 0 ? 1 : 0);
       g.out[i] = checked_add(steps, 1, "an output size");
-      // With ceil_mode the last window must start inside the input or its leading padding
-      // ((out - 1) * stride <= span + stride - 1 and in + pad_begin <= padded: no overflow).
-      if (attrs.ceil_mode && (g.out[i] - 1) * g.stride[i] >= g.in[i] + g.pad_begin[i]) --g.out[i];
+      if (attrs.ceil_mode) {
+        // The last window must start inside the input or its leading padding (in + pad_begin <=
+        // padded fits); a start past int64 is past it too. Its taps then reach in + extent - 1.
+        int64_t last_start = 0;
+        if (__builtin_mul_overflow(g.out[i] - 1, g.stride[i], &last_start) || last_start >= g.in[i] + g.pad_begin[i])
+          --g.out[i];
+        checked_add(g.in[i], extent, "an input size plus the window extent");
+      }
     }
     g.in_size = checked_mul(g.in_size, g.in[i], "the input's spatial size");
     g.out_size = checked_mul(g.out_size, g.out[i], "the output's spatial size");
