@@ -1,13 +1,16 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <unistd.h>
 #include <map>
 
+#include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/thread_pool.h"
 #include "onnx_light/runtime/tuning_registry.h"
 #include "onnx_light/tune/cache_file.h"
 #include "onnx_light/tune/calibration.h"
@@ -451,6 +454,140 @@ TEST_CASE("engine_argument_errors") {
   o = f.options({"Fast"});
   o.repeat = 0;
   CHECK_THROWS_AS(calibrate_kernel_tuning(o, f.context), InvalidValueError);
+}
+
+// --- The real session benchmark on a test-only kernel table ------------------------------------
+
+// A one-input float kernel with a real threshold: the serial reference runs one block, the
+// candidate one block per thread. When `thread_dependent`, each element gets the index where its
+// block begins, so the bytes depend on how many threads ran (a broken kernel); otherwise it
+// copies its input (an honest one).
+class BlockStartKernel final : public Kernel {
+ public:
+  explicit BlockStartKernel(bool thread_dependent) : thread_dependent_(thread_dependent) {}
+  void apply_tuning(const TuningValues& values) override {
+    minimum_elements_ = std::get<int64_t>(values.at("parallel.minimum_elements"));
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    Tensor& y = execution.output(0, ElementType::float32, x.shape());
+    const float* in = x.data<float>();
+    float* out = y.data<float>();
+    const int64_t n = x.element_count();
+    const bool thread_dependent = thread_dependent_;
+    execution.parallel_for(n, 1, admitted_threads_for(n, minimum_elements_, execution.threads()),
+                           [&](int64_t begin, int64_t end) {
+                             for (int64_t i = begin; i < end; ++i)
+                               out[i] = thread_dependent ? static_cast<float>(begin) : in[i];
+                           });
+  }
+
+ private:
+  bool thread_dependent_;
+  int64_t minimum_elements_ = 1;
+};
+
+KernelDef block_start_def(const std::string& op, bool thread_dependent) {
+  KernelDef d;
+  d.op_type = op;
+  d.element_type = ElementType::float32;
+  d.implementation = "block_start";
+  TuningKey key;
+  key.kernel = op;
+  key.implementation = d.implementation;
+  d.schema = parallel_threshold_schema(key, 32768);
+  d.create = [thread_dependent](const KernelCreateInfo&) { return std::make_unique<BlockStartKernel>(thread_dependent); };
+  d.calibration_workload = [op](int64_t n, int, uint32_t seed) {
+    CalibrationWorkload w;
+    w.model_text = "<ir_version: 8, opset_import: [\"\" : 18]>\ncalibration (float[" + std::to_string(n) +
+                   "] x) => (float[" + std::to_string(n) + "] y) { y = " + op + "(x) }";
+    w.inputs.emplace_back("x", random_tensor(ElementType::float32, {n}, seed));
+    w.description = "float[" + std::to_string(n) + "]";
+    w.work_size = n;
+    return w;
+  };
+  return d;
+}
+
+// Abs writes block starts (thread-dependent), Neg copies (deterministic); both only in this table.
+struct SessionFixture {
+  KernelTable table;
+  TuningRegistry registry;
+  OperationContext context;
+  std::filesystem::path dir;
+  TuningKey abs_key;
+  TuningKey neg_key;
+
+  SessionFixture() {
+    table.add(block_start_def("Abs", true));
+    table.add(block_start_def("Neg", false));
+    abs_key = table.definitions()[0].schema.key;
+    neg_key = table.definitions()[1].schema.key;
+    context.kernels = &table;
+    context.registry = &registry;
+    context.system_cache_path = std::filesystem::path();
+    dir = std::filesystem::temp_directory_path() / ("onnx_light_calibration_session_test_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  ~SessionFixture() { std::filesystem::remove_all(dir); }
+
+  // The real engine end to end: steady clock, session benchmark (no factory), saving.
+  CalibrationOptions options(std::vector<std::string> kernels) {
+    CalibrationOptions o;
+    o.selection.kernels = std::move(kernels);
+    o.selection.element_types = {1};
+    o.num_threads = 2;
+    o.maximum_duration_ms = 200;
+    o.save = true;
+    o.path = (dir / "cache.toml").string();
+    return o;
+  }
+};
+
+bool names_mismatch_of_abs(const Diagnostic& d, const TuningKey& abs_key) {
+  return d.key == abs_key && d.message.rfind("Abs failed: ", 0) == 0 &&
+         d.message.find(abs_key.to_string()) != std::string::npos &&
+         d.message.find("differs from the serial reference") != std::string::npos;
+}
+
+TEST_CASE("session_benchmark_rejects_a_kernel_whose_output_depends_on_the_thread_count") {
+  SessionFixture f;
+  const uint64_t before = f.registry.published_generation();
+  auto o = f.options({"Abs"});
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  CHECK(r.calibrated.empty());
+  REQUIRE(r.failed.size() == 1);
+  CHECK(r.failed[0] == f.abs_key);
+  CHECK_FALSE(r.ok());
+  REQUIRE_FALSE(r.diagnostics.empty());
+  CHECK(names_mismatch_of_abs(r.diagnostics.back(), f.abs_key));
+  // Nothing published, nothing written.
+  CHECK(f.registry.published_generation() == before);
+  CHECK(f.registry.snapshot()->find(f.abs_key, 2) == nullptr);
+  CHECK_FALSE(r.cache_update.has_value());
+  CHECK_FALSE(std::filesystem::exists(o.path));
+}
+
+TEST_CASE("session_benchmark_mismatch_of_one_key_keeps_it_out_of_the_registry_and_the_cache") {
+  SessionFixture f;
+  auto o = f.options({"Abs", "Neg"});
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.failed.size() == 1);
+  CHECK(r.failed[0] == f.abs_key);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(r.calibrated[0].key == f.neg_key);
+  CHECK(std::any_of(r.diagnostics.begin(), r.diagnostics.end(),
+                    [&](const Diagnostic& d) { return names_mismatch_of_abs(d, f.abs_key); }));
+  auto snapshot = f.registry.snapshot();
+  CHECK(snapshot->find(f.abs_key, 2) == nullptr);
+  CHECK(snapshot->find(f.neg_key, 2) != nullptr);
+  REQUIRE(r.cache_update.has_value());
+  CHECK(r.cache_update->ok());
+  CacheFile file = read_cache_file(o.path);
+  REQUIRE(file.status == FileStatus::loaded);
+  REQUIRE(file.profiles.size() == 1);
+  CHECK(file.profiles[0].key == f.neg_key);
 }
 
 }  // namespace

@@ -282,7 +282,12 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
   }
 
   auto generation = registry.snapshot();
-  const CaseBenchmarkFactory factory = options.benchmark_factory ? options.benchmark_factory : make_session_benchmark;
+  // The sessions resolve their node from the table being calibrated, not always the CPU table.
+  const CaseBenchmarkFactory factory =
+      options.benchmark_factory ? options.benchmark_factory
+                                : CaseBenchmarkFactory([&table](const runtime::KernelDef& kernel, int pool_threads, uint32_t seed) {
+                                    return make_session_benchmark(kernel, pool_threads, seed, &table);
+                                  });
   const int64_t budget_ns = options.maximum_duration_ms * kNsPerMs;
   for (std::size_t index = 0; index < work.size(); ++index) {
     const runtime::KernelDef& def = *work[index];

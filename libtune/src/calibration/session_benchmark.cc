@@ -34,8 +34,12 @@ double median_of(std::vector<double> v) {
 
 class SessionBenchmark final : public CaseBenchmark {
  public:
-  SessionBenchmark(const runtime::KernelDef& def, int threads, uint32_t seed)
-      : def_(def), threads_(threads), seed_(seed), pool_(std::make_shared<runtime::ThreadPool>(threads)) {}
+  SessionBenchmark(const runtime::KernelDef& def, int threads, uint32_t seed, const runtime::KernelTable* kernels)
+      : def_(def),
+        threads_(threads),
+        seed_(seed),
+        kernels_(kernels),
+        pool_(std::make_shared<runtime::ThreadPool>(threads)) {}
 
   int variants() const override { return std::max(1, def_.calibration_variants); }
 
@@ -61,6 +65,7 @@ class SessionBenchmark final : public CaseBenchmark {
       options.parameters = runtime::RuntimeParameters(threads_);
       options.registry = registries.back().get();
       options.thread_pool = pool_;
+      options.kernels = kernels_;
       sessions.push_back(std::make_unique<runtime::RuntimeSession>(model, options));
       for (const auto& [name, tensor] : workload.inputs) contexts[c].set(name, tensor);
     }
@@ -106,6 +111,7 @@ class SessionBenchmark final : public CaseBenchmark {
   const runtime::KernelDef& def_;
   int threads_;
   uint32_t seed_;
+  const runtime::KernelTable* kernels_;
   std::shared_ptr<runtime::ThreadPool> pool_;
   SteadyClock clock_;
 };
@@ -114,10 +120,11 @@ class SessionBenchmark final : public CaseBenchmark {
 
 std::shared_ptr<CalibrationClock> steady_calibration_clock() { return std::make_shared<SteadyClock>(); }
 
-std::unique_ptr<CaseBenchmark> make_session_benchmark(const runtime::KernelDef& def, int threads, uint32_t seed) {
+std::unique_ptr<CaseBenchmark> make_session_benchmark(const runtime::KernelDef& def, int threads, uint32_t seed,
+                                                      const runtime::KernelTable* kernels) {
   if (!def.calibration_workload)
     throw UnsupportedError(fmt::format("{} has no calibration workload", def.schema.key.to_string()));
-  return std::make_unique<SessionBenchmark>(def, threads, seed);
+  return std::make_unique<SessionBenchmark>(def, threads, seed, kernels);
 }
 
 }  // namespace onnx_light::tune

@@ -70,8 +70,11 @@ class CalibrationMismatch : public Error {
 
 using CaseBenchmarkFactory =
     std::function<std::unique_ptr<CaseBenchmark>(const runtime::KernelDef& def, int threads, uint32_t seed)>;
-// Sessions built from def.calibration_workload on a shared pool of `threads`.
-std::unique_ptr<CaseBenchmark> make_session_benchmark(const runtime::KernelDef& def, int threads, uint32_t seed);
+// Sessions built from def.calibration_workload on a shared pool of `threads`, resolving their
+// node from `kernels` (nullptr: cpu_kernel_table()): the table `def` came from, so that what is
+// measured and checked is that definition's kernel.
+std::unique_ptr<CaseBenchmark> make_session_benchmark(const runtime::KernelDef& def, int threads, uint32_t seed,
+                                                      const runtime::KernelTable* kernels = nullptr);
 
 struct CalibrationProgress {
   runtime::TuningKey key;
