@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -292,12 +293,33 @@ TEST_CASE("bit_exact_serial_and_parallel_across_threads_and_block_edges") {
     for (int threads = 1; threads <= 4; ++threads) {
       CAPTURE(n);
       CAPTURE(threads);
-      RuntimeSession session(model, options_with(threads, &registry));
+      auto collector = std::make_shared<ParallelRegionCollector>(64);
+      RuntimeSession session(model, options_with(threads, &registry, collector));
       RuntimeContext context;
       context.set("a", a);
       context.set("b", b);
       context.set("s", s);
       session.run(context);
+      // The comparison is only worth something if the splits differ: with the threshold at 1 the
+      // pool admits one participant per block, min(threads, ceil(n / grain)), in every region.
+      const ParallelRegionReport regions = session.parallel_region_report();
+      CHECK(regions.dropped_events == 0);
+      for (const auto& event : regions.events) {
+        CAPTURE(event.label);
+        CAPTURE(event.grain);
+        const int64_t blocks = (event.iterations + std::max<int64_t>(1, event.grain) - 1) / std::max<int64_t>(1, event.grain);
+        CHECK(event.requested_threads == threads);
+        CHECK(event.admitted_threads == std::min<int64_t>(threads, std::max<int64_t>(1, blocks)));
+      }
+      if (n >= 1000) {
+        // Each of the three nodes ran a region on every thread of the session.
+        for (const char* op : {"Abs", "Add", "Div"}) {
+          CAPTURE(op);
+          CHECK(std::any_of(regions.events.begin(), regions.events.end(), [&](const ParallelRegionEvent& e) {
+            return e.label.rfind(op, 0) == 0 && e.admitted_threads == threads;
+          }));
+        }
+      }
       const char* names[] = {"y", "z", "w"};
       for (int k = 0; k < 3; ++k) {
         if (threads == 1) {
