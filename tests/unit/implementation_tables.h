@@ -1,12 +1,16 @@
 #pragma once
 // Forcing one implementation of a kernel in tests: a copy of the CPU kernel table in which the
-// selected definitions keep only that implementation, and a loud warning (never a silent pass)
-// when this host cannot run it.
+// selected definitions keep only that implementation. An implementation this host cannot run is
+// reported, never silently passed: main() turns a run whose tests all passed into ctest's
+// "skipped" (exit 77) when one was left untested, and an implementation the CPU can run (by
+// the compiler's own CPUID/XGETBV check, independent of CpuFeatures) that was not tested fails.
 #include <doctest/doctest.h>
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -32,17 +36,54 @@ inline const runtime::KernelTable& table_with_only(const std::string& tag, const
   return *slot;
 }
 
-// True when this host runs `implementation` of the selected definitions; else WARNs why, naming
-// `what`, so the skipped case shows in the test output.
+// Exit code of a run whose tests all passed while some implementation went untested (the unit
+// entries' SKIP_RETURN_CODE in tests/CMakeLists.txt).
+inline constexpr int kUntestedExitCode = 77;
+
+// "what implementation: why" of everything this run could not test.
+inline std::set<std::string>& untested_implementations() {
+  static std::set<std::string> untested;
+  return untested;
+}
+
+// Whether this CPU and OS run `implementation` ("avx2", "avx512"), asked of the compiler's CPU
+// check rather than runtime::CpuFeatures; nullopt for a name it cannot judge.
+inline std::optional<bool> cpu_runs_independently(const std::string& implementation) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (implementation == "avx2") return avx2;
+  if (implementation == "avx512")
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw");
+#endif
+  (void)implementation;
+  return std::nullopt;
+}
+
+// Records that `what` `implementation` was not tested because of `why`: a failure when the CPU
+// can run it, else a warning in the output and a skipped ctest entry.
+inline void report_untested(const std::string& what, const std::string& implementation, const std::string& why) {
+  if (cpu_runs_independently(implementation).value_or(false)) {
+    FAIL_CHECK(fmt::format("{} {}: NOT TESTED ({}) although this CPU runs {} code", what, implementation, why,
+                           implementation));
+    return;
+  }
+  WARN_MESSAGE(false, fmt::format("{} {}: NOT TESTED on this host ({}); the ctest entry reports SKIPPED", what,
+                                  implementation, why));
+  untested_implementations().insert(fmt::format("{} {}: {}", what, implementation, why));
+}
+
+// True when this host runs `implementation` of the selected definitions; else reports it untested.
 inline bool host_runs(const std::string& what, const DefinitionFilter& selected, const std::string& implementation) {
   for (const auto& def : runtime::cpu_kernel_table().definitions()) {
     if (!selected(def) || def.implementation != implementation) continue;
     const std::string why = def.unavailable_reason ? def.unavailable_reason(runtime::host_cpu_features()) : std::string{};
     if (why.empty()) return true;
-    WARN_MESSAGE(false, fmt::format("{} {}: NOT TESTED on this host ({})", what, implementation, why));
+    report_untested(what, implementation, why);
     return false;
   }
-  WARN_MESSAGE(false, fmt::format("{} {}: NOT TESTED, not registered in this build", what, implementation));
+  report_untested(what, implementation, "not registered in this build");
   return false;
 }
 

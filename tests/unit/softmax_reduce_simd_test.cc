@@ -188,6 +188,7 @@ TEST_CASE("exp_matches_std_exp_within_2ulp") {
   struct Variant {
     const char* name;
     void (*fn)(const float*, float*, int64_t);
+    std::string implementation;
     std::string unavailable;
     bool nonpositive;
   };
@@ -195,13 +196,13 @@ TEST_CASE("exp_matches_std_exp_within_2ulp") {
   const std::string no_avx2 = f.avx2 && f.fma3 ? "" : "needs avx2 and fma";
   const std::string no_avx512 = f.avx512f && f.avx512vl && f.avx512bw && f.avx2 && f.fma3 ? "" : "needs avx512f/vl/bw";
   namespace simd = onnx_light::runtime::kernels::simd;
-  const Variant variants[] = {{"exp_f32_avx2", simd::exp_f32_avx2, no_avx2, false},
-                              {"exp_f32_avx512", simd::exp_f32_avx512, no_avx512, false},
-                              {"exp_nonpositive_f32_avx2", simd::exp_nonpositive_f32_avx2, no_avx2, true},
-                              {"exp_nonpositive_f32_avx512", simd::exp_nonpositive_f32_avx512, no_avx512, true}};
+  const Variant variants[] = {{"exp_f32_avx2", simd::exp_f32_avx2, "avx2", no_avx2, false},
+                              {"exp_f32_avx512", simd::exp_f32_avx512, "avx512", no_avx512, false},
+                              {"exp_nonpositive_f32_avx2", simd::exp_nonpositive_f32_avx2, "avx2", no_avx2, true},
+                              {"exp_nonpositive_f32_avx512", simd::exp_nonpositive_f32_avx512, "avx512", no_avx512, true}};
   for (const Variant& v : variants) {
     if (!v.unavailable.empty()) {
-      WARN_MESSAGE(false, fmt::format("{}: NOT TESTED on this host ({})", v.name, v.unavailable));
+      test::report_untested(v.name, v.implementation, v.unavailable);
       continue;
     }
     const std::string name = v.name;
