@@ -1,22 +1,50 @@
 // Issue 7: a steady-state run allocates nothing when shapes repeat: outputs, intermediate values,
 // packed operands and the kernels' shape bookkeeping are reused, and parallel regions take their
 // body as a FunctionRef (std::function allocated for lambdas with more than two captures). This
-// executable replaces the global allocation functions with counting ones (hence its own binary,
+// executable replaces the heap's allocation functions with counting ones (hence its own binary,
 // away from the unit tests and the sanitizer builds) and counts every allocation, on any thread,
 // during repeated positional runs whose outputs are bound to caller memory.
+//
+// Issue 23: counting at operator new alone missed the tensor blocks and packed GEMM buffers, which
+// come from posix_memalign (libruntime/src/tensor_memory.cc). So the counting happens one level
+// down, at the C allocation functions, which this executable interposes (its definitions win over
+// libc's for every library of the process); operator new only forwards to them.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <malloc.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "onnx_light/runtime/calibration_workload.h"
+#include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/session.h"
+#include "tensor_memory.h"
+
+#if !defined(__GLIBC__)
+#error "the allocation counter forwards to glibc's __libc_* allocation functions"
+#endif
+
+// glibc's own allocator entry points (exported for exactly this use): the interposed functions
+// below forward to them, so the counter never recurses into itself.
+extern "C" {
+void* __libc_malloc(std::size_t bytes);
+void* __libc_calloc(std::size_t count, std::size_t bytes);
+void* __libc_realloc(void* block, std::size_t bytes);
+void* __libc_memalign(std::size_t alignment, std::size_t bytes);
+void* __libc_valloc(std::size_t bytes);
+void* __libc_pvalloc(std::size_t bytes);
+}
 
 namespace {
 
@@ -24,30 +52,106 @@ std::atomic<bool> g_counting{false};
 std::atomic<long> g_allocations{0};
 std::atomic<long> g_bytes{0};
 
-void* counted(std::size_t bytes, std::size_t alignment) {
+void note_allocation(std::size_t bytes) {
   if (g_counting.load(std::memory_order_relaxed)) {
     g_allocations.fetch_add(1, std::memory_order_relaxed);
     g_bytes.fetch_add(static_cast<long>(bytes), std::memory_order_relaxed);
   }
-  void* p = nullptr;
-  if (alignment <= alignof(std::max_align_t)) p = std::malloc(bytes == 0 ? 1 : bytes);
-  else if (posix_memalign(&p, alignment, bytes == 0 ? alignment : bytes) != 0) p = nullptr;
-  return p;
 }
 
-void* counted_or_throw(std::size_t bytes, std::size_t alignment) {
-  if (void* p = counted(bytes, alignment)) return p;
+bool valid_alignment(std::size_t alignment) {
+  return alignment != 0 && (alignment & (alignment - 1)) == 0 && alignment % sizeof(void*) == 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+void* malloc(std::size_t bytes) noexcept {
+  note_allocation(bytes);
+  return __libc_malloc(bytes);
+}
+
+void* calloc(std::size_t count, std::size_t bytes) noexcept {
+  note_allocation(count * bytes);
+  return __libc_calloc(count, bytes);
+}
+
+void* realloc(void* block, std::size_t bytes) noexcept {
+  if (block == nullptr || bytes != 0) note_allocation(bytes);  // realloc(p, 0) frees
+  return __libc_realloc(block, bytes);
+}
+
+void* reallocarray(void* block, std::size_t count, std::size_t bytes) noexcept {
+  std::size_t total = 0;
+  if (__builtin_mul_overflow(count, bytes, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(block, total);
+}
+
+int posix_memalign(void** block, std::size_t alignment, std::size_t bytes) noexcept {
+  if (!valid_alignment(alignment)) return EINVAL;
+  note_allocation(bytes);
+  const int saved_errno = errno;  // posix_memalign reports through its result, never errno
+  void* p = __libc_memalign(alignment, bytes);
+  errno = saved_errno;
+  if (p == nullptr) return ENOMEM;
+  *block = p;
+  return 0;
+}
+
+void* aligned_alloc(std::size_t alignment, std::size_t bytes) noexcept {
+  note_allocation(bytes);
+  return __libc_memalign(alignment, bytes);
+}
+
+void* memalign(std::size_t alignment, std::size_t bytes) noexcept {
+  note_allocation(bytes);
+  return __libc_memalign(alignment, bytes);
+}
+
+void* valloc(std::size_t bytes) noexcept {
+  note_allocation(bytes);
+  return __libc_valloc(bytes);
+}
+
+void* pvalloc(std::size_t bytes) noexcept {
+  note_allocation(bytes);
+  return __libc_pvalloc(bytes);
+}
+
+}  // extern "C"
+
+namespace {
+
+// operator new only forwards: the interposed functions above count.
+void* allocate(std::size_t bytes, std::size_t alignment) noexcept {
+  if (alignment <= alignof(std::max_align_t)) return std::malloc(bytes == 0 ? 1 : bytes);
+  void* p = nullptr;
+  return posix_memalign(&p, alignment, bytes == 0 ? alignment : bytes) == 0 ? p : nullptr;
+}
+
+void* allocate_or_throw(std::size_t bytes, std::size_t alignment) {
+  if (void* p = allocate(bytes, alignment)) return p;
   throw std::bad_alloc();
 }
 
 }  // namespace
 
-void* operator new(std::size_t n) { return counted_or_throw(n, 0); }
-void* operator new[](std::size_t n) { return counted_or_throw(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return counted_or_throw(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted_or_throw(n, static_cast<std::size_t>(a)); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0); }
+void* operator new(std::size_t n) { return allocate_or_throw(n, 0); }
+void* operator new[](std::size_t n) { return allocate_or_throw(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) { return allocate_or_throw(n, static_cast<std::size_t>(a)); }
+void* operator new[](std::size_t n, std::align_val_t a) { return allocate_or_throw(n, static_cast<std::size_t>(a)); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, 0); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, static_cast<std::size_t>(a));
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
@@ -63,9 +167,11 @@ using namespace onnx_light::runtime;
 
 // Allocations during `runs` positional runs after three warm-up runs, outputs in caller
 // memory (the warm-up lets every thread grow its scratch once).
-long allocations_in_steady_state(const Model& model, const std::vector<Tensor>& inputs, int threads, int runs = 20) {
+long allocations_in_steady_state(const Model& model, const std::vector<Tensor>& inputs, int threads, int runs = 20,
+                                 const KernelTable* kernels = nullptr) {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
+  options.kernels = kernels;
   RuntimeSession session(model, options);
   std::vector<Tensor> caller_memory, outputs;
   for (const auto& info : session.outputs()) {
@@ -86,6 +192,34 @@ long allocations_in_steady_state(const Model& model, const std::vector<Tensor>& 
 }
 
 Tensor random(const Shape& shape, uint32_t seed) { return random_tensor(ElementType::float32, shape, seed); }
+
+// An Abs whose every run takes and returns one posix_memalign block, as a kernel that forgot to
+// keep its packed buffer would: the steady-state tests must see it.
+class AbsWithScratchPerRun final : public Kernel {
+ public:
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    Tensor& y = execution.output_for_overwrite(0, ElementType::float32, x.shape());
+    void* scratch = nullptr;
+    if (posix_memalign(&scratch, 64, 4096) != 0) throw std::bad_alloc();
+    const float* in = x.data<float>();
+    float* out = y.data<float>();
+    for (int64_t i = 0; i < x.element_count(); ++i) out[i] = std::fabs(in[i]);
+    std::free(scratch);
+  }
+};
+
+KernelTable table_with_scratch_per_run_abs() {
+  KernelDef def;
+  def.op_type = "Abs";
+  def.element_type = ElementType::float32;
+  def.schema.key.kernel = "Abs";
+  def.schema.key.implementation = "portable";
+  def.create = [](const KernelCreateInfo&) -> std::unique_ptr<Kernel> { return std::make_unique<AbsWithScratchPerRun>(); };
+  KernelTable table;
+  table.add(std::move(def));
+  return table;
+}
 
 }  // namespace
 
@@ -119,6 +253,46 @@ TEST_CASE("matmul_and_softmax_steady_state_allocates_nothing") {
     CAPTURE(threads);
     CHECK(allocations_in_steady_state(model, {random({200, 150}, 1), random({150, 120}, 2)}, threads) == 0);
   }
+}
+
+TEST_CASE("counter_sees_a_per_run_posix_memalign_in_a_kernel") {
+  // The harness on the path the library's tensor blocks and packed buffers take.
+  const Model model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1000] x) => (float[1000] y) { y = Abs(x) }");
+  const KernelTable kernels = table_with_scratch_per_run_abs();
+  const int runs = 20;
+  CHECK(allocations_in_steady_state(model, {random({1000}, 1)}, 1, runs, &kernels) == runs);
+}
+
+TEST_CASE("counter_sees_every_allocation_function") {
+  // One counted allocation each, and no counting outside the window.
+  auto counted = [](auto&& allocate_and_free) {
+    g_allocations = 0;
+    g_counting = true;
+    allocate_and_free();
+    g_counting = false;
+    return g_allocations.load();
+  };
+  struct alignas(256) OverAligned {
+    char byte;
+  };
+  void* p = nullptr;
+  int result = -1;
+  CHECK(counted([&] { result = posix_memalign(&p, 64, 1000); std::free(p); }) == 1);
+  CHECK(result == 0);
+  CHECK(counted([&] { std::free(aligned_alloc(4096, 8192)); }) == 1);
+  CHECK(counted([&] { std::free(memalign(128, 100)); }) == 1);
+  CHECK(counted([&] { std::free(std::malloc(100)); }) == 1);
+  CHECK(counted([&] { std::free(std::calloc(10, 10)); }) == 1);
+  CHECK(counted([&] { free_tensor_block(allocate_tensor_block(1000)); }) == 1);
+  CHECK(counted([&] { free_tensor_block(allocate_tensor_block(kHugePageBytes)); }) == 1);
+  CHECK(counted([&] { delete new OverAligned{}; }) == 1);
+  // The interposed functions still honour alignment and report bad arguments.
+  CHECK(posix_memalign(&p, 24, 100) == EINVAL);
+  REQUIRE(posix_memalign(&p, 4096, 100) == 0);
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % 4096 == 0);
+  std::free(p);
+  CHECK(g_allocations.load() == 1);  // nothing counted outside the window
 }
 
 TEST_CASE("counter_sees_allocations") {
