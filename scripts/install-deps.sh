@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build, test and benchmark dependency from Debian 12's archive (nothing else).
 # man-db, groff-base and bsdextrautils (col) check the man pages; zsh and fish check the completions.
+# strace checks the cache writer's system-call order (tests/cli/test_cache_write_order.sh).
 set -euo pipefail
 PACKAGES=(
   cmake ninja-build g++ pkg-config git
@@ -8,7 +9,7 @@ PACKAGES=(
   doctest-dev nlohmann-json3-dev libcpuinfo-dev libonnx-dev
   pybind11-dev python3-dev python3-numpy python3-onnx python3-pytest
   libbenchmark-dev
-  man-db groff-base bsdextrautils zsh fish
+  man-db groff-base bsdextrautils zsh fish strace
 )
 # Callers add their own (scripts/fuzz.sh: clang and libFuzzer's runtime).
 read -r -a EXTRA <<< "${ONNX_LIGHT_EXTRA_PACKAGES:-}"
