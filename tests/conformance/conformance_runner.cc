@@ -1,6 +1,7 @@
 // Runs ONNX's backend node tests through onnx_light's runtime.
 //
-//   onnx_light_conformance NODE_DIR [--exclusions EXCLUSIONS.md] [--filter TEXT] [--verbose]
+//   onnx_light_conformance NODE_DIR [--exclusions EXCLUSIONS.md] [--expected expected_passes.tsv]
+//                          [--write-expected] [--filter TEXT] [--verbose]
 //
 // A test runs when every operator of its graph is registered in the CPU kernel table (Constant
 // is folded by the session). Outputs are compared as ONNX's runner does: same element type and
@@ -15,7 +16,13 @@
 // the operators round to nearest even, so bfloat16 results may differ by one bfloat16 unit in
 // the last place; and a graph input whose declared shape disagrees with its data gets the
 // declared shape cleared. Every test where this happens is counted in the summary.
-// Exit status: 0 when no registered operator failed, 1 otherwise, 2 on usage errors.
+//
+// The passes per operator are held to a committed table (--expected, tab-separated op_type and
+// passed count): a count that drops, or an operator that disappears (e.g. unregistered, so that
+// its tests count as "unsupported"), fails the run. Counts that rise are printed so the table can
+// be raised; --write-expected rewrites the table from this run.
+// Exit status: 0 when no registered operator failed and no expected pass was lost, 1 otherwise,
+// 2 on usage errors.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -222,6 +229,68 @@ struct Row {
   int passed = 0, failed = 0, unsupported = 0, excluded = 0;
 };
 
+// The committed table: "op_type<TAB>passed" lines; '#' starts a comment.
+std::map<std::string, int> read_expected_passes(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError(fmt::format("{}: cannot read the table of expected passes", path.string()));
+  std::map<std::string, int> expected;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto tab = line.rfind('\t');
+    int count = -1;
+    try {
+      if (tab != std::string::npos && tab > 0) count = std::stoi(line.substr(tab + 1));
+    } catch (const std::exception&) {
+    }
+    if (count < 0) throw IoError(fmt::format("{}:{}: expected 'op_type<TAB>passed count', got '{}'", path.string(), number, line));
+    expected[line.substr(0, tab)] = count;
+  }
+  return expected;
+}
+
+void write_expected_passes(const fs::path& path, const std::map<std::string, Row>& rows) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw IoError(fmt::format("{}: cannot write the table of expected passes", path.string()));
+  out << "# ONNX backend node tests that pass, per operator (tests/conformance/conformance_runner.cc).\n"
+         "# A lower count or a missing operator fails the conformance test. Regenerate after a deliberate\n"
+         "# change: onnx_light_conformance NODE_DIR --exclusions EXCLUSIONS.md --expected THIS_FILE --write-expected\n"
+         "# op_type\tpassed\n";
+  for (const auto& [op, row] : rows)
+    if (row.passed > 0) out << op << '\t' << row.passed << '\n';
+}
+
+// Failures for every operator whose passes dropped below the table (or vanished); the rises are
+// printed, since the table should follow them.
+std::vector<std::string> compare_with_expected(const std::map<std::string, int>& expected,
+                                               const std::map<std::string, Row>& rows, const fs::path& path) {
+  std::vector<std::string> lost;
+  std::vector<std::string> gained;
+  for (const auto& [op, count] : expected) {
+    const auto it = rows.find(op);
+    const int passed = it == rows.end() ? 0 : it->second.passed;
+    if (it == rows.end() || passed == 0)
+      lost.push_back(fmt::format("{}: {} node tests passed, {} expected ({}); the operator has no passing test any more "
+                                 "(unregistered, or every test now fails or is unsupported)",
+                                 op, passed, count, path.string()));
+    else if (passed < count)
+      lost.push_back(fmt::format("{}: {} node tests passed, {} expected ({})", op, passed, count, path.string()));
+    else if (passed > count)
+      gained.push_back(fmt::format("{}: {} passed, the table says {}", op, passed, count));
+  }
+  for (const auto& [op, row] : rows)
+    if (row.passed > 0 && !expected.contains(op))
+      gained.push_back(fmt::format("{}: {} passed, not in the table", op, row.passed));
+  if (!gained.empty()) {
+    std::printf("\nmore passes than %s records (raise the table: rerun with --write-expected):\n", path.string().c_str());
+    for (const auto& g : gained) std::printf("  %s\n", g.c_str());
+  }
+  if (!lost.empty())
+    std::printf("\nfewer passes than %s records (listed under the failures); if that is deliberate (an operator "
+                "removed on purpose), rerun with --write-expected and commit the table\n", path.string().c_str());
+  return lost;
+}
+
 // Runs every data set of one test; the message names the first problem.
 Outcome run_test(const fs::path& dir, const Model& original, TuningRegistry& parallel_registry,
                  const std::map<std::string, Exclusion>::iterator exclusion, bool has_exclusion, bool& adjusted) {
@@ -335,18 +404,27 @@ void publish_parallel_profiles(TuningRegistry& registry, const KernelTable& tabl
 int main(int argc, char** argv) {
   fs::path root;
   fs::path exclusions_path;
+  fs::path expected_path;
+  bool write_expected = false;
   std::string filter;
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--exclusions" && i + 1 < argc) exclusions_path = argv[++i];
+    else if (arg == "--expected" && i + 1 < argc) expected_path = argv[++i];
+    else if (arg == "--write-expected") write_expected = true;
     else if (arg == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (arg == "--verbose") verbose = true;
     else if (!arg.empty() && arg[0] != '-' && root.empty()) root = arg;
     else {
-      std::fprintf(stderr, "usage: %s NODE_DIR [--exclusions FILE] [--filter TEXT] [--verbose]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s NODE_DIR [--exclusions FILE] [--expected FILE [--write-expected]] "
+                   "[--filter TEXT] [--verbose]\n", argv[0]);
       return 2;
     }
+  }
+  if (write_expected && (expected_path.empty() || !filter.empty())) {
+    std::fprintf(stderr, "%s: --write-expected needs --expected FILE and a full run (no --filter)\n", argv[0]);
+    return 2;
   }
   if (root.empty() || !fs::is_directory(root)) {
     std::fprintf(stderr, "%s: '%s' is not a directory of ONNX node tests (build target onnx_light_conformance_data "
@@ -444,6 +522,16 @@ int main(int argc, char** argv) {
                   "disagree with the data) in %zu tests:", adjusted_tests.size());
       for (const auto& t : adjusted_tests) std::printf(" %s", t.c_str());
       std::printf("\n");
+    }
+    if (write_expected) {
+      write_expected_passes(expected_path, rows);
+      const auto written = std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.second.passed > 0; });
+      std::printf("\nwrote the passes of %td operators to %s\n", written, expected_path.string().c_str());
+    } else if (!expected_path.empty() && filter.empty()) {
+      for (auto& lost : compare_with_expected(read_expected_passes(expected_path), rows, expected_path))
+        failures.push_back(std::move(lost));
+    } else if (!expected_path.empty()) {
+      std::printf("\n--filter: passes not compared with %s (a partial run)\n", expected_path.string().c_str());
     }
     if (!failures.empty()) {
       std::printf("\n%zu failure%s:\n", failures.size(), failures.size() == 1 ? "" : "s");
