@@ -198,7 +198,8 @@ if ((BASELINE)); then
   regexes=(); suite=0
   for i in "${SELECTED[@]}"; do
     while IFS="$US" read -r regex exclude; do
-      if [[ -z "$regex" ]]; then suite=1; else regexes+=("$regex"); fi
+      if [[ -z "$regex" ]]; then suite=1
+      elif [[ " ${regexes[*]} " != *" $regex "* ]]; then regexes+=("$regex"); fi
     done < <(phases_for "$i")
   done
   if ((suite)); then baseline_regex=""; baseline_exclude="$EXCLUDE"
