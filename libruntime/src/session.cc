@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <map>
+#include <new>
 #include <set>
 #include <unordered_map>
 
@@ -155,11 +157,18 @@ struct RuntimeSession::Impl {
         scratch = impl_.buffers->make(type, shape, zero);
         return scratch;
       }
-      Tensor& slot = impl_.slots[static_cast<std::size_t>(step_.outputs[index])];
-      // Reuse last run's buffer when nobody else holds it; steady-state runs allocate nothing.
-      // A view here is caller memory bound through run(inputs, outputs): written in place.
-      if (slot.element_type() == type && slot.shape() == shape && (slot.exclusively_owned() || slot.is_view()))
-        return slot;
+      const auto id = static_cast<std::size_t>(step_.outputs[index]);
+      Tensor& slot = impl_.slots[id];
+      // Caller memory bound through run(inputs, outputs) is written in place when it fits; else
+      // last run's buffer when nobody else holds it, so steady-state runs allocate nothing.
+      const int output = impl_.output_of_slot[id];
+      const bool callers = output >= 0 && impl_.output_bound[static_cast<std::size_t>(output)];
+      if (slot.element_type() == type && slot.shape() == shape && (callers || slot.exclusively_owned())) return slot;
+      if (callers) {
+        // Kept aside untouched: a failed run hands it back as it was.
+        impl_.output_displaced[static_cast<std::size_t>(output)] = std::move(slot);
+        impl_.output_bound[static_cast<std::size_t>(output)] = false;
+      }
       // Else a block from the session's pool: outputs the caller dropped come back there.
       slot = impl_.buffers->make(type, shape, zero);
       return slot;
@@ -189,6 +198,12 @@ struct RuntimeSession::Impl {
   std::vector<ValueInfo> outputs;
   std::vector<int> output_slots;
   std::vector<bool> output_shared;  // an input or constant: handed out as a shared copy
+  // Positional runs, per graph output: the caller's buffer overlaps an input (computed privately);
+  // the slot holds the caller's buffer; the caller's buffer that did not fit the result.
+  std::vector<bool> output_private;
+  std::vector<bool> output_bound;
+  std::vector<Tensor> output_displaced;
+  std::vector<int> output_of_slot;  // slot id -> graph output index, -1 for other values
   std::vector<Step> steps;
   bool is_initialized = false;
   std::vector<ResolvedTuning> resolved;
@@ -396,7 +411,13 @@ void RuntimeSession::Impl::build() {
     for (const auto& in : node.input()) step.inputs.push_back(in.empty() ? -1 : slot(in));
     steps.push_back(std::move(step));
   }
+  std::map<std::string, int> output_position;
   for (const auto& output : graph.output()) {
+    // One slot per name: a second listing would be handed the first one's moved-out buffer.
+    auto [first, unique] = output_position.emplace(output.name(), static_cast<int>(output_position.size()));
+    if (!unique)
+      throw ModelError(fmt::format("{}: graph output '{}' is listed twice (outputs {} and {}); output names must be unique",
+                                   model.origin(), output.name(), first->second, output_position.size()));
     ValueInfo info = value_info_from_proto(output);
     if (!types.contains(output.name()) && problems.empty())
       throw ModelError(fmt::format("{}: graph output '{}' is not produced by any node", model.origin(), output.name()));
@@ -405,6 +426,11 @@ void RuntimeSession::Impl::build() {
     outputs.push_back(std::move(info));
     output_slots.push_back(slot(output.name()));
   }
+  output_private.assign(output_slots.size(), false);
+  output_bound.assign(output_slots.size(), false);
+  output_displaced.resize(output_slots.size());
+  output_of_slot.assign(slots.size(), -1);
+  for (std::size_t k = 0; k < output_slots.size(); ++k) output_of_slot[static_cast<std::size_t>(output_slots[k])] = static_cast<int>(k);
   for (int id : output_slots)
     output_shared.push_back(constant_slot[static_cast<std::size_t>(id)] ||
                             std::find(input_slots.begin(), input_slots.end(), id) != input_slots.end());
@@ -502,6 +528,13 @@ void RuntimeSession::Impl::run_steps() {
       std::string what = e.what();
       if (what.rfind(step.label, 0) == 0) throw;
       throw InputError(fmt::format("{}: {}", step.label, what));
+    } catch (const InvalidValueError& e) {
+      // E.g. an output shape too large to address: the data asked for it, so name the node.
+      std::string what = e.what();
+      if (what.rfind(step.label, 0) == 0) throw;
+      throw InvalidValueError(fmt::format("{}: {}", step.label, what));
+    } catch (const std::bad_alloc&) {
+      throw InputError(fmt::format("{}: out of memory while computing its outputs", step.label));
     }
   }
 }
@@ -543,15 +576,17 @@ bool RuntimeSession::initialized() const { return impl_->is_initialized; }
 void RuntimeSession::run(RuntimeContext& context) {
   Impl& s = *impl_;
   initialize();
-  // Take back last run's output buffers when the caller let go of them (no allocation then).
-  for (std::size_t k = 0; k < s.outputs.size(); ++k) {
-    auto it = context.values().find(s.outputs[k].name);
-    int id = s.output_slots[k];
-    if (it != context.values().end() && !s.output_shared[k] && it->second.exclusively_owned())
-      s.slots[static_cast<std::size_t>(id)] = std::move(it->second);
+  // The context's values are never written in place: results go to session buffers and replace
+  // the context's entries only once every node has run, so a failed run leaves the context as it
+  // was. Last run's outputs go back to the session's pool when the context lets go of them, so a
+  // loop alternates between two buffers per output and allocates no tensor memory.
+  try {
+    s.bind_inputs(context);
+    s.run_steps();
+  } catch (...) {
+    s.release_inputs();
+    throw;
   }
-  s.bind_inputs(context);
-  s.run_steps();
   for (std::size_t k = 0; k < s.outputs.size(); ++k) {
     std::size_t id = static_cast<std::size_t>(s.output_slots[k]);
     // Graph outputs that are inputs or constants are shared; computed ones are handed over.
@@ -569,27 +604,61 @@ void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outpu
     throw InputError(fmt::format("{}: run takes {} input(s) and {} output(s) in graph order, got {} and {}",
                                  s.model.origin(), s.inputs.size(), s.outputs.size(), inputs.size(), outputs.size()));
   initialize();
-  // The caller's tensors become the output buffers when they fit (checked again in output()).
-  for (std::size_t k = 0; k < outputs.size(); ++k)
-    if (!s.output_shared[k] && (outputs[k].is_view() || outputs[k].exclusively_owned()))
-      s.slots[static_cast<std::size_t>(s.output_slots[k])] = std::move(outputs[k]);
-  std::map<std::string, int64_t> symbols;
-  auto hand_back = [&] {
+  // Which caller tensors may be written in place: caller memory (views) and buffers nobody else
+  // holds. Two of them sharing bytes cannot both hold their result: refused. One that shares bytes
+  // with an input would be overwritten while still read: computed privately and copied at the end.
+  auto writable = [&](std::size_t k) {
+    return !s.output_shared[k] && (outputs[k].is_view() || outputs[k].exclusively_owned());
+  };
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    s.output_private[k] = false;
+    if (!writable(k)) continue;
+    for (std::size_t j = 0; j < k; ++j)
+      if (writable(j) && overlaps(outputs[j], outputs[k]))
+        throw InputError(fmt::format("{}: outputs {} ('{}') and {} ('{}') share memory; each output needs its own buffer",
+                                     s.model.origin(), j, s.outputs[j].name, k, s.outputs[k].name));
+    for (const Tensor& input : inputs)
+      if (overlaps(input, outputs[k])) s.output_private[k] = true;
+  }
+  // Bind the caller's buffers to their slots (a swap: no allocation, and a failed run swaps back).
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    if (!writable(k) || s.output_private[k]) continue;
+    std::swap(s.slots[static_cast<std::size_t>(s.output_slots[k])], outputs[k]);
+    s.output_bound[k] = true;
+  }
+  auto hand_back = [&](bool succeeded) {
     for (std::size_t k = 0; k < outputs.size(); ++k) {
-      std::size_t id = static_cast<std::size_t>(s.output_slots[k]);
-      if (s.output_shared[k]) outputs[k] = s.slots[id];
-      else outputs[k] = std::move(s.slots[id]);
+      Tensor& slot = s.slots[static_cast<std::size_t>(s.output_slots[k])];
+      if (s.output_shared[k]) {
+        if (succeeded) outputs[k] = slot;
+      } else if (s.output_private[k]) {
+        // The session keeps its private buffer for the next run; the caller's gets the bytes.
+        if (!succeeded) continue;
+        if (slot.element_type() == outputs[k].element_type() && slot.shape() == outputs[k].shape())
+          std::memcpy(outputs[k].raw_data(), slot.raw_data(), slot.byte_size());
+        else
+          outputs[k] = std::move(slot);
+      } else if (succeeded) {
+        outputs[k] = std::move(slot);  // the caller's own buffer, or a new one when it did not fit
+      } else if (s.output_bound[k]) {
+        std::swap(slot, outputs[k]);  // the caller's buffer back (written in place up to the failure)
+      } else if (!s.output_displaced[k].empty()) {
+        outputs[k] = std::move(s.output_displaced[k]);  // the caller's buffer that did not fit, untouched
+      }
+      s.output_bound[k] = false;
+      s.output_displaced[k].release();
     }
     s.release_inputs();
   };
+  std::map<std::string, int64_t> symbols;
   try {
     for (std::size_t k = 0; k < inputs.size(); ++k) s.bind_input(k, inputs[k].empty() ? nullptr : &inputs[k], symbols);
     s.run_steps();
   } catch (...) {
-    hand_back();  // the caller's buffers are theirs again, whatever the kernels wrote
+    hand_back(/*succeeded=*/false);
     throw;
   }
-  hand_back();
+  hand_back(/*succeeded=*/true);
 }
 
 const std::vector<ValueInfo>& RuntimeSession::inputs() const { return impl_->inputs; }

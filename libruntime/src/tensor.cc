@@ -81,6 +81,29 @@ Tensor::Tensor(ElementType type, Shape shape) : type_(type), shape_(std::move(sh
   count_ = shape_element_count(shape_);
   storage_ = allocate_zeroed(checked_byte_size(type_, shape_, count_));
   data_ = storage_.get();
+  ownership_ = TensorOwnership::owned;
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : type_(other.type_),
+      shape_(std::move(other.shape_)),
+      count_(other.count_),
+      storage_(std::move(other.storage_)),
+      data_(other.data_),
+      ownership_(other.ownership_) {
+  other.release();
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this == &other) return *this;
+  type_ = other.type_;
+  shape_ = std::move(other.shape_);
+  count_ = other.count_;
+  storage_ = std::move(other.storage_);
+  data_ = other.data_;
+  ownership_ = other.ownership_;
+  other.release();
+  return *this;
 }
 
 std::size_t Tensor::storage_bytes(ElementType type, const Shape& shape) {
@@ -100,6 +123,7 @@ Tensor Tensor::adopt(ElementType type, Shape shape, std::shared_ptr<std::byte> s
   t.shape_ = std::move(shape);
   t.storage_ = std::move(storage);
   t.data_ = t.storage_.get();
+  t.ownership_ = TensorOwnership::owned;
   return t;
 }
 
@@ -119,6 +143,7 @@ Tensor Tensor::borrow(ElementType type, Shape shape, void* data) {
   view.shape_ = std::move(shape);
   view.count_ = count;
   view.data_ = data;
+  view.ownership_ = TensorOwnership::borrowed;
   return view;
 }
 
@@ -152,6 +177,13 @@ Tensor Tensor::reshaped(Shape shape) const {
 }
 
 std::string Tensor::describe() const { return fmt::format("{}{}", element_type_name(type_), shape_to_string(shape_)); }
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  if (a.byte_size() == 0 || b.byte_size() == 0) return false;
+  const auto a_begin = reinterpret_cast<std::uintptr_t>(a.raw_data());
+  const auto b_begin = reinterpret_cast<std::uintptr_t>(b.raw_data());
+  return a_begin < b_begin + b.byte_size() && b_begin < a_begin + a.byte_size();
+}
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
   if (a.element_type() != b.element_type() || a.shape() != b.shape()) return false;

@@ -586,9 +586,10 @@ void bind_runtime(py::module_& m) {
             s.session->run(context);
           },
           py::arg("context"),
-          "Reads the graph inputs from `context` and write the outputs into it. The GIL is\n"
+          "Reads the graph inputs from `context` and writes the outputs into it. The GIL is\n"
           "released while the session runs. Raises InputError (a ValueError) naming a missing or ill-fitting\n"
-          "input.")
+          "input. A failed run leaves the context exactly as it was; a Tensor taken from the context keeps\n"
+          "its values however often the session runs again.")
       .def(
           "run_arrays",
           [](Session& s, const py::sequence& inputs, const std::optional<py::sequence>& outputs) {
@@ -630,7 +631,12 @@ void bind_runtime(py::module_& m) {
           "optionally `outputs`, numpy arrays in graph-output order that the kernels write into. Returns the\n"
           "outputs as a list of numpy arrays: the given ones, or arrays over the runtime's own buffers (no\n"
           "copy; a buffer is reused by a later run once its array is gone). Nothing is looked up by name.\n"
-          "Raises InputError when an output array does not fit the result.")
+          "Raises InputError when an output array does not fit the result.\n\n"
+          "Aliasing: an output array that shares memory with an input (run_arrays([x], [x]), or a slice of\n"
+          "the same buffer) is computed in a private buffer and copied into the array after the last node,\n"
+          "so the result is exact, as numpy's out= is. Two output arrays that share memory are refused with\n"
+          "InputError naming both. Inputs are never written. When a run fails, output arrays may hold\n"
+          "part of the new results; arrays returned by earlier runs are never changed by later ones.")
       .def(
           "initialize",
           [](Session& s) {

@@ -258,8 +258,13 @@ TEST_CASE("steady_state_reuses_output_buffer") {
   session.run(context);
   const void* first = context.get("y").raw_data();
   session.run(context);
-  CHECK(context.get("y").raw_data() == first);
-  Tensor held = context.get("y");  // a caller holding the result forces a fresh buffer
+  const void* second = context.get("y").raw_data();
+  session.run(context);
+  CHECK(context.get("y").raw_data() == first);  // two buffers, taken in turn from the session's pool
+  session.run(context);
+  CHECK(context.get("y").raw_data() == second);
+  Tensor held = context.get("y");  // a caller holding the result keeps it out of the rotation
+  session.run(context);
   session.run(context);
   CHECK(context.get("y").raw_data() != held.raw_data());
   CHECK(held.data<float>()[0] == doctest::Approx(3.0));

@@ -95,13 +95,27 @@ class RuntimeSession {
   bool initialized() const;
   // Reads graph inputs from `context`, writes graph outputs into it.
   // Throws InputError naming the input (missing, wrong type, rank or dims).
+  //
+  // Ownership and aliasing (both run forms):
+  // - Inputs are only read, never written, and the session keeps no reference to them after a run.
+  // - run(context) never writes a tensor the context holds: results are computed in session
+  //   buffers and replace the context's entries only when every node has run. A failed run leaves
+  //   the context exactly as it was. A tensor the caller copied out of the context (it shares the
+  //   storage) keeps its values for as long as it lives; last run's outputs return to the session's
+  //   pool once nobody holds them, so a loop alternates between two buffers per output.
   void run(RuntimeContext& context);
   // The steady-state form: inputs in graph-input order (an empty tensor takes the input's
   // initializer default), outputs in graph-output order; nothing is looked up by name. An entry of
-  // `outputs` that already has its output's type and shape and is caller memory
-  // (Tensor::borrow) or a buffer nobody else holds is written in place, so a loop over the same
-  // shapes allocates nothing; any other entry is replaced. Throws InputError on wrong counts and
-  // as run(context) does.
+  // `outputs` that is caller memory (Tensor::borrow) or a buffer nobody else holds is written in
+  // place when the result has its type and shape, so a loop over the same shapes allocates
+  // nothing; any other entry is replaced by a new tensor (the caller's memory is not written).
+  // - Two entries of `outputs` whose bytes overlap: refused with InputError naming both.
+  // - An entry whose bytes overlap an input's: the result is computed in a private buffer and
+  //   copied into the caller's memory after the last node, so `run({x}, {x})` is correct.
+  // - On failure every entry of `outputs` is the caller's own tensor again; memory written in
+  //   place holds whatever the kernels stored before the failure (as with ONNX Runtime's bound
+  //   outputs); entries that were never written in place are unchanged.
+  // Throws InputError on wrong counts and as run(context) does.
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs);
 
   const std::vector<ValueInfo>& inputs() const;

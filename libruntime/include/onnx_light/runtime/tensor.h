@@ -1,6 +1,10 @@
 #pragma once
 // A dense tensor: element type, shape and 64-byte aligned storage that is either owned
 // (shared, reference counted) or borrowed from the caller (a view that must outlive uses).
+//
+// Ownership is a field, never inferred: a tensor is `empty` (no type, no shape, no data),
+// `owned` (it holds a reference to its storage; copies share it) or `borrowed` (caller memory).
+// A moved-from tensor is empty, so it can never pass for a live view of memory it lost.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -16,6 +20,8 @@ using Shape = std::vector<int64_t>;
 
 inline constexpr std::size_t kTensorAlignment = 64;
 
+enum class TensorOwnership { empty, owned, borrowed };
+
 // Number of elements of a shape; throws InvalidValueError on negative dims or overflow.
 int64_t shape_element_count(std::span<const int64_t> shape);
 // "[2, 3, 4]".
@@ -24,6 +30,12 @@ std::string shape_to_string(std::span<const int64_t> shape);
 class Tensor {
  public:
   Tensor() = default;
+  Tensor(const Tensor&) = default;
+  Tensor& operator=(const Tensor&) = default;
+  // Moves leave `other` empty (the default move would leave it a dangling "view").
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(Tensor&& other) noexcept;
+  ~Tensor() = default;
   // Owned, zero-initialised storage.
   Tensor(ElementType type, Shape shape);
   // A view of caller memory; the caller keeps it alive and aligned for the element type.
@@ -42,10 +54,11 @@ class Tensor {
   std::size_t rank() const { return shape_.size(); }
   int64_t element_count() const { return count_; }
   std::size_t byte_size() const { return static_cast<std::size_t>(count_) * element_size(type_); }
-  bool empty() const { return type_ == ElementType::undefined; }
-  bool is_view() const { return data_ != nullptr && !storage_; }
+  TensorOwnership ownership() const { return ownership_; }
+  bool empty() const { return ownership_ == TensorOwnership::empty; }
+  bool is_view() const { return ownership_ == TensorOwnership::borrowed; }
   // True when this tensor's storage can be reused for a result without affecting anyone else.
-  bool exclusively_owned() const { return storage_ && storage_.use_count() == 1; }
+  bool exclusively_owned() const { return ownership_ == TensorOwnership::owned && storage_.use_count() == 1; }
 
   void* raw_data() { return data_; }
   const void* raw_data() const { return data_; }
@@ -58,7 +71,8 @@ class Tensor {
 
   // Becomes empty (no storage, undefined type) but keeps its shape's capacity, so that assigning
   // a tensor of no greater rank to it later allocates nothing (the session's input slots).
-  void release() {
+  void release() noexcept {
+    ownership_ = TensorOwnership::empty;
     type_ = ElementType::undefined;
     shape_.clear();
     count_ = 0;
@@ -79,7 +93,11 @@ class Tensor {
   int64_t count_ = 0;
   std::shared_ptr<std::byte> storage_;
   void* data_ = nullptr;
+  TensorOwnership ownership_ = TensorOwnership::empty;
 };
+
+// True when the bytes of `a` and `b` share at least one address (empty data never overlaps).
+bool overlaps(const Tensor& a, const Tensor& b);
 
 // Byte-for-byte equality of type, shape and contents.
 bool bitwise_equal(const Tensor& a, const Tensor& b);
