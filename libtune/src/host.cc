@@ -285,7 +285,7 @@ HostDescriptor detect_machine() {
   if (cpuinfo_get_l1d_caches_count() > 0) host.l1d_cache_bytes = cpuinfo_get_l1d_cache(0)->size;
   if (cpuinfo_get_l2_caches_count() > 0) host.l2_cache_bytes = cpuinfo_get_l2_cache(0)->size;
   if (cpuinfo_get_l3_caches_count() > 0) host.l3_cache_bytes = cpuinfo_get_l3_cache(0)->size;
-  host.physical_cores = cpuinfo_get_cores_count();
+  host.physical_cores = runtime::machine_physical_core_count();
   host.logical_cores = cpuinfo_get_processors_count();
   return host;
 }
