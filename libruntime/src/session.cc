@@ -18,6 +18,7 @@
 #include "onnx_light/runtime/tensor_proto.h"
 #include "onnx_light/runtime/thread_pool.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "denormals.h"
 #include "tensor_buffer_pool.h"
 
 namespace onnx_light::runtime {
@@ -139,9 +140,15 @@ struct RuntimeSession::Impl {
     int parallel_for(int64_t n, int64_t grain, int admitted,
                      FunctionRef<void(int64_t, int64_t)> fn) override {
       ParallelRegionCollector* collector = impl_.options.parallel_region_collector.get();
-      if (collector == nullptr) return impl_.pool->parallel_for(n, grain, admitted, fn);
+      // Workers take the session's denormal mode for their block (the caller already has it).
+      const bool flush = impl_.options.flush_denormals;
+      auto in_mode = [&fn, flush](int64_t begin, int64_t end) {
+        ScopedDenormalMode mode(flush);
+        fn(begin, end);
+      };
+      if (collector == nullptr) return impl_.pool->parallel_for(n, grain, admitted, in_mode);
       auto start = std::chrono::steady_clock::now();
-      int used = impl_.pool->parallel_for(n, grain, admitted, fn);
+      int used = impl_.pool->parallel_for(n, grain, admitted, in_mode);
       auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
       collector->record(step_.label, impl_.pool->threads(), used, n, grain, wall.count());
       return used;
@@ -520,6 +527,7 @@ void RuntimeSession::Impl::fuse_activations() {
 }
 
 void RuntimeSession::Impl::run_steps() {
+  ScopedDenormalMode mode(options.flush_denormals);
   for (auto& step : steps) {
     Execution execution(*this, step);
     try {

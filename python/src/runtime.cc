@@ -451,19 +451,26 @@ void bind_runtime(py::module_& m) {
 
   py::class_<rt::RuntimeSessionOptions>(
       m, "RuntimeSessionOptions",
-      "RuntimeSessionOptions(parameters=None, parallel_region_collector=None, fuse_activations=True)\n\n"
-      "Options of a RuntimeSession: its RuntimeParameters, an optional ParallelRegionCollector, and\n"
-      "whether a Relu after a packed MatMul/Gemm runs inside that kernel (bit-identical results).")
+      "RuntimeSessionOptions(parameters=None, parallel_region_collector=None, fuse_activations=True,\n"
+      "                      flush_denormals=True)\n\n"
+      "Options of a RuntimeSession: its RuntimeParameters, an optional ParallelRegionCollector,\n"
+      "whether a Relu after a packed MatMul/Gemm runs inside that kernel (bit-identical results), and\n"
+      "whether denormal floats are flushed to zero while its kernels run (fast; results differ from\n"
+      "IEEE 754 only where a value is denormal, below ~1.2e-38 for float32).")
       .def(py::init([](std::optional<rt::RuntimeParameters> parameters,
-                       std::shared_ptr<rt::ParallelRegionCollector> collector, bool fuse_activations) {
+                       std::shared_ptr<rt::ParallelRegionCollector> collector, bool fuse_activations,
+                       bool flush_denormals) {
              rt::RuntimeSessionOptions options;
              if (parameters) options.parameters = *parameters;
              options.parallel_region_collector = std::move(collector);
              options.fuse_activations = fuse_activations;
+             options.flush_denormals = flush_denormals;
              return options;
            }),
            py::arg("parameters") = py::none(), py::arg("parallel_region_collector") = py::none(),
-           py::arg("fuse_activations") = true)
+           py::arg("fuse_activations") = true, py::arg("flush_denormals") = true)
+      .def_readwrite("flush_denormals", &rt::RuntimeSessionOptions::flush_denormals,
+                     "Whether denormal floats are flushed to zero (FTZ/DAZ) while the session's kernels run.")
       .def_readwrite("fuse_activations", &rt::RuntimeSessionOptions::fuse_activations,
                      "Whether a Relu whose only input is a packed MatMul/Gemm output runs inside that kernel.")
       .def_readwrite("parameters", &rt::RuntimeSessionOptions::parameters, "The RuntimeParameters.")
@@ -471,12 +478,12 @@ void bind_runtime(py::module_& m) {
                      "The ParallelRegionCollector, or None.")
       .def("__repr__", [](const rt::RuntimeSessionOptions& o) {
         return fmt::format("RuntimeSessionOptions(parameters=RuntimeParameters(num_threads={}), "
-                           "parallel_region_collector={}, fuse_activations={})",
+                           "parallel_region_collector={}, fuse_activations={}, flush_denormals={})",
                            o.parameters.num_threads,
                            o.parallel_region_collector
                                ? fmt::format("ParallelRegionCollector(capacity={})", o.parallel_region_collector->capacity())
                                : std::string("None"),
-                           o.fuse_activations ? "True" : "False");
+                           o.fuse_activations ? "True" : "False", o.flush_denormals ? "True" : "False");
       });
 
   // ---- contexts ----
