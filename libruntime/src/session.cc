@@ -526,6 +526,19 @@ void RuntimeSession::Impl::fuse_activations() {
   steps = std::move(kept);
 }
 
+namespace {
+
+// Called from a handler: rethrows `e` as it is when its message already names the node, else the
+// same error type with the node's label in front.
+template <typename E>
+[[noreturn]] void rethrow_with_label(const std::string& label, const E& e) {
+  const std::string what = e.what();
+  if (what.rfind(label, 0) == 0) throw;
+  throw E(fmt::format("{}: {}", label, what));
+}
+
+}  // namespace
+
 void RuntimeSession::Impl::run_steps() {
   ScopedDenormalMode mode(options.flush_denormals);
   for (auto& step : steps) {
@@ -533,14 +546,9 @@ void RuntimeSession::Impl::run_steps() {
     try {
       step.kernel->run(execution);
     } catch (const InputError& e) {
-      std::string what = e.what();
-      if (what.rfind(step.label, 0) == 0) throw;
-      throw InputError(fmt::format("{}: {}", step.label, what));
+      rethrow_with_label(step.label, e);
     } catch (const InvalidValueError& e) {
-      // E.g. an output shape too large to address: the data asked for it, so name the node.
-      std::string what = e.what();
-      if (what.rfind(step.label, 0) == 0) throw;
-      throw InvalidValueError(fmt::format("{}: {}", step.label, what));
+      rethrow_with_label(step.label, e);  // e.g. an output shape too large to address
     } catch (const std::bad_alloc&) {
       throw InputError(fmt::format("{}: out of memory while computing its outputs", step.label));
     }

@@ -66,10 +66,7 @@ std::vector<int64_t> row_major_strides(const Shape& shape) {
   // Nothing is addressed in an empty tensor, whose other dims may be too large to multiply.
   if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return std::vector<int64_t>(shape.size(), 0);
   std::vector<int64_t> strides(shape.size(), 1);
-  for (std::size_t d = shape.size(); d-- > 1;) {
-    if (__builtin_mul_overflow(strides[d], shape[d], &strides[d - 1]))
-      throw InputError(fmt::format("the strides of shape {} overflow 64-bit integers", shape_to_string(shape)));
-  }
+  for (std::size_t d = shape.size(); d-- > 1;) strides[d - 1] = checked_mul(strides[d], shape[d], "a row-major stride");
   return strides;
 }
 
