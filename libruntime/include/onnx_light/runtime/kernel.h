@@ -73,6 +73,11 @@ class Kernel {
   // drop the Relu node that follows (one pass over the output instead of two, as ONNX Runtime's
   // Gemm + activation fusion). Returns false, changing nothing, when the kernel cannot.
   virtual bool fuse_relu() { return false; }
+  // The code path the last run actually took, when it is not simply the definition's
+  // implementation (e.g. "avx512" registered, "portable_loop" ran for a depthwise Conv whose groups
+  // are thinner than the register tile). Self-describing, XNNPACK-style: "dwconv_3x3s1_avx512".
+  // Empty: the definition's implementation ran. Profiles print this, so it must say what ran.
+  virtual std::string_view variant() const { return {}; }
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelCreateInfo&)>;
