@@ -106,8 +106,22 @@ def run(cmd, timeout=600, **kw):
 
 
 def last_line(text):
-    lines = [l for l in text.strip().splitlines() if l.strip()]
-    return lines[-1][:300] if lines else ""
+    """An error text in one line: a traceback's last line; the first line plus the distinct reasons
+    of an "N nodes cannot run:" list (node names dropped, counts kept)."""
+    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
+    if not lines:
+        return ""
+    head = [i for i, l in enumerate(lines) if "cannot run" in l]
+    if not head:
+        return lines[-1][:300]
+    first = lines[head[0]]
+    reasons = {}
+    for l in lines[head[0] + 1:]:
+        if l.startswith("- "):
+            key = re.sub(r"node '[^']*'", "node", l[2:])
+            reasons[key] = reasons.get(key, 0) + 1
+    first = re.sub(r"^.*?(\d+ nodes? cannot run)", r"\1", first)
+    return first + " " + "; ".join(f"{k} (x{n})" if n > 1 else k for k, n in reasons.items())
 
 
 # --- ours: outputs through the Python binding, in a child process ----------------------------------------
@@ -115,10 +129,11 @@ def last_line(text):
 def ours_outputs_worker(model_file, work, n_inputs, threads):
     """Child process: RuntimeSession.run_arrays on the saved inputs; outputs saved as ours{k}.npy."""
     import numpy as np
-    import onnx_light
+    from onnx_light.onnx_py import _onnxpykernels
+    rt = _onnxpykernels.runtime
     inputs = [np.load(os.path.join(work, f"in{j}.npy")) for j in range(n_inputs)]
-    options = onnx_light.RuntimeSessionOptions(parameters=onnx_light.RuntimeParameters(num_threads=threads))
-    session = onnx_light.RuntimeSession(__import__("pathlib").Path(model_file), options)
+    options = rt.RuntimeSessionOptions(parameters=rt.RuntimeParameters(threads))
+    session = rt.RuntimeSession(__import__("pathlib").Path(model_file), options)
     outs = session.run_arrays(inputs)
     for k, o in enumerate(outs):
         np.save(os.path.join(work, f"ours{k}.npy"), np.array(o))
@@ -250,7 +265,7 @@ def env_info(args):
         info["commit"] = "?"
     lscpu = run(["lscpu"]).stdout
     for key in ("Model name", "CPU(s)", "Thread(s) per core", "L2 cache", "L3 cache", "Flags"):
-        m = re.search(rf"^{re.escape(key)}:\s*(.*)$", lscpu, re.M)
+        m = re.search(rf"^\s*{re.escape(key)}:\s*(.*)$", lscpu, re.M)
         if m:
             if key == "Flags":
                 info["avx"] = " ".join(f for f in m.group(1).split() if f in (
@@ -287,7 +302,8 @@ def report(results, info, args):
     w = out.append
     w(f"Measured {info['date']}, commit {info.get('commit')}, {info.get('Model name', '?')}, "
       f"{info.get('CPU(s)', '?')} vCPU ({info.get('Thread(s) per core', '?')} thread(s) per core), "
-      f"L2 {info.get('L2 cache', '?')}, L3 {info.get('L3 cache', '?')}, {info.get('avx', '')}; "
+      + (f"L2 {info['L2 cache']}, L3 {info.get('L3 cache', '?')}, " if "L2 cache" in info else "") +
+      f"{info.get('avx', '')}; "
       f"load average at start {' '.join(info['loadavg_start'])}, at end {' '.join(info.get('loadavg_end', []))}. "
       f"{args.reps} repetitions x {args.min_time} s per (model, threads, runtime), alternating; "
       f"wall time {info.get('wall_s', 0):.0f} s.")
@@ -301,9 +317,9 @@ def report(results, info, args):
         shape = "; ".join(f"{io['name']} {'x'.join(map(str, io['shape'])) or io.get('value')}" for io in r["inputs"])
         if r.get("error"):
             w(f"| {r['name']} | {shape} | does not run | " +
-              (" / ".join(fmt_us(r['ort'][t]['median_us']) if r.get('ort', {}).get(t) else "–" for t in ths)
+              (" / ".join(fmt_us(r['ort'][t]['median_us']) if r['ort'].get(t) else "–" for t in ths)
                if r.get("ort") else "runs (not timed)" if r.get("ort_runs") else "–") +
-              f" | – | – | – |")
+              " | – | – | – |")
             continue
         if not r.get("timed"):
             w(f"| {r['name']} | {shape} | not timed: {r.get('why_untimed')} | | | | "
@@ -333,8 +349,9 @@ def report(results, info, args):
     w("Ratios: per repetition ours/ORT, median (min–max) over the repetitions; below 1 means we are faster. "
       "Spread: (max − min) / median of one side's per-repetition medians.")
     w("")
-    w("Per-op-type profile, T=1 (mean time per run by op type, share of the node time; ORT: its profiler "
-      "after graph optimization, so fused nodes carry ORT's names; ours: `run --profile --json`):")
+    w("Per-op-type profile, T=1 (time per run by op type and its share of the node time; ORT: its profiler, "
+      "median over the profiled runs, after graph optimization, so fused nodes carry ORT's names and profiling "
+      "inflates small nodes; ours: `run --profile --json` profile.op_types, n/a when the CLI lacks it):")
     w("")
     w("| model | ours | ORT |")
     w("|---|---|---|")
@@ -421,7 +438,10 @@ def main():
         res["ours_profile"] = ours_profile(m, work, args) if not ours.get("error") else None
         m["out_ios"] = [{"name": o["name"], "shape": o["dims"]} for o in ref.get("outputs", [])]
         all_float = all(io["dtype"] == "float32" and "value" not in io for io in m["inputs"])
-        res["timed"] = not ours.get("error") and not ref.get("error") and all_float
+        # ORT alone is still timed when we cannot run the model: the figure to beat
+        m["sides"] = [side for side, ok in (("ours", not ours.get("error")), ("ort", not ref.get("error")))
+                      if ok and all_float]
+        res["timed"] = m["sides"] == ["ours", "ort"]
         if not all_float:
             res["why_untimed"] = "non-float32 input (ort_c_bench reads float32 only)"
         res["ours"], res["ort"], res["ratio"], res["samples"] = {}, {}, {}, []
@@ -430,15 +450,16 @@ def main():
         sys.stderr.write(f"{m['name']}: ours {'error: ' + res['error'] if res.get('error') else 'ok'}, "
                          f"diff {res.get('rel_diff_text', '-')}\n")
 
-    timed = [m for m in models if m["res"]["timed"]]
+    timed = [m for m in models if m["sides"]]
     dirs = {"ours": os.path.join(args.work, "manifest-ours"), "ort": os.path.join(args.work, "manifest-ort")}
-    write_manifests(timed, dirs)
+    for side, d in dirs.items():
+        write_manifests([m for m in timed if side in m["sides"]], {side: d})
     samples = {}  # (model, T, side) -> [median_us per rep]
     for rep in range(args.reps):
         for m in timed:
             for t in args.threads:
                 order = ["ours", "ort"] if (rep + t) % 2 == 0 else ["ort", "ours"]
-                for side in order:
+                for side in (x for x in order if x in m["sides"]):
                     tool = ours_bench if side == "ours" else ort_bench
                     cmd = [tool, "--models", dirs[side], "--only", m["name"], "--threads", str(t),
                            "--modes", "prealloc", "--min-time", str(args.min_time)]
