@@ -213,7 +213,8 @@ ConvRun check_conv(KernelExecution& execution, const SpatialAttributes& attrs, i
   r.g = resolve(attrs, x.shape(), kernel, label);
   Shape out_shape{r.batch, r.maps};
   for (std::size_t i = 0; i < r.g.rank; ++i) out_shape.push_back(r.g.out[i]);
-  r.y = &checked_output(execution, 0, type, out_shape);
+  // Every path writes every element of Y: no zero-fill first.
+  r.y = &checked_output(execution, 0, type, out_shape, /*zero=*/false);
   r.group_maps = r.maps / group;
   r.depth = r.group_channels * r.g.kernel_size;
   r.x = &x;
@@ -579,9 +580,9 @@ class PoolKernel final : public ThresholdKernel {
     const Geometry g = resolve(attrs_, x.shape(), attrs_.kernel_shape, execution.label());
     Shape out_shape{x.shape()[0], x.shape()[1]};
     for (std::size_t i = 0; i < g.rank; ++i) out_shape.push_back(g.out[i]);
-    Tensor& y = checked_output(execution, 0, ElementTraits<T>::type, out_shape);
+    Tensor& y = checked_output(execution, 0, ElementTraits<T>::type, out_shape, /*zero=*/false);
     int64_t* indices = nullptr;
-    if (kMax && execution.output_count() > 1) indices = checked_output(execution, 1, ElementType::int64, out_shape).data<int64_t>();
+    if (kMax && execution.output_count() > 1) indices = checked_output(execution, 1, ElementType::int64, out_shape, /*zero=*/false).data<int64_t>();
     const T* in = x.data<T>();
     T* out = y.data<T>();
     int64_t index_stride[kMaxSpatial];  // index of a coordinate step in the Indices output
