@@ -1,7 +1,9 @@
-// Convolution and pooling over 1-3 spatial dims (NCHW-style layouts): Conv on the tiled GEMM
-// core (im2col panels packed per task, never a whole im2col matrix), MaxPool (with Indices)
-// and AveragePool per output element. Pads, strides, dilations, auto_pad and ceil_mode follow
-// the ONNX operator definitions.
+// Convolution and pooling over 1-3 spatial dims (NCHW-style layouts): Conv and FusedConv
+// (com.onnx_light, kernels/epilogue.h) on the tiled GEMM core (im2col panels packed per task,
+// never a whole im2col matrix) or the packed GEMM driver (1x1 stride-1 Convs packing X directly),
+// 2-D depthwise Convs on kernels/depthwise_conv.h; MaxPool (with Indices) and AveragePool on
+// precomputed 2-D windows, per output element otherwise. Pads, strides, dilations, auto_pad and
+// ceil_mode follow the ONNX operator definitions. Kernel::variant() names the Conv path that ran.
 #include <algorithm>
 #include <cmath>
 #include <limits>
