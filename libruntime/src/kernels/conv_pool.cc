@@ -676,18 +676,25 @@ class PoolKernel final : public ThresholdKernel {
               const T* src = row + cols.start[static_cast<std::size_t>(ib)] + kx * dx;
               C* a = acc.data() + ib;
               const int64_t count = ie - ib;
-              if (first_tap) {
-                for (int64_t j = 0; j < count; ++j) a[j] = static_cast<C>(load<T>(src[j * sx]));
-                if constexpr (!kMax)
-                  for (int64_t j = 0; j < count; ++j) a[j] = C(0) + a[j];
-              } else if constexpr (kMax) {
-                for (int64_t j = 0; j < count; ++j) {
-                  const C v = load<T>(src[j * sx]);
-                  a[j] = v > a[j] ? v : a[j];
+              // The stride as a constant where it is 1 or 2, so that the compiler vectorises.
+              auto tap = [&](auto stride) {
+                const int64_t step = stride() > 0 ? stride() : sx;
+                if (first_tap) {
+                  for (int64_t j = 0; j < count; ++j) a[j] = static_cast<C>(load<T>(src[j * step]));
+                  if constexpr (!kMax)
+                    for (int64_t j = 0; j < count; ++j) a[j] = C(0) + a[j];
+                } else if constexpr (kMax) {
+                  for (int64_t j = 0; j < count; ++j) {
+                    const C v = load<T>(src[j * step]);
+                    a[j] = v > a[j] ? v : a[j];
+                  }
+                } else {
+                  for (int64_t j = 0; j < count; ++j) a[j] += static_cast<C>(load<T>(src[j * step]));
                 }
-              } else {
-                for (int64_t j = 0; j < count; ++j) a[j] += static_cast<C>(load<T>(src[j * sx]));
-              }
+              };
+              if (sx == 1) tap(std::integral_constant<int64_t, 1>{});
+              else if (sx == 2) tap(std::integral_constant<int64_t, 2>{});
+              else tap(std::integral_constant<int64_t, 0>{});
               first_tap = false;
             }
           }
