@@ -110,18 +110,27 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
   const int64_t planes = c.batch * c.maps, multiplier = c.maps / c.channels;
   const int64_t in_plane = c.in_h * c.in_w, out_plane = c.out_h * c.out_w;
   void (*row_fn)(const simd::DwconvF32Row&) = portable_row;
+  void (*rows2_fn)(const simd::DwconvF32Row&, const float* const*, int64_t, const float*, float*) = nullptr;
 #if defined(ONNX_LIGHT_X86_SIMD)
   // Only reached after the kernel table found the host able to run the ISA.
-  if (isa == DepthwiseIsa::avx512) row_fn = simd::dwconv_f32_row_avx512;
-  if (isa == DepthwiseIsa::avx2) row_fn = simd::dwconv_f32_row_avx2;
+  if (isa == DepthwiseIsa::avx512) {
+    row_fn = simd::dwconv_f32_row_avx512;
+    rows2_fn = simd::dwconv_f32_rows2_avx512;
+  }
+  if (isa == DepthwiseIsa::avx2) {
+    row_fn = simd::dwconv_f32_row_avx2;
+    rows2_fn = simd::dwconv_f32_rows2_avx2;
+  }
 #else
   isa = DepthwiseIsa::portable;
 #endif
   const int row_activation = isa == DepthwiseIsa::portable ? simd::dwconv_f32_none : simd_activation(c.epilogue);
   const bool activation_after = row_activation == simd::dwconv_f32_none && !c.epilogue.is_identity();
+  // Pairs of rows share their input rows' loads where consecutive output rows are one input row apart.
+  const bool pairs = rows2_fn != nullptr && c.stride_h == 1 && c.dilation_h == 1;
   execution.parallel_for(planes, 1, admitted, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(l.direct ? 0 : static_cast<std::size_t>(c.stride_w * l.rows * l.phase_width));
-    std::vector<const float*> src(static_cast<std::size_t>(l.taps));
+    std::vector<const float*> src(static_cast<std::size_t>(l.taps)), below(static_cast<std::size_t>(c.kernel_w));
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t image = plane / c.maps, map = plane % c.maps;
       const float* input = c.x + (image * c.channels + map / multiplier) * in_plane;
@@ -133,15 +142,27 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
       simd::DwconvF32Row row{src.data(), c.w + map * l.taps, l.taps, c.out_w,
                              c.bias != nullptr ? c.bias[map] : 0.0f, nullptr, row_activation,
                              c.epilogue.alpha, c.epilogue.beta, nullptr};
-      for (int64_t oy = 0; oy < c.out_h; ++oy) {
+      for (int64_t oy = 0; oy < c.out_h;) {
         const int64_t r0 = oy * c.stride_h;
         for (std::size_t t = 0; t < src.size(); ++t)
           src[t] = base + (l.tap_phase[t] * l.rows + r0 + l.tap_row[t]) * l.phase_width + l.tap_column[t];
         const int64_t offset = plane * out_plane + oy * c.out_w;
         row.y = c.y + offset;
         row.z = c.z != nullptr ? c.z + offset : nullptr;
+        if (pairs && oy + 1 < c.out_h) {
+          // The lower row's last input row: kernel row kernel_h - 1 of the upper row, one down.
+          for (std::size_t kx = 0; kx < below.size(); ++kx) {
+            const std::size_t t = src.size() - below.size() + kx;
+            below[kx] = src[t] + l.phase_width;
+          }
+          rows2_fn(row, below.data(), c.kernel_w, row.z != nullptr ? row.z + c.out_w : nullptr, row.y + c.out_w);
+          if (activation_after) apply_activation(c.epilogue, row.y, 2 * c.out_w);
+          oy += 2;
+          continue;
+        }
         row_fn(row);
         if (activation_after) apply_activation(c.epilogue, row.y, c.out_w);
+        ++oy;
       }
     }
   });

@@ -34,4 +34,14 @@ struct DwconvF32Row {
 void dwconv_f32_row_avx2(const DwconvF32Row& row);
 void dwconv_f32_row_avx512(const DwconvF32Row& row);
 
+// Two output rows at once for vertical stride and dilation 1, sharing each input row's loads:
+// `first` as above (taps row-major over kernel_h x kernel_w), and the row below it, whose taps
+// are `first`'s shifted down one input row; `below_src` holds only the last input row's kernel_w
+// pointers (the others are first.src[kernel_w...]). Per output, the same FMA chain as
+// dwconv_f32_row, so results are identical.
+void dwconv_f32_rows2_avx2(const DwconvF32Row& first, const float* const* below_src, int64_t kernel_w,
+                           const float* below_z, float* below_y);
+void dwconv_f32_rows2_avx512(const DwconvF32Row& first, const float* const* below_src, int64_t kernel_w,
+                             const float* below_z, float* below_y);
+
 }  // namespace onnx_light::runtime::kernels::simd

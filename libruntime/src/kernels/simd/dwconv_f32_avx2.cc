@@ -40,5 +40,9 @@ struct Avx2 {
 }  // namespace
 
 void dwconv_f32_row_avx2(const DwconvF32Row& row) { dwconv_row<Avx2>(row); }
+void dwconv_f32_rows2_avx2(const DwconvF32Row& first, const float* const* below_src, int64_t kernel_w,
+                           const float* below_z, float* below_y) {
+  dwconv_rows2<Avx2>(first, below_src, kernel_w, below_z, below_y);
+}
 
 }  // namespace onnx_light::runtime::kernels::simd

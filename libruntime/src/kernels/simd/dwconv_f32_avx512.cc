@@ -43,5 +43,9 @@ struct Avx512 {
 }  // namespace
 
 void dwconv_f32_row_avx512(const DwconvF32Row& row) { dwconv_row<Avx512>(row); }
+void dwconv_f32_rows2_avx512(const DwconvF32Row& first, const float* const* below_src, int64_t kernel_w,
+                           const float* below_z, float* below_y) {
+  dwconv_rows2<Avx512>(first, below_src, kernel_w, below_z, below_y);
+}
 
 }  // namespace onnx_light::runtime::kernels::simd

@@ -68,5 +68,55 @@ void dwconv_row(const DwconvF32Row& r) {
   }
 }
 
+// Input row i (0..kernel_h) at column offset kx: tap (i, kx) of the upper row, (i - 1, kx) of the lower.
+template <typename Ops>
+void dwconv_rows2(const DwconvF32Row& r, const float* const* below_src, int64_t kw, const float* below_z,
+                  float* below_y) {
+  using V = typename Ops::V;
+  constexpr int64_t w = Ops::width;
+  const int64_t kh = r.taps / kw;
+  auto src = [&](int64_t i, int64_t kx) { return i < kh ? r.src[i * kw + kx] : below_src[kx]; };
+  DwconvF32Row below = r;
+  below.z = below_z;
+  below.y = below_y;
+  int64_t j = 0;
+  for (; j + 2 * w <= r.n; j += 2 * w) {
+    V a0 = Ops::zero(), a1 = Ops::zero(), b0 = Ops::zero(), b1 = Ops::zero();
+    for (int64_t i = 0; i <= kh; ++i)
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const float* s = src(i, kx) + j;
+        const V v0 = Ops::load(s), v1 = Ops::load(s + w);
+        if (i < kh) {
+          const V k = Ops::set1(r.weights[i * kw + kx]);
+          a0 = Ops::fma(v0, k, a0);
+          a1 = Ops::fma(v1, k, a1);
+        }
+        if (i > 0) {
+          const V k = Ops::set1(r.weights[(i - 1) * kw + kx]);
+          b0 = Ops::fma(v0, k, b0);
+          b1 = Ops::fma(v1, k, b1);
+        }
+      }
+    Ops::store(r.y + j, dwconv_epilogue<Ops>(r, a0, r.z != nullptr ? Ops::load(r.z + j) : a0));
+    Ops::store(r.y + j + w, dwconv_epilogue<Ops>(r, a1, r.z != nullptr ? Ops::load(r.z + j + w) : a1));
+    Ops::store(below_y + j, dwconv_epilogue<Ops>(below, b0, below_z != nullptr ? Ops::load(below_z + j) : b0));
+    Ops::store(below_y + j + w, dwconv_epilogue<Ops>(below, b1, below_z != nullptr ? Ops::load(below_z + j + w) : b1));
+  }
+  for (; j < r.n; j += w) {
+    const int64_t rem = r.n - j < w ? r.n - j : w;
+    const typename Ops::Mask m = Ops::mask(rem);
+    V a = Ops::zero(), b = Ops::zero();
+    for (int64_t i = 0; i <= kh; ++i)
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const V v = Ops::load_partial(src(i, kx) + j, m);
+        if (i < kh) a = Ops::fma(v, Ops::set1(r.weights[i * kw + kx]), a);
+        if (i > 0) b = Ops::fma(v, Ops::set1(r.weights[(i - 1) * kw + kx]), b);
+      }
+    Ops::store_partial(r.y + j, dwconv_epilogue<Ops>(r, a, r.z != nullptr ? Ops::load_partial(r.z + j, m) : a), m);
+    Ops::store_partial(below_y + j,
+                       dwconv_epilogue<Ops>(below, b, below_z != nullptr ? Ops::load_partial(below_z + j, m) : b), m);
+  }
+}
+
 }  // namespace
 }  // namespace onnx_light::runtime::kernels::simd
