@@ -32,6 +32,28 @@ constexpr Pass kPasses[] = {
     {"dead_node_cleanup", OptimizationLevel::all, optimizer::eliminate_dead_nodes, false},
 };
 
+// The input counts the pattern matchers rely on, for the operators they inspect.
+bool arity_ok(const onnx::NodeProto& n) {
+  if (!(n.domain().empty() || n.domain() == "ai.onnx")) return true;
+  struct Arity {
+    std::string_view op;
+    int min_inputs, max_inputs;
+  };
+  static constexpr Arity kArities[] = {
+      {"Add", 2, 2},         {"Sub", 2, 2},         {"Mul", 2, 2},       {"Div", 2, 2},       {"Pow", 2, 2},
+      {"Relu", 1, 1},        {"Sigmoid", 1, 1},     {"Tanh", 1, 1},      {"Erf", 1, 1},       {"Sqrt", 1, 1},
+      {"HardSigmoid", 1, 1}, {"HardSwish", 1, 1},   {"LeakyRelu", 1, 1}, {"Identity", 1, 1},  {"Clip", 1, 3},
+      {"ReduceMean", 1, 2},  {"MatMul", 2, 2},      {"Gemm", 2, 3},      {"Conv", 2, 3},      {"Shape", 1, 1},
+      {"BatchNormalization", 5, 5}, {"Dropout", 1, 3}, {"Cast", 1, 1},   {"Reshape", 2, 2},   {"Squeeze", 1, 2},
+      {"Unsqueeze", 1, 2},   {"Flatten", 1, 1},
+  };
+  for (const auto& a : kArities)
+    if (n.op_type() == a.op)
+      return n.input_size() >= a.min_inputs && n.input_size() <= a.max_inputs && n.output_size() >= 1 &&
+             !n.output(0).empty() && !n.input(0).empty();
+  return true;
+}
+
 // The optimizer only rewrites graphs the session would accept as written: each value produced
 // once, every read provided, no cycle, every operator implemented. Anything else is left to the
 // session, which reports every problem of the graph as written (rather than of a rewritten one
@@ -46,6 +68,7 @@ bool well_formed(const onnx::ModelProto& model, const KernelTable& table) {
     const auto& n = graph.node(i);
     const bool constant = n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx");
     if (!constant && !table.implements(n.domain(), n.op_type())) return false;
+    if (!arity_ok(n)) return false;
     bool imported = false;
     for (const auto& o : model.opset_import())
       if (o.domain() == n.domain() || ((o.domain().empty() || o.domain() == "ai.onnx") &&
