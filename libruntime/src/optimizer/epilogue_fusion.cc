@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/epilogue.h"
+#include "onnx_light/runtime/cpu_features.h"
 #include "optimizer/passes.h"
 
 namespace onnx_light::runtime::optimizer {
@@ -143,6 +144,16 @@ void set_floats(onnx::NodeProto& node, const std::string& name, const std::vecto
   for (float v : values) a->add_floats(v);
 }
 
+// FusedGemm / FusedMatMul wrap the table's Gemm / MatMul: fuse only when the table would run the
+// same implementation either way (a table restricted to one implementation of the plain op, as
+// tests build, keeps running that one).
+bool same_implementation(GraphEdit& g, const std::string& op) {
+  const CpuFeatures& features = host_cpu_features();
+  const KernelChoice plain = g.table().choose("", op, g.opset(), ElementType::float32, features);
+  const KernelChoice fused = g.table().choose(kFusedDomain, "Fused" + op, 1, ElementType::float32, features);
+  return plain.def != nullptr && fused.def != nullptr && plain.def->implementation == fused.def->implementation;
+}
+
 }  // namespace
 
 int64_t matmul_add_to_gemm(GraphEdit& g) {
@@ -176,8 +187,8 @@ int64_t matmul_add_to_gemm(GraphEdit& g) {
 
 int64_t fuse_epilogues(GraphEdit& g) {
   const bool conv_kernel = g.table().implements(kFusedDomain, "FusedConv");
-  const bool gemm_kernel = g.table().implements(kFusedDomain, "FusedGemm");
-  const bool matmul_kernel = g.table().implements(kFusedDomain, "FusedMatMul");
+  const bool gemm_kernel = same_implementation(g, "Gemm");
+  const bool matmul_kernel = same_implementation(g, "MatMul");
   int64_t fused = 0;
   for (int i = 0; i < g.node_count(); ++i) {
     if (g.removed(i)) continue;
