@@ -147,7 +147,7 @@ void register_fused_gemm_kernels(KernelTable& table) {
     twin.calibration_workload = nullptr;  // the calibration models are ai.onnx
     twin.calibration_elements = nullptr;
     if (def.op_type == "LayerNormalization") {
-      twin.schema.key.kernel = "FusedLayerNormalization";
+      twin.schema.key.kernel = "LayerNormalization";  // the same kernel: it shares its tuning
       twin.create = [inner = def.create](const KernelCreateInfo& info) {
         KernelCreateInfo as_17{info.node, 17, info.input_types, info.constant_inputs};
         return inner(as_17);
