@@ -1,16 +1,21 @@
-// Convolution and pooling over 1-3 spatial dims (NCHW-style layouts): Conv on the tiled GEMM
-// core (im2col panels packed per task, never a whole im2col matrix), MaxPool (with Indices)
-// and AveragePool per output element. Pads, strides, dilations, auto_pad and ceil_mode follow
-// the ONNX operator definitions.
+// Convolution and pooling over 1-3 spatial dims (NCHW-style layouts): Conv and FusedConv
+// (com.onnx_light, kernels/epilogue.h) on the tiled GEMM core (im2col panels packed per task,
+// never a whole im2col matrix) or the packed GEMM driver (1x1 stride-1 Convs packing X directly),
+// 2-D depthwise Convs on kernels/depthwise_conv.h; MaxPool (with Indices) and AveragePool on
+// precomputed 2-D windows, per output element otherwise. Pads, strides, dilations, auto_pad and
+// ceil_mode follow the ONNX operator definitions. Kernel::variant() names the Conv path that ran.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "checked_math.h"
 #include "kernels/elementwise.h"
+#include "kernels/epilogue.h"
+#include "kernels/depthwise_conv.h"
 #include "kernels/gemm_core.h"
 #include "kernels/isa_requirements.h"
 #include "kernels/kernel_families.h"
@@ -151,7 +156,36 @@ struct ConvRun {
   const Tensor* x = nullptr;
   const Tensor* w = nullptr;
   const Tensor* bias = nullptr;
+  const Tensor* z = nullptr;  // FusedConv's residual, Y's shape
   Tensor* y = nullptr;
+};
+
+// What FusedConv adds to Conv: its epilogue (kernels/epilogue.h) and the residual input Z.
+struct ConvFusion {
+  bool fused = false;  // FusedConv (input 3 is Z) rather than Conv
+  Epilogue epilogue;
+
+  ConvFusion(const KernelCreateInfo& info, bool is_fused) : fused(is_fused) {
+    if (fused) {
+      check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "activation",
+                              "activation_params"});
+      std::vector<float> params;
+      if (const auto* a = info.attribute("activation_params")) params.assign(a->floats().begin(), a->floats().end());
+      epilogue = parse_epilogue(info.string_attribute("activation", "Identity"), params, info.node_label());
+    } else {
+      check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    }
+  }
+  // Nothing to do after the bias.
+  bool plain(const ConvRun& r) const { return r.z == nullptr && epilogue.is_identity(); }
+  // Z added and the activation applied to n values of Y from element `offset` on.
+  void apply(const ConvRun& r, float* y, int64_t offset, int64_t n) const {
+    if (r.z != nullptr) {
+      const float* z = r.z->data<float>() + offset;
+      for (int64_t i = 0; i < n; ++i) y[i] += z[i];
+    }
+    apply_activation(epilogue, y, n);
+  }
 };
 
 ConvRun check_conv(KernelExecution& execution, const SpatialAttributes& attrs, int64_t group, ElementType type) {
@@ -181,13 +215,60 @@ ConvRun check_conv(KernelExecution& execution, const SpatialAttributes& attrs, i
   r.g = resolve(attrs, x.shape(), kernel, label);
   Shape out_shape{r.batch, r.maps};
   for (std::size_t i = 0; i < r.g.rank; ++i) out_shape.push_back(r.g.out[i]);
-  r.y = &checked_output(execution, 0, type, out_shape);
+  // Every path writes every element of Y: no zero-fill first.
+  r.y = &checked_output(execution, 0, type, out_shape, /*zero=*/false);
   r.group_maps = r.maps / group;
   r.depth = r.group_channels * r.g.kernel_size;
   r.x = &x;
   r.w = &w;
   r.bias = bias;
+  if (execution.input_count() > 3 && execution.input(3) != nullptr) {
+    const Tensor& z = *execution.input(3);
+    check_input_type(execution, 3, z, type);
+    if (z.shape() != out_shape)
+      throw InputError(fmt::format("{}: Z {} must have the shape of Y {}", label, shape_to_string(z.shape()),
+                                   shape_to_string(out_shape)));
+    r.z = &z;
+  }
   return r;
+}
+
+// A 2-D float32 Conv whose groups each hold one input channel (depthwise, any multiplier) as the
+// depthwise kernel's problem; nullopt for anything else.
+std::optional<DepthwiseConv> depthwise_of(const ConvRun& r, int64_t group, const ConvFusion& fusion) {
+  if (r.g.rank != 2 || group != r.channels || r.group_channels != 1 || r.y->element_count() == 0) return std::nullopt;
+  const Geometry& g = r.g;
+  DepthwiseConv c;
+  c.batch = r.batch;
+  c.channels = r.channels;
+  c.maps = r.maps;
+  c.in_h = g.in[0];
+  c.in_w = g.in[1];
+  c.out_h = g.out[0];
+  c.out_w = g.out[1];
+  c.kernel_h = g.kernel[0];
+  c.kernel_w = g.kernel[1];
+  c.stride_h = g.stride[0];
+  c.stride_w = g.stride[1];
+  c.dilation_h = g.dilation[0];
+  c.dilation_w = g.dilation[1];
+  c.pad_top = g.pad_begin[0];
+  c.pad_left = g.pad_begin[1];
+  c.x = r.x->data<float>();
+  c.w = r.w->data<float>();
+  c.bias = r.bias != nullptr ? r.bias->data<float>() : nullptr;
+  c.z = r.z != nullptr ? r.z->data<float>() : nullptr;
+  c.y = r.y->data<float>();
+  c.epilogue = fusion.epilogue;
+  return c;
+}
+
+// Runs a depthwise Conv and returns its variant label, kept in `label`.
+std::string_view run_depthwise(KernelExecution& execution, const DepthwiseConv& c, DepthwiseIsa isa, int admitted,
+                               std::string& label) {
+  run_depthwise_conv(execution, c, isa, admitted);
+  label = depthwise_variant(c, isa);
+  return label;
 }
 
 // Rows [k0, k0 + kc) of one group's im2col matrix (row = channel x kernel position, column =
@@ -264,14 +345,22 @@ void gather_patches(const Geometry& g, const T* planes, const int64_t* origins, 
 template <typename T>
 class ConvKernel final : public TiledKernel {
  public:
-  explicit ConvKernel(const KernelCreateInfo& info) : TiledKernel(TileDefaults{}), attrs_(info) {
-    check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  explicit ConvKernel(const KernelCreateInfo& info, bool fused = false)
+      : TiledKernel(TileDefaults{}), attrs_(info), fusion_(info, fused) {
     group_ = info.int_attribute("group", 1);
     if (group_ < 1) throw ModelError(fmt::format("{}: attribute 'group' = {} must be positive", info.node_label(), group_));
   }
 
   void run(KernelExecution& execution) override {
     const ConvRun r = check_conv(execution, attrs_, group_, ElementTraits<T>::type);
+    last_variant_ = "portable_loop";
+    if constexpr (std::is_same_v<T, float>) {
+      if (const auto dw = depthwise_of(r, group_, fusion_)) {
+        const int threads = admitted_macs(r.batch * r.maps * r.g.out_size * r.g.kernel_size, execution);
+        last_variant_ = run_depthwise(execution, *dw, DepthwiseIsa::portable, threads, label_);
+        return;
+      }
+    }
     if (r.y->element_count() == 0) return;
     const Geometry& g = r.g;
     using A = gemm_acc_t<T>;
@@ -280,6 +369,7 @@ class ConvKernel final : public TiledKernel {
     const T* pw = r.w->data<T>();
     const T* pbias = r.bias != nullptr ? r.bias->data<T>() : nullptr;
     T* out = r.y->data<T>();
+    [[maybe_unused]] const bool plain = fusion_.plain(r);
     // One GEMM per (image, group): [group_maps x depth] weights times [depth x positions] patches.
     const GemmTiling tiling(group_maps, g.out_size, tile_m_, tile_n_);
     const int64_t tasks = r.batch * group_ * tiling.tasks_per_batch();
@@ -302,15 +392,24 @@ class ConvKernel final : public TiledKernel {
             [&](int64_t i, int64_t k) { return static_cast<A>(load<T>(weights[i * depth + k])); }, pack,
             [&](int64_t i, int64_t j0, int64_t nc, const A* acc) {
               const A b = pbias != nullptr ? static_cast<A>(load<T>(pbias[grp * group_maps + i])) : A(0);
-              for (int64_t j = 0; j < nc; ++j) result[i * g.out_size + j0 + j] = store<T>(acc[j] + b);
+              T* row = result + i * g.out_size + j0;
+              for (int64_t j = 0; j < nc; ++j) row[j] = store<T>(acc[j] + b);
+              // FusedConv (float32 only): the epilogue on this block of the row while it is in cache.
+              if constexpr (std::is_same_v<T, float>)
+                if (!plain) fusion_.apply(r, row, row - out, nc);
             });
       }
     });
   }
 
+  std::string_view variant() const override { return last_variant_; }
+
  private:
   SpatialAttributes attrs_;
+  ConvFusion fusion_;
   int64_t group_ = 1;
+  std::string_view last_variant_;
+  std::string label_;  // the depthwise path's variant
 };
 
 // Conv float32 on the packed GEMM driver (implementations "avx2", "avx512"): per (image, group)
@@ -320,9 +419,10 @@ class ConvKernel final : public TiledKernel {
 // (packed_gemm.h); they differ from the portable kernel by rounding only (FMA, another order).
 class PackedConvKernel final : public Kernel {
  public:
-  PackedConvKernel(const KernelCreateInfo& info, const PackedGemmIsa& isa, const GemmBlocking& defaults)
-      : attrs_(info), isa_(isa), blocking_(defaults), thin_groups_(info) {
-    check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  PackedConvKernel(const KernelCreateInfo& info, const PackedGemmIsa& isa, const GemmBlocking& defaults, bool fused)
+      : attrs_(info), fusion_(info, fused), isa_(isa), blocking_(defaults), thin_groups_(info, fused) {
+    variant_ = std::string("packed_gemm_") + isa.name;
+    pointwise_variant_ = std::string("pointwise_gemm_") + isa.name;
     group_ = info.int_attribute("group", 1);
     if (group_ < 1) throw ModelError(fmt::format("{}: attribute 'group' = {} must be positive", info.node_label(), group_));
   }
@@ -336,12 +436,27 @@ class PackedConvKernel final : public Kernel {
       // Depthwise and other thin groups: a GEMM with fewer rows than the register tile wastes most
       // of it, and one GEMM per (image, group) would mean two parallel regions each; the portable
       // loop (default tiles) runs all groups in one region.
+      const ConvRun r = check_conv(execution, attrs_, group_, ElementType::float32);
+      if (const auto dw = depthwise_of(r, group_, fusion_)) {
+        const int admitted =
+            admitted_threads_for(r.batch * r.maps * r.g.out_size * r.g.kernel_size, minimum_macs_, execution.threads());
+        last_variant_ = run_depthwise(execution, *dw, std::string_view(isa_.name) == "avx512" ? DepthwiseIsa::avx512 : DepthwiseIsa::avx2,
+                                      admitted, label_);
+        return;
+      }
       thin_groups_.run(execution);
+      last_variant_ = thin_groups_.variant();
       return;
     }
     const ConvRun r = check_conv(execution, attrs_, group_, ElementType::float32);
     if (r.y->element_count() == 0) return;
     const Geometry& g = r.g;
+    // 1x1, stride 1, no pads: the im2col matrix is X's rows themselves, packed by the ISA's own
+    // B packer (inside the GEMM tasks when A is small) instead of gathered position by position.
+    bool pointwise = true;
+    for (std::size_t i = 0; i < g.rank; ++i)
+      pointwise = pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
+    last_variant_ = pointwise ? pointwise_variant_ : variant_;
     const int64_t nr = isa_.nr, panels = (g.out_size + nr - 1) / nr;
     const int admitted = admitted_threads_for(r.batch * r.maps * g.out_size * r.depth, minimum_macs_, execution.threads());
     patches_.grow(static_cast<std::size_t>(panels * r.depth * nr));
@@ -352,7 +467,11 @@ class PackedConvKernel final : public Kernel {
     for (int64_t image = 0; image < r.batch; ++image)
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* planes = px + (image * r.channels + grp * r.group_channels) * g.in_size;
-        execution.parallel_for(panels, 1, admitted, [&](int64_t begin, int64_t end) {
+        const MatrixView activation{planes, g.in_size, 1};  // a pointwise Conv's B: X itself
+        const bool in_tasks = pointwise && pack_b_in_tasks(blocking_, r.group_maps, r.depth);
+        if (pointwise && !in_tasks) pack_b_matrices(&execution, admitted, isa_, 1, r.depth, g.out_size,
+                                                     [&](int64_t) { return activation; }, packed);
+        if (!pointwise) execution.parallel_for(panels, 1, admitted, [&](int64_t begin, int64_t end) {
           int64_t origins[kMaxSpatial * 64];  // NR <= 64 window origins
           for (int64_t q = begin; q < end; ++q) {
             const int64_t j0 = q * nr, nc = std::min(nr, g.out_size - j0);
@@ -363,23 +482,84 @@ class PackedConvKernel final : public Kernel {
               for (int64_t kk = 0; kk < r.depth; ++kk) std::fill(panel + kk * nr + nc, panel + (kk + 1) * nr, 0.0f);
           }
         });
+        // A lone Relu runs in the micro-kernel's store (bit-identical to ONNX Relu).
+        const bool relu_only = r.z == nullptr && fusion_.epilogue.activation == Activation::relu;
         const simd::GemmF32Epilogue bias{1.0f, 1.0f, r.bias != nullptr ? r.bias->data<float>() + grp * r.group_maps : nullptr,
-                                         1, 0, false};
-        const PackedGemmOperands operands{MatrixView{pw + grp * r.group_maps * r.depth, r.depth, 1}, packed,
-                                          out + (image * r.maps + grp * r.group_maps) * g.out_size, g.out_size};
+                                         1, 0, relu_only};
+        float* result = out + (image * r.maps + grp * r.group_maps) * g.out_size;
+        const PackedGemmOperands operands{MatrixView{pw + grp * r.group_maps * r.depth, r.depth, 1},
+                                          packed,
+                                          result,
+                                          g.out_size,
+                                          in_tasks ? packed : nullptr,
+                                          activation};
         packed_gemm(execution, admitted, isa_, blocking_, 1, r.group_maps, g.out_size, r.depth,
-                    r.bias != nullptr ? &bias : nullptr, [&](int64_t) { return operands; });
+                    r.bias != nullptr || relu_only ? &bias : nullptr, [&](int64_t) { return operands; }, in_tasks);
+        if (!relu_only && !fusion_.plain(r)) {
+          // Other epilogues: over this (image, group)'s block just written (the driver has no
+          // per-task hook), in parallel over its rows.
+          const int64_t offset = result - out;
+          execution.parallel_for(r.group_maps, 1, admitted, [&](int64_t begin, int64_t end) {
+            fusion_.apply(r, result + begin * g.out_size, offset + begin * g.out_size, (end - begin) * g.out_size);
+          });
+        }
       }
   }
 
+  std::string_view variant() const override { return last_variant_; }
+
  private:
   SpatialAttributes attrs_;
+  ConvFusion fusion_;
   int64_t group_ = 1;
   const PackedGemmIsa& isa_;
   GemmBlocking blocking_;
   int64_t minimum_macs_ = kDefaultMinimumMacs;
   PackedBuffer patches_;  // the packed im2col panels of one (image, group), reused across runs
   ConvKernel<float> thin_groups_;
+  std::string variant_, pointwise_variant_;
+  std::string_view last_variant_;
+  std::string label_;  // the depthwise path's variant
+};
+
+// One spatial axis of a 2-D pool, precomputed per run so that no output or tap divides: for
+// output o, the window starts at input coordinate start[o] and taps k in [first[o], last[o]) lie
+// inside the input; padded[o] counts the taps inside input or padding (count_include_pad).
+struct PoolAxis {
+  std::vector<int64_t> start, first, last, padded;
+  int64_t interior_begin = 0, interior_end = 0;  // outputs whose every tap lies inside
+
+  PoolAxis(const Geometry& g, std::size_t axis) {
+    const int64_t in = g.in[axis], k = g.kernel[axis], s = g.stride[axis], d = g.dilation[axis];
+    const int64_t n = g.out[axis];
+    start.resize(static_cast<std::size_t>(n));
+    first.resize(start.size());
+    last.resize(start.size());
+    padded.resize(start.size());
+    interior_begin = n;
+    interior_end = n;
+    bool seen_interior = false;
+    for (int64_t o = 0; o < n; ++o) {
+      const auto i = static_cast<std::size_t>(o);
+      const int64_t c0 = o * s - g.pad_begin[axis];
+      start[i] = c0;
+      // First tap at or after coordinate 0, first tap at or after `in` (ceil divisions per output once).
+      const int64_t lo = c0 >= 0 ? 0 : std::min(k, (-c0 + d - 1) / d);
+      const int64_t hi = in - c0 <= 0 ? 0 : std::min(k, (in - c0 + d - 1) / d);
+      first[i] = lo;
+      last[i] = std::max(lo, hi);
+      const int64_t plo = c0 >= -g.pad_begin[axis] ? 0 : std::min(k, (-g.pad_begin[axis] - c0 + d - 1) / d);
+      const int64_t phi = in + g.pad_end[axis] - c0 <= 0 ? 0 : std::min(k, (in + g.pad_end[axis] - c0 + d - 1) / d);
+      padded[i] = std::max<int64_t>(0, phi - plo);
+      const bool inside = lo == 0 && hi == k;
+      if (inside && !seen_interior) {
+        interior_begin = o;
+        seen_interior = true;
+      }
+      if (inside) interior_end = o + 1;
+    }
+    if (!seen_interior) interior_begin = interior_end = 0;
+  }
 };
 
 template <typename T, bool kMax>
@@ -402,9 +582,9 @@ class PoolKernel final : public ThresholdKernel {
     const Geometry g = resolve(attrs_, x.shape(), attrs_.kernel_shape, execution.label());
     Shape out_shape{x.shape()[0], x.shape()[1]};
     for (std::size_t i = 0; i < g.rank; ++i) out_shape.push_back(g.out[i]);
-    Tensor& y = checked_output(execution, 0, ElementTraits<T>::type, out_shape);
+    Tensor& y = checked_output(execution, 0, ElementTraits<T>::type, out_shape, /*zero=*/false);
     int64_t* indices = nullptr;
-    if (kMax && execution.output_count() > 1) indices = checked_output(execution, 1, ElementType::int64, out_shape).data<int64_t>();
+    if (kMax && execution.output_count() > 1) indices = checked_output(execution, 1, ElementType::int64, out_shape, /*zero=*/false).data<int64_t>();
     const T* in = x.data<T>();
     T* out = y.data<T>();
     int64_t index_stride[kMaxSpatial];  // index of a coordinate step in the Indices output
@@ -415,6 +595,11 @@ class PoolKernel final : public ThresholdKernel {
     }
     const int64_t n = y.element_count();
     using C = compute_t<T>;
+    if (g.rank == 2) {
+      run_2d(execution, g, in, out, indices, index_stride, n / std::max<int64_t>(1, g.out[1]),
+             admitted(n * g.kernel_size, execution));
+      return;
+    }
     execution.parallel_for(n, cache_line_grain<T>(), admitted(n * g.kernel_size, execution), [&](int64_t begin, int64_t end) {
       int64_t origin[kMaxSpatial], offsets[kMaxSpatial];
       for (int64_t e = begin; e < end; ++e) {
@@ -462,6 +647,105 @@ class PoolKernel final : public ThresholdKernel {
   }
 
  private:
+  // 2-D windows over precomputed per-axis ranges (PoolAxis), parallel over (plane, output row).
+  // The same taps in the same order (rows, then columns) and the same comparisons and sums as the
+  // generic loop above, so results are identical; interior columns run tap by tap over the whole
+  // interior span, a loop the compiler vectorises along W.
+  void run_2d(KernelExecution& execution, const Geometry& g, const T* in, T* out, int64_t* indices,
+              const int64_t* index_stride, int64_t lines, int threads) const {
+    using C = compute_t<T>;
+    const PoolAxis rows(g, 0), cols(g, 1);
+    const int64_t out_h = g.out[0], out_w = g.out[1], in_w = g.in[1];
+    const int64_t sx = g.stride[1], dy = g.dilation[0], dx = g.dilation[1];
+    execution.parallel_for(lines, 1, threads, [&](int64_t begin, int64_t end) {
+      std::vector<C> acc(static_cast<std::size_t>(out_w));
+      for (int64_t line = begin; line < end; ++line) {
+        const int64_t plane = line / out_h, oy = line % out_h;
+        const auto r = static_cast<std::size_t>(oy);
+        const T* p = in + plane * g.in_size;
+        T* o = out + line * out_w;
+        const int64_t ky0 = rows.first[r], ky1 = rows.last[r], iy0 = rows.start[r];
+        // Interior columns, tap-major (only without Indices and with a non-empty window).
+        int64_t ib = cols.interior_begin, ie = cols.interior_end;
+        if (indices != nullptr || ky1 <= ky0) ib = ie = 0;
+        if (ib < ie) {
+          bool first_tap = true;
+          for (int64_t ky = ky0; ky < ky1; ++ky) {
+            const T* row = p + (iy0 + ky * dy) * in_w;
+            for (int64_t kx = 0; kx < g.kernel[1]; ++kx) {
+              const T* src = row + cols.start[static_cast<std::size_t>(ib)] + kx * dx;
+              C* a = acc.data() + ib;
+              const int64_t count = ie - ib;
+              // The stride as a constant where it is 1 or 2, so that the compiler vectorises.
+              auto tap = [&](auto stride) {
+                const int64_t step = stride() > 0 ? stride() : sx;
+                if (first_tap) {
+                  for (int64_t j = 0; j < count; ++j) a[j] = static_cast<C>(load<T>(src[j * step]));
+                  if constexpr (!kMax)
+                    for (int64_t j = 0; j < count; ++j) a[j] = C(0) + a[j];
+                } else if constexpr (kMax) {
+                  for (int64_t j = 0; j < count; ++j) {
+                    const C v = load<T>(src[j * step]);
+                    a[j] = v > a[j] ? v : a[j];
+                  }
+                } else {
+                  for (int64_t j = 0; j < count; ++j) a[j] += static_cast<C>(load<T>(src[j * step]));
+                }
+              };
+              if (sx == 1) tap(std::integral_constant<int64_t, 1>{});
+              else if (sx == 2) tap(std::integral_constant<int64_t, 2>{});
+              else tap(std::integral_constant<int64_t, 0>{});
+              first_tap = false;
+            }
+          }
+          const C divisor =
+              static_cast<C>(count_include_pad_ ? rows.padded[r] * g.kernel[1] : (ky1 - ky0) * g.kernel[1]);
+          for (int64_t j = ib; j < ie; ++j) {
+            if constexpr (kMax) o[j] = store<T>(acc[static_cast<std::size_t>(j)]);
+            else o[j] = store<T>(acc[static_cast<std::size_t>(j)] / divisor);
+          }
+        }
+        // The other columns (and every column with Indices): one window at a time.
+        for (int64_t ox = 0; ox < out_w; ++ox) {
+          if (ox == ib && ib < ie) {
+            ox = ie - 1;
+            continue;
+          }
+          const auto c = static_cast<std::size_t>(ox);
+          const int64_t kx0 = cols.first[c], kx1 = cols.last[c], ix0 = cols.start[c];
+          C best = std::numeric_limits<C>::lowest();
+          if constexpr (std::numeric_limits<C>::has_infinity) best = -std::numeric_limits<C>::infinity();
+          int64_t best_index = -1;
+          C sum = C(0);
+          for (int64_t ky = ky0; ky < ky1; ++ky) {
+            const int64_t iy = iy0 + ky * dy;
+            const T* row = p + iy * in_w;
+            for (int64_t kx = kx0; kx < kx1; ++kx) {
+              const int64_t ix = ix0 + kx * dx;
+              const C v = load<T>(row[ix]);
+              if constexpr (kMax) {
+                if (v > best || best_index < 0) {
+                  best = v;
+                  best_index = iy * index_stride[0] + ix * index_stride[1];
+                }
+              } else {
+                sum += v;
+              }
+            }
+          }
+          if constexpr (kMax) {
+            o[ox] = store<T>(best);
+            if (indices != nullptr) indices[line * out_w + ox] = best_index < 0 ? -1 : plane * g.in_size + best_index;
+          } else {
+            const int64_t valid = (ky1 - ky0) * (kx1 - kx0);
+            const int64_t divisor = count_include_pad_ ? rows.padded[r] * cols.padded[c] : valid;
+            o[ox] = store<T>(divisor == 0 ? std::numeric_limits<C>::quiet_NaN() : sum / static_cast<C>(divisor));
+          }
+        }
+      }
+    });
+  }
+
   SpatialAttributes attrs_;
   bool column_major_ = false;
   bool count_include_pad_ = false;
@@ -488,19 +772,45 @@ CalibrationWorkloadFunction conv_workload(ElementType type) {
   };
 }
 
+// Calibration of FusedConv: conv_workload's convolution with a residual and HardSwish (the
+// costliest common epilogue), the model importing the fused domain.
+CalibrationWorkloadFunction fused_conv_workload() {
+  return [](int64_t macs, int, uint32_t seed) {
+    constexpr ElementType type = ElementType::float32;
+    const auto c = std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(macs) / 576.0))));
+    CalibrationWorkload w = one_node_workload(
+        "FusedConv", 11, "pads = [1, 1, 1, 1], activation = \"HardSwish\"",
+        {{"x", random_tensor(type, {1, c, 8, 8}, seed)},
+         {"w", random_tensor(type, {c, c, 3, 3}, seed + 1)},
+         {"b", random_tensor(type, {c}, seed + 2)},
+         {"z", random_tensor(type, {1, c, 8, 8}, seed + 3)}},
+        {{"y", type, {1, c, 8, 8}}}, 576 * c * c);
+    // The domain-qualified op and its opset import (one_node_workload writes the default domain's).
+    const auto replace = [&](std::string_view from, std::string_view to) {
+      const auto at = w.model_text.find(from);
+      if (at != std::string::npos) w.model_text.replace(at, from.size(), to);
+    };
+    replace("[\"\" : 11]", fmt::format("[\"\" : 11, \"{}\" : 1]", kFusedDomain));
+    replace("= FusedConv", fmt::format("= {}.FusedConv", kFusedDomain));
+    return w;
+  };
+}
+
 // Conv float32 on one ISA's packed GEMM driver, preferred over the portable kernel where the host
 // has the features.
 void add_packed_conv(KernelTable& table, const PackedGemmIsa* isa, std::string (*needs)(const CpuFeatures&),
-                     const GemmBlocking& defaults) {
+                     const GemmBlocking& defaults, bool fused) {
   if (isa == nullptr) return;
   constexpr ElementType type = ElementType::float32;
-  KernelDef def = make_def("Conv", {1}, type, packed_gemm_schema(elementwise_key("Conv", type, 1, isa->name), defaults));
+  const std::string op = fused ? "FusedConv" : "Conv";
+  KernelDef def = make_def(op, {1}, type, packed_gemm_schema(elementwise_key(op, type, 1, isa->name), defaults));
+  if (fused) def.domain = std::string(kFusedDomain);
   def.implementation = isa->name;
   def.unavailable_reason = needs;
-  def.create = [isa, defaults](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-    return std::make_unique<PackedConvKernel>(info, *isa, defaults);
+  def.create = [isa, defaults, fused](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+    return std::make_unique<PackedConvKernel>(info, *isa, defaults, fused);
   };
-  def.calibration_workload = conv_workload(type);
+  def.calibration_workload = fused ? fused_conv_workload() : conv_workload(type);
   table.add(std::move(def));
 }
 
@@ -508,8 +818,21 @@ void add_packed_conv(KernelTable& table, const PackedGemmIsa* isa, std::string (
 
 void register_conv_pool_kernels(KernelTable& table) {
   // Preference order for Conv float32: avx512, avx2, portable.
-  add_packed_conv(table, packed_gemm_avx512(), needs_avx512, GemmBlocking{96, 256, 256});
-  add_packed_conv(table, packed_gemm_avx2(), needs_avx2_fma, GemmBlocking{96, 256, 256});
+  for (bool fused : {false, true}) {
+    add_packed_conv(table, packed_gemm_avx512(), needs_avx512, GemmBlocking{96, 256, 256}, fused);
+    add_packed_conv(table, packed_gemm_avx2(), needs_avx2_fma, GemmBlocking{96, 256, 256}, fused);
+  }
+  {
+    // FusedConv (kernels/epilogue.h): Y = activation(Conv(X, W, B) + Z), float32.
+    constexpr ElementType type = ElementType::float32;
+    KernelDef fused = make_def("FusedConv", {1}, type, tiled_schema(elementwise_key("FusedConv", type, 1)));
+    fused.domain = std::string(kFusedDomain);
+    fused.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<ConvKernel<float>>(info, true);
+    };
+    fused.calibration_workload = fused_conv_workload();
+    table.add(std::move(fused));
+  }
   for_each_type<float, double, Float16>([&](auto t) {
     using T = decltype(t);
     constexpr ElementType type = ElementTraits<T>::type;

@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""Single-node depthwise Conv and pooling models on the shapes of the published CNNs (issue 15),
+with a manifest.tsv in the format of ../shared/peer, so that ONNX Runtime's ort_c_bench and our
+onnx-light-peer-bench time exactly the same models and inputs:
+
+    /usr/bin/python3 bench/conv_pool_models.py DIR
+    $PEER_WORK/bin/ort_c_bench --models DIR --threads 1,2 --modes prealloc --min-time 0.3
+    build/bench/onnx-light-peer-bench --models DIR --threads 1,2 --modes prealloc --min-time 0.3
+
+Weights and biases are initializers (as in the real models); X is the only input.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+# name -> (op, X shape, attributes, W shape or None)
+MODELS = {
+    "dw5x5_240x12x80": ("Conv", [1, 240, 12, 80], dict(group=240, pads=[2, 2, 2, 2]), [240, 1, 5, 5]),
+    "dw3x3s1_32x112x112": ("Conv", [1, 32, 112, 112], dict(group=32, pads=[1, 1, 1, 1]), [32, 1, 3, 3]),
+    "dw3x3s2_144x56x56": ("Conv", [1, 144, 56, 56], dict(group=144, pads=[1, 1, 1, 1], strides=[2, 2]), [144, 1, 3, 3]),
+    "dw3x3s1_576x7x7": ("Conv", [1, 576, 7, 7], dict(group=576, pads=[1, 1, 1, 1]), [576, 1, 3, 3]),
+    "dw5x5s2_120x24x160": ("Conv", [1, 120, 24, 160], dict(group=120, pads=[2, 2, 2, 2], strides=[2, 2]), [120, 1, 5, 5]),
+    "maxpool2x2s2_200x2x96": ("MaxPool", [1, 200, 2, 96], dict(kernel_shape=[2, 2], strides=[2, 2]), None),
+    "maxpool3x3s2p1_64x112x112": ("MaxPool", [1, 64, 112, 112], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), None),
+    "avgpool2x2s2_96x32x100": ("AveragePool", [1, 96, 32, 100], dict(kernel_shape=[2, 2], strides=[2, 2]), None),
+}
+
+
+def out_shape(x, attrs, w):
+    k = attrs.get("kernel_shape") or w[2:]
+    s = attrs.get("strides", [1, 1])
+    p = attrs.get("pads", [0, 0, 0, 0])
+    c = w[0] if w else x[1]
+    return [x[0], c] + [(x[2 + i] + p[i] + p[i + 2] - k[i]) // s[i] + 1 for i in range(2)]
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(7)
+    lines = ["# name\tfile\tkind\tN\tbytes\tflops\tinputs\toutputs"]
+    for name, (op, x, attrs, w) in MODELS.items():
+        y = out_shape(x, attrs, w)
+        inits, inputs = [], ["x"]
+        if w:
+            inits.append(numpy_helper.from_array(rng.uniform(-1, 1, w).astype(np.float32), "w"))
+            inits.append(numpy_helper.from_array(rng.uniform(-1, 1, [w[0]]).astype(np.float32), "b"))
+            inputs += ["w", "b"]
+        node = helper.make_node(op, inputs, ["y"], **attrs)
+        graph = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, y)], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        onnx.checker.check_model(model)
+        onnx.save(model, os.path.join(out, name + ".onnx"))
+        dims = lambda s: "x".join(map(str, s))
+        lines.append(f"{name}\t{name}.onnx\tconv\t0\t0\t0\tx:float32:{dims(x)}\ty:float32:{dims(y)}")
+    with open(os.path.join(out, "manifest.tsv"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/conv_pool_models")

@@ -1,0 +1,171 @@
+#include "kernels/depthwise_conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/simd/dwconv_f32.h"
+
+namespace onnx_light::runtime::kernels {
+
+namespace {
+
+// The padded plane's geometry, shared by every plane of a run.
+struct Layout {
+  int64_t rows = 0;         // padded rows any output reads
+  int64_t phase_width = 0;  // columns of one stride phase
+  bool direct = false;      // the input plane itself serves (stride 1 across, nothing padded)
+  int64_t taps = 0;
+  std::vector<int64_t> tap_phase, tap_column, tap_row;  // per tap (ky, kx) row-major
+  std::vector<int64_t> phase_begin, phase_end;          // per phase: columns that hold input values
+};
+
+Layout layout_of(const DepthwiseConv& c) {
+  Layout l;
+  l.rows = c.stride_h * (c.out_h - 1) + (c.kernel_h - 1) * c.dilation_h + 1;
+  l.phase_width = c.out_w + (c.kernel_w - 1) * c.dilation_w / c.stride_w;
+  l.direct = c.stride_w == 1 && c.pad_top == 0 && c.pad_left == 0 && l.rows <= c.in_h && l.phase_width <= c.in_w;
+  if (l.direct) l.phase_width = c.in_w;  // rows keep the input's stride
+  l.taps = c.kernel_h * c.kernel_w;
+  for (int64_t ky = 0; ky < c.kernel_h; ++ky)
+    for (int64_t kx = 0; kx < c.kernel_w; ++kx) {
+      l.tap_phase.push_back(kx * c.dilation_w % c.stride_w);
+      l.tap_column.push_back(kx * c.dilation_w / c.stride_w);
+      l.tap_row.push_back(ky * c.dilation_h);
+    }
+  // Column i of phase p is padded column stride_w * i + p, input column stride_w * i + p - pad_left.
+  for (int64_t p = 0; p < c.stride_w; ++p) {
+    const int64_t first = c.pad_left - p;  // i * stride_w >= first
+    const int64_t begin = first <= 0 ? 0 : (first + c.stride_w - 1) / c.stride_w;
+    const int64_t last = c.in_w + c.pad_left - p;  // i * stride_w < last
+    const int64_t end = last <= 0 ? 0 : (last + c.stride_w - 1) / c.stride_w;
+    l.phase_begin.push_back(std::min(begin, l.phase_width));
+    l.phase_end.push_back(std::clamp(end, std::min(begin, l.phase_width), l.phase_width));
+  }
+  return l;
+}
+
+// Pads `plane` with zeros and splits it by column phase into dst (phase-major, then rows).
+void fill_phases(const DepthwiseConv& c, const Layout& l, const float* plane, float* dst) {
+  for (int64_t p = 0; p < c.stride_w; ++p) {
+    const int64_t begin = l.phase_begin[static_cast<std::size_t>(p)], end = l.phase_end[static_cast<std::size_t>(p)];
+    for (int64_t r = 0; r < l.rows; ++r) {
+      float* d = dst + (p * l.rows + r) * l.phase_width;
+      const int64_t in_row = r - c.pad_top;
+      if (in_row < 0 || in_row >= c.in_h || begin >= end) {
+        std::fill(d, d + l.phase_width, 0.0f);
+        continue;
+      }
+      std::fill(d, d + begin, 0.0f);
+      const float* s = plane + in_row * c.in_w + c.stride_w * begin + p - c.pad_left;
+      if (c.stride_w == 1) {
+        std::memcpy(d + begin, s, static_cast<std::size_t>(end - begin) * sizeof(float));
+      } else {
+        for (int64_t i = begin; i < end; ++i) d[i] = s[(i - begin) * c.stride_w];
+      }
+      std::fill(d + end, d + l.phase_width, 0.0f);
+    }
+  }
+}
+
+int simd_activation(const Epilogue& e) {
+  switch (e.activation) {
+    case Activation::relu: return simd::dwconv_f32_relu;
+    case Activation::clip: return simd::dwconv_f32_clip;
+    case Activation::leaky_relu: return simd::dwconv_f32_leaky_relu;
+    case Activation::hard_sigmoid: return simd::dwconv_f32_hard_sigmoid;
+    case Activation::hard_swish: return simd::dwconv_f32_hard_swish;
+    default: return simd::dwconv_f32_none;
+  }
+}
+
+// The portable row: the same sums in the same order, without FMA.
+void portable_row(const simd::DwconvF32Row& r) {
+  float* y = r.y;
+  std::fill(y, y + r.n, 0.0f);
+  for (int64_t t = 0; t < r.taps; ++t) {
+    const float* s = r.src[t];
+    const float k = r.weights[t];
+    for (int64_t j = 0; j < r.n; ++j) y[j] += s[j] * k;
+  }
+  for (int64_t j = 0; j < r.n; ++j) y[j] += r.bias;
+  if (r.z != nullptr)
+    for (int64_t j = 0; j < r.n; ++j) y[j] += r.z[j];
+}
+
+}  // namespace
+
+std::string depthwise_variant(const DepthwiseConv& c, DepthwiseIsa isa) {
+  const char* name = isa == DepthwiseIsa::avx512 ? "avx512" : isa == DepthwiseIsa::avx2 ? "avx2" : "portable";
+  std::string stride = c.stride_h == c.stride_w ? fmt::format("s{}", c.stride_h) : fmt::format("s{}x{}", c.stride_h, c.stride_w);
+  if (c.dilation_h != 1 || c.dilation_w != 1)
+    stride += c.dilation_h == c.dilation_w ? fmt::format("d{}", c.dilation_h) : fmt::format("d{}x{}", c.dilation_h, c.dilation_w);
+  return fmt::format("dwconv_{}x{}{}_{}", c.kernel_h, c.kernel_w, stride, name);
+}
+
+void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, DepthwiseIsa isa, int admitted) {
+  const Layout l = layout_of(c);
+  const int64_t planes = c.batch * c.maps, multiplier = c.maps / c.channels;
+  const int64_t in_plane = c.in_h * c.in_w, out_plane = c.out_h * c.out_w;
+  void (*row_fn)(const simd::DwconvF32Row&) = portable_row;
+  void (*rows2_fn)(const simd::DwconvF32Row&, const float* const*, int64_t, const float*, float*) = nullptr;
+#if defined(ONNX_LIGHT_X86_SIMD)
+  // Only reached after the kernel table found the host able to run the ISA.
+  if (isa == DepthwiseIsa::avx512) {
+    row_fn = simd::dwconv_f32_row_avx512;
+    rows2_fn = simd::dwconv_f32_rows2_avx512;
+  }
+  if (isa == DepthwiseIsa::avx2) {
+    row_fn = simd::dwconv_f32_row_avx2;
+    rows2_fn = simd::dwconv_f32_rows2_avx2;
+  }
+#else
+  isa = DepthwiseIsa::portable;
+#endif
+  const int row_activation = isa == DepthwiseIsa::portable ? simd::dwconv_f32_none : simd_activation(c.epilogue);
+  const bool activation_after = row_activation == simd::dwconv_f32_none && !c.epilogue.is_identity();
+  // Pairs of rows share their input rows' loads where consecutive output rows are one input row apart.
+  const bool pairs = rows2_fn != nullptr && c.stride_h == 1 && c.dilation_h == 1;
+  execution.parallel_for(planes, 1, admitted, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(l.direct ? 0 : static_cast<std::size_t>(c.stride_w * l.rows * l.phase_width));
+    std::vector<const float*> src(static_cast<std::size_t>(l.taps)), below(static_cast<std::size_t>(c.kernel_w));
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const int64_t image = plane / c.maps, map = plane % c.maps;
+      const float* input = c.x + (image * c.channels + map / multiplier) * in_plane;
+      const float* base = input;
+      if (!l.direct) {
+        fill_phases(c, l, input, scratch.data());
+        base = scratch.data();
+      }
+      simd::DwconvF32Row row{src.data(), c.w + map * l.taps, l.taps, c.out_w,
+                             c.bias != nullptr ? c.bias[map] : 0.0f, nullptr, row_activation,
+                             c.epilogue.alpha, c.epilogue.beta, nullptr};
+      for (int64_t oy = 0; oy < c.out_h;) {
+        const int64_t r0 = oy * c.stride_h;
+        for (std::size_t t = 0; t < src.size(); ++t)
+          src[t] = base + (l.tap_phase[t] * l.rows + r0 + l.tap_row[t]) * l.phase_width + l.tap_column[t];
+        const int64_t offset = plane * out_plane + oy * c.out_w;
+        row.y = c.y + offset;
+        row.z = c.z != nullptr ? c.z + offset : nullptr;
+        if (pairs && oy + 1 < c.out_h) {
+          // The lower row's last input row: kernel row kernel_h - 1 of the upper row, one down.
+          for (std::size_t kx = 0; kx < below.size(); ++kx) {
+            const std::size_t t = src.size() - below.size() + kx;
+            below[kx] = src[t] + l.phase_width;
+          }
+          rows2_fn(row, below.data(), c.kernel_w, row.z != nullptr ? row.z + c.out_w : nullptr, row.y + c.out_w);
+          if (activation_after) apply_activation(c.epilogue, row.y, 2 * c.out_w);
+          oy += 2;
+          continue;
+        }
+        row_fn(row);
+        if (activation_after) apply_activation(c.epilogue, row.y, c.out_w);
+        ++oy;
+      }
+    }
+  });
+}
+
+}  // namespace onnx_light::runtime::kernels

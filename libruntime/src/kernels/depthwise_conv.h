@@ -1,0 +1,38 @@
+#pragma once
+// 2-D depthwise convolution over float32 NCHW (group == input channels, one input channel per
+// group, any channel multiplier): Conv's fast path for the groups too thin for the packed GEMM.
+// Each (image, output map) plane is padded with zeros and split by the column stride's phase into
+// a per-thread scratch once, so that every output row is a list of contiguous tap rows (no
+// division, no bounds test per output or per tap): the SIMD rows of simd/dwconv_f32.h, or a
+// portable loop. The fused epilogue (bias, residual Z, activation) runs on each row as it is
+// stored. Results are independent of the thread count (each output's sum has a fixed order).
+#include <cstdint>
+#include <string>
+
+#include "kernels/epilogue.h"
+#include "onnx_light/runtime/kernel.h"
+
+namespace onnx_light::runtime::kernels {
+
+struct DepthwiseConv {
+  int64_t batch = 0, channels = 0, maps = 0;  // maps = channels x multiplier
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0;
+  const float* x = nullptr;
+  const float* w = nullptr;     // [maps, 1, kernel_h, kernel_w]
+  const float* bias = nullptr;  // [maps] or null
+  const float* z = nullptr;     // residual of Y's shape or null
+  float* y = nullptr;
+  Epilogue epilogue;
+};
+
+enum class DepthwiseIsa { portable, avx2, avx512 };
+
+// Runs it in parallel over (image, map) planes with up to `admitted` threads.
+void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& conv, DepthwiseIsa isa, int admitted);
+
+// "dwconv_3x3s1_avx512", "dwconv_5x5s2_portable": what run_depthwise_conv ran, for Kernel::variant().
+std::string depthwise_variant(const DepthwiseConv& conv, DepthwiseIsa isa);
+
+}  // namespace onnx_light::runtime::kernels

@@ -1,0 +1,47 @@
+#pragma once
+// Depthwise convolution rows over float32, one set per instruction set (see README.md). The
+// caller (kernels/depthwise_conv.cc) pads and splits the input plane by stride phase so that
+// every tap of an output row reads a contiguous run: tap t of output j is src[t][j].
+#include <cstddef>
+#include <cstdint>
+
+namespace onnx_light::runtime::kernels::simd {
+
+// Activations the row applies itself, with exactly the scalar expressions of kernels/epilogue.cc;
+// the others are left to the caller (dwconv_f32_none).
+inline constexpr int dwconv_f32_none = 0;
+inline constexpr int dwconv_f32_relu = 1;
+inline constexpr int dwconv_f32_clip = 2;          // min(max(v, alpha), beta)
+inline constexpr int dwconv_f32_leaky_relu = 3;    // v < 0 ? alpha * v : v
+inline constexpr int dwconv_f32_hard_sigmoid = 4;  // max(0, min(1, alpha * v + beta))
+inline constexpr int dwconv_f32_hard_swish = 5;    // v * max(0, min(1, v / 6 + 0.5))
+
+struct DwconvF32Row {
+  const float* const* src;  // taps pointers
+  const float* weights;     // taps weights
+  int64_t taps;
+  int64_t n;                // outputs of the row
+  float bias;
+  const float* z;  // n residual values, or null
+  int activation;
+  float alpha, beta;
+  float* y;
+};
+
+// y[j] = act((acc + bias) + z[j]) for j < n, acc the fma chain over t ascending of src[t][j] *
+// weights[t] from 0 (z omitted when null; act the identity for dwconv_f32_none);
+// the chain is the same for every j, so results do not depend on where a vector starts.
+void dwconv_f32_row_avx2(const DwconvF32Row& row);
+void dwconv_f32_row_avx512(const DwconvF32Row& row);
+
+// Two output rows at once for vertical stride and dilation 1, sharing each input row's loads:
+// `first` as above (taps row-major over kernel_h x kernel_w), and the row below it, whose taps
+// are `first`'s shifted down one input row; `below_src` holds only the last input row's kernel_w
+// pointers (the others are first.src[kernel_w...]). Per output, the same FMA chain as
+// dwconv_f32_row, so results are identical.
+void dwconv_f32_rows2_avx2(const DwconvF32Row& first, const float* const* below_src, int64_t kernel_w,
+                           const float* below_z, float* below_y);
+void dwconv_f32_rows2_avx512(const DwconvF32Row& first, const float* const* below_src, int64_t kernel_w,
+                             const float* below_z, float* below_y);
+
+}  // namespace onnx_light::runtime::kernels::simd

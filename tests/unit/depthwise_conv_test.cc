@@ -1,0 +1,228 @@
+// The depthwise Conv path (kernels/depthwise_conv.cc) of every implementation ("portable", "avx2",
+// "avx512") against a direct double-precision convolution, one case per edge it probes: kernel
+// sizes, strides (2 and 3, and unequal), dilations, symmetric, asymmetric, automatic and
+// larger-than-kernel pads, widths below and around the vector width, batches, channel
+// multipliers, channel counts that do not split evenly over threads, and the fused epilogue
+// (bias, residual, each activation kind). SIMD results bit-identical at 1 and 3 threads.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "onnx_light/runtime/calibration_workload.h"
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/session.h"
+#include "onnx_light/runtime/tuning_registry.h"
+#include "implementation_tables.h"
+#include "test_models.h"
+
+using namespace onnx_light;
+using namespace onnx_light::runtime;
+
+namespace {
+
+bool is_conv_f32(const KernelDef& def) {
+  return (def.op_type == "Conv" || def.op_type == "FusedConv") && def.element_type == ElementType::float32;
+}
+
+// Threshold 1: parallel from the smallest problem.
+std::unique_ptr<TuningRegistry> parallel_registry() {
+  auto registry = std::make_unique<TuningRegistry>();
+  std::vector<PublishedProfile> profiles;
+  for (const auto& def : cpu_kernel_table().definitions()) {
+    if (!is_conv_f32(def)) continue;
+    TuningValues values = def.schema.defaults();
+    values["parallel.minimum_macs"] = int64_t{1};
+    for (int threads = 1; threads <= 3; ++threads) profiles.push_back({def.schema.key, threads, values});
+  }
+  registry->publish(std::move(profiles));
+  return registry;
+}
+
+struct Case {
+  std::string name;
+  Shape x;                      // [n, c, h, w]
+  int64_t multiplier;           // maps per channel
+  int64_t kh, kw;
+  int64_t sh, sw, dh, dw;
+  std::vector<int64_t> pads;    // top, left, bottom, right; empty with auto_pad
+  std::string auto_pad;         // "" or SAME_UPPER / SAME_LOWER / VALID
+  bool bias = true, z = false;
+  std::string activation = "Identity";
+  std::vector<float> params = {};
+};
+
+std::vector<Case> cases() {
+  return {
+      {"dwconv_3x3_s1_pad1", {1, 5, 9, 21}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
+      {"dwconv_3x3_s2_pad1_odd_width", {1, 4, 11, 23}, 1, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, ""},
+      {"dwconv_5x5_s1_pad2_width_80", {1, 3, 12, 80}, 1, 5, 5, 1, 1, 1, 1, {2, 2, 2, 2}, ""},
+      {"dwconv_5x5_s2_odd_width", {1, 6, 13, 37}, 1, 5, 5, 2, 2, 1, 1, {2, 2, 2, 2}, ""},
+      {"dwconv_3x3_dilation_2", {1, 3, 10, 19}, 1, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, ""},
+      {"dwconv_3x3_s2_dilation_3x2", {1, 2, 15, 29}, 1, 3, 3, 2, 2, 3, 2, {1, 2, 0, 1}, ""},
+      {"dwconv_3x3_no_pad_n_gt_1_direct_input", {2, 3, 8, 33}, 1, 3, 3, 1, 1, 1, 1, {0, 0, 0, 0}, ""},
+      {"dwconv_5x5_s2_same_upper", {1, 4, 10, 17}, 1, 5, 5, 2, 2, 1, 1, {}, "SAME_UPPER"},
+      {"dwconv_3x3_same_lower", {1, 2, 7, 9}, 1, 3, 3, 1, 1, 1, 1, {}, "SAME_LOWER"},
+      {"dwconv_3x3_valid", {1, 2, 7, 40}, 1, 3, 3, 1, 1, 1, 1, {}, "VALID"},
+      {"dwconv_3x3_asymmetric_pads", {1, 3, 8, 18}, 1, 3, 3, 1, 1, 1, 1, {0, 2, 1, 0}, ""},
+      {"dwconv_3x3_width_below_vector", {1, 3, 5, 3}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
+      {"dwconv_3x3_width_one", {1, 2, 4, 1}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
+      {"dwconv_3x3_pads_larger_than_kernel", {1, 2, 4, 6}, 1, 3, 3, 1, 1, 1, 1, {4, 5, 4, 3}, ""},
+      {"dwconv_3x3_multiplier_2", {1, 3, 6, 20}, 2, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
+      {"dwconv_7x7_s3", {1, 2, 16, 31}, 1, 7, 7, 3, 3, 1, 1, {3, 3, 3, 3}, ""},
+      {"dwconv_3x5_s1x2_nonsquare", {1, 3, 9, 26}, 1, 3, 5, 1, 2, 1, 1, {1, 2, 1, 2}, ""},
+      {"dwconv_3x3_17_channels_n_2_no_bias", {2, 17, 6, 10}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", false},
+      {"dwconv_3x3_bias_residual_relu", {1, 4, 7, 35}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, true, "Relu"},
+      {"dwconv_5x5_s2_residual_hardswish", {1, 4, 9, 41}, 1, 5, 5, 2, 2, 1, 1, {2, 2, 2, 2}, "", true, true, "HardSwish"},
+      {"dwconv_3x3_clip", {1, 3, 6, 33}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, false, "Clip", {-0.25f, 0.5f}},
+      {"dwconv_3x3_leaky_relu_residual", {1, 3, 6, 19}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", false, true, "LeakyRelu",
+       {0.1f}},
+      {"dwconv_3x3_hard_sigmoid", {1, 3, 6, 17}, 1, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, "", true, false, "HardSigmoid",
+       {0.2f, 0.5f}},
+      {"dwconv_3x3_sigmoid_residual", {1, 3, 6, 21}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, true, "Sigmoid"},
+      {"dwconv_3x3_silu", {1, 3, 6, 21}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, false, "SiLU"},
+      {"dwconv_3x3_tanh", {1, 3, 6, 21}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, false, "Tanh"},
+  };
+}
+
+int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, const std::string& auto_pad) {
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return (in + s - 1) / s;
+  return (in + pb + pe - ((k - 1) * d + 1)) / s + 1;
+}
+
+// Begin pads after auto_pad.
+int64_t pad_begin(const Case& c, int axis, int64_t out) {
+  const int64_t in = c.x[2 + axis], k = axis == 0 ? c.kh : c.kw, s = axis == 0 ? c.sh : c.sw,
+                d = axis == 0 ? c.dh : c.dw;
+  if (c.auto_pad == "SAME_UPPER" || c.auto_pad == "SAME_LOWER") {
+    const int64_t total = std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
+    return c.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+  }
+  if (c.auto_pad == "VALID") return 0;
+  return c.pads[static_cast<std::size_t>(axis)];
+}
+
+Shape y_shape(const Case& c) {
+  const bool explicit_pads = !c.pads.empty();
+  return {c.x[0], c.x[1] * c.multiplier,
+          out_dim(c.x[2], c.kh, c.sh, c.dh, explicit_pads ? c.pads[0] : 0, explicit_pads ? c.pads[2] : 0, c.auto_pad),
+          out_dim(c.x[3], c.kw, c.sw, c.dw, explicit_pads ? c.pads[1] : 0, explicit_pads ? c.pads[3] : 0, c.auto_pad)};
+}
+
+double activate(const Case& c, double v) {
+  const auto sigmoid = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+  if (c.activation == "Relu") return std::max(v, 0.0);
+  if (c.activation == "Clip") return std::min(std::max(v, double(c.params[0])), double(c.params[1]));
+  if (c.activation == "LeakyRelu") return v < 0 ? c.params[0] * v : v;
+  if (c.activation == "HardSigmoid") return std::max(0.0, std::min(1.0, c.params[0] * v + c.params[1]));
+  if (c.activation == "HardSwish") return v * std::max(0.0, std::min(1.0, v / 6.0 + 0.5));
+  if (c.activation == "Sigmoid") return sigmoid(v);
+  if (c.activation == "SiLU") return v * sigmoid(v);
+  if (c.activation == "Tanh") return std::tanh(v);
+  return v;
+}
+
+struct Operands {
+  Tensor x, w, b, z;
+};
+
+Operands operands(const Case& c) {
+  const Shape y = y_shape(c);
+  return {random_tensor(ElementType::float32, c.x, 3),
+          random_tensor(ElementType::float32, {c.x[1] * c.multiplier, 1, c.kh, c.kw}, 5),
+          random_tensor(ElementType::float32, {c.x[1] * c.multiplier}, 7), random_tensor(ElementType::float32, y, 11)};
+}
+
+std::vector<double> reference(const Case& c, const Operands& o) {
+  const Shape y = y_shape(c);
+  const int64_t top = pad_begin(c, 0, y[2]), left = pad_begin(c, 1, y[3]);
+  std::vector<double> out(static_cast<std::size_t>(y[0] * y[1] * y[2] * y[3]));
+  std::size_t e = 0;
+  for (int64_t n = 0; n < y[0]; ++n)
+    for (int64_t m = 0; m < y[1]; ++m)
+      for (int64_t oy = 0; oy < y[2]; ++oy)
+        for (int64_t ox = 0; ox < y[3]; ++ox, ++e) {
+          double sum = 0;
+          for (int64_t ky = 0; ky < c.kh; ++ky)
+            for (int64_t kx = 0; kx < c.kw; ++kx) {
+              const int64_t iy = oy * c.sh - top + ky * c.dh, ix = ox * c.sw - left + kx * c.dw;
+              if (iy < 0 || iy >= c.x[2] || ix < 0 || ix >= c.x[3]) continue;
+              const int64_t channel = m / c.multiplier;
+              sum += double(o.x.data<float>()[((n * c.x[1] + channel) * c.x[2] + iy) * c.x[3] + ix]) *
+                     double(o.w.data<float>()[(m * c.kh + ky) * c.kw + kx]);
+            }
+          if (c.bias) sum += o.b.data<float>()[m];
+          if (c.z) sum += o.z.data<float>()[e];
+          out[e] = activate(c, sum);
+        }
+  return out;
+}
+
+Tensor run(const Case& c, const Operands& o, const std::string& implementation, int threads, TuningRegistry& registry) {
+  const Shape y = y_shape(c);
+  std::string attributes = fmt::format("group = {}, strides = [{}, {}], dilations = [{}, {}]", c.x[1], c.sh, c.sw, c.dh,
+                                       c.dw);
+  attributes += c.pads.empty() ? fmt::format(", auto_pad = \"{}\"", c.auto_pad)
+                               : fmt::format(", pads = [{}]", fmt::join(c.pads, ", "));
+  attributes += fmt::format(", activation = \"{}\"", c.activation);
+  if (!c.params.empty()) attributes += fmt::format(", activation_params = [{}]", fmt::join(c.params, ", "));
+  const std::string text = fmt::format(
+      "<ir_version: 8, opset_import: [\"\" : 17, \"com.onnx_light\" : 1]>\n"
+      "g (float[{}] x, float[{}] w, float[{}] b, float[{}] z) => (float[{}] y) {{\n"
+      " y = com.onnx_light.FusedConv <{}> (x, w, {}{}) }}",
+      fmt::join(c.x, ", "), fmt::join(o.w.shape(), ", "), o.b.shape()[0], fmt::join(y, ", "), fmt::join(y, ", "),
+      attributes, c.bias ? "b" : "", c.z ? ", z" : "");
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(threads);
+  options.registry = &registry;
+  options.kernels = &test::table_with_only("dwconv_f32", is_conv_f32, implementation);
+  RuntimeSession session(test::parse(text), options);
+  RuntimeContext context;
+  context.set("x", o.x);
+  context.set("w", o.w);
+  context.set("b", o.b);
+  context.set("z", o.z);
+  session.run(context);
+  REQUIRE(session.resolved_tuning().size() == 1);
+  CHECK(session.resolved_tuning()[0].key.implementation == implementation);
+  return context.get("y");
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.byte_size())) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("depthwise_conv_matches_a_direct_convolution_on_every_edge") {
+  auto registry = parallel_registry();
+  for (const std::string implementation : {"portable", "avx2", "avx512"}) {
+    if (implementation != "portable" && !test::host_runs("Conv float32", is_conv_f32, implementation)) continue;
+    for (const Case& c : cases()) {
+      CAPTURE(implementation);
+      CAPTURE(c.name);
+      const Operands o = operands(c);
+      const Tensor got = run(c, o, implementation, 1, *registry);
+      REQUIRE(got.shape() == y_shape(c));
+      const std::vector<double> exact = reference(c, o);
+      // Products of values in [-1, 1): a float sum of `taps` of them plus bias and residual is within
+      // (taps + 2)^2 u of the exact sum (u = 2^-24); the activations here have slope at most 1.5.
+      const double taps = double(c.kh * c.kw) + 2.0;
+      const double bound = 1.5 * taps * taps * std::ldexp(1.0, -24) + 2e-7;
+      double worst = 0;
+      for (int64_t i = 0; i < got.element_count(); ++i)
+        worst = std::max(worst, std::fabs(double(got.data<float>()[i]) - exact[static_cast<std::size_t>(i)]));
+      CAPTURE(worst);
+      CHECK(worst <= bound);
+      CHECK(same_bits(run(c, o, implementation, 3, *registry), got));
+    }
+  }
+}

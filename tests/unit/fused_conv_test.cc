@@ -1,0 +1,276 @@
+// FusedConv (domain com.onnx_light, kernels/epilogue.h): each implementation against the unfused
+// graph Conv -> Add(Z) -> activation node(s) run by the same Conv implementation, for every
+// activation, with and without bias and Z, dense, grouped, depthwise and 1x1; the opset import it
+// needs; its input checks; and Kernel::variant() naming the Conv code path that really ran.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "onnx_light/runtime/calibration_workload.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/session.h"
+#include "implementation_tables.h"
+#include "test_models.h"
+
+using namespace onnx_light;
+using namespace onnx_light::runtime;
+
+namespace {
+
+bool is_conv_f32(const KernelDef& def) {
+  return (def.op_type == "Conv" || def.op_type == "FusedConv") && def.element_type == ElementType::float32;
+}
+
+struct Activation {
+  std::string fused;    // activation = "...", activation_params = [...]
+  std::string unfused;  // nodes from s to y
+};
+
+std::vector<Activation> activations() {
+  return {
+      {"activation = \"Identity\"", "y = Identity(s)"},
+      {"activation = \"Relu\"", "y = Relu(s)"},
+      {"activation = \"Clip\", activation_params = [-0.5, 0.75]", "y = Clip(s, lo, hi)"},
+      {"activation = \"LeakyRelu\", activation_params = [0.125]", "y = LeakyRelu<alpha = 0.125>(s)"},
+      {"activation = \"Sigmoid\"", "y = Sigmoid(s)"},
+      {"activation = \"HardSigmoid\", activation_params = [0.3, 0.4]", "y = HardSigmoid<alpha = 0.3, beta = 0.4>(s)"},
+      {"activation = \"HardSwish\"", "y = HardSwish(s)"},
+      {"activation = \"Tanh\"", "y = Tanh(s)"},
+      {"activation = \"SiLU\"", "g = Sigmoid(s)\n y = Mul(s, g)"},
+  };
+}
+
+struct ConvCase {
+  std::string name, attributes;
+  Shape x, w, y;
+};
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"dense 3x3 same", "pads = [1, 1, 1, 1]", {1, 6, 7, 9}, {16, 6, 3, 3}, {1, 16, 7, 9}},
+      {"group 2, stride 2, batch 2", "group = 2, strides = [2, 2]", {2, 4, 9, 8}, {26, 2, 3, 3}, {2, 26, 4, 3}},
+      {"depthwise 5x5", "group = 8, pads = [2, 2, 2, 2]", {1, 8, 6, 21}, {8, 1, 5, 5}, {1, 8, 6, 21}},
+      {"1x1", "", {1, 24, 5, 5}, {13, 24, 1, 1}, {1, 13, 5, 5}},
+  };
+}
+
+std::string dims(const Shape& s) { return fmt::format("{}", fmt::join(s, ", ")); }
+
+Tensor scalar(float v) {
+  Tensor t(ElementType::float32, {});
+  t.data<float>()[0] = v;
+  return t;
+}
+
+Tensor run_model(const std::string& text, const std::string& implementation, const ConvCase& c, bool bias, bool z) {
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(2);
+  options.kernels = &test::table_with_only("conv_fused_f32", is_conv_f32, implementation);
+  RuntimeSession session(test::parse(text), options);
+  RuntimeContext context;
+  context.set("x", random_tensor(ElementType::float32, c.x, 3));
+  context.set("w", random_tensor(ElementType::float32, c.w, 5));
+  if (bias) context.set("b", random_tensor(ElementType::float32, {c.w[0]}, 7));
+  if (z) context.set("z", random_tensor(ElementType::float32, c.y, 11));
+  if (text.find(" lo") != std::string::npos) {
+    context.set("lo", scalar(-0.5f));
+    context.set("hi", scalar(0.75f));
+  }
+  session.run(context);
+  for (const auto& t : session.resolved_tuning())
+    if (t.key.kernel == "Conv" || t.key.kernel == "FusedConv") CHECK(t.key.implementation == implementation);
+  return context.get("y");
+}
+
+std::string inputs_decl(const ConvCase& c, bool bias, bool z, bool clip) {
+  std::string s = fmt::format("float[{}] x, float[{}] w", dims(c.x), dims(c.w));
+  if (bias) s += fmt::format(", float[{}] b", c.w[0]);
+  if (z) s += fmt::format(", float[{}] z", dims(c.y));
+  if (clip) s += ", float lo, float hi";
+  return s;
+}
+
+std::string with(const std::string& attributes, const std::string& more) {
+  return attributes.empty() ? more : attributes + ", " + more;
+}
+
+}  // namespace
+
+TEST_CASE("fused_conv_matches_conv_add_and_activation_nodes_for_every_activation") {
+  for (const std::string implementation : {"portable", "avx2", "avx512"}) {
+    if (implementation != "portable" && !test::host_runs("FusedConv float32", is_conv_f32, implementation)) continue;
+    for (const ConvCase& c : conv_cases())
+      for (bool bias : {false, true})
+        for (bool z : {false, true})
+          for (const Activation& a : activations()) {
+            CAPTURE(implementation);
+            CAPTURE(c.name);
+            CAPTURE(bias);
+            CAPTURE(z);
+            CAPTURE(a.fused);
+            const bool clip = a.unfused.find("Clip") != std::string::npos;
+            const std::string conv_inputs = bias ? "x, w, b" : "x, w";
+            const std::string unfused = fmt::format(
+                "<ir_version: 8, opset_import: [\"\" : 17]>\ng ({}) => (float[{}] y) {{\n c = Conv{}({})\n {}\n {} }}",
+                inputs_decl(c, bias, z, clip), dims(c.y), c.attributes.empty() ? "" : " <" + c.attributes + ">",
+                conv_inputs, z ? "s = Add(c, z)" : "s = Identity(c)", a.unfused);
+            const std::string fused = fmt::format(
+                "<ir_version: 8, opset_import: [\"\" : 17, \"com.onnx_light\" : 1]>\ng ({}) => (float[{}] y) {{\n"
+                " y = com.onnx_light.FusedConv <{}> (x, w, {}{}) }}",
+                inputs_decl(c, bias, z, false), dims(c.y), with(c.attributes, a.fused), bias ? "b" : "",
+                z ? ", z" : "");
+            const Tensor want = run_model(unfused, implementation, c, bias, z);
+            const Tensor got = run_model(fused, implementation, c, bias, z);
+            REQUIRE(got.shape() == want.shape());
+            // The same sums in the same order; the fused epilogue may differ only in the sign of a
+            // zero (the packed micro-kernel's Relu) and by the last bit of an exp-based activation.
+            double worst = 0;
+            for (int64_t i = 0; i < got.element_count(); ++i) {
+              const double g = got.data<float>()[i], w = want.data<float>()[i];
+              worst = std::max(worst, std::fabs(g - w) / std::max(1.0, std::fabs(w)));
+            }
+            CHECK(worst <= 1e-6);
+          }
+  }
+}
+
+TEST_CASE("fused_conv_needs_the_com_onnx_light_opset_import") {
+  const std::string body =
+      "g (float[1, 2, 4, 4] x, float[3, 2, 3, 3] w) => (float[1, 3, 2, 2] y) {"
+      " y = com.onnx_light.FusedConv <activation = \"Relu\"> (x, w) }";
+  try {
+    RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\n" + body));
+    FAIL("a FusedConv without its domain's opset import was accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("imports no opset for domain 'com.onnx_light'") != std::string::npos);
+  }
+  RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : 17, \"com.onnx_light\" : 1]>\n" + body));
+  RuntimeContext context;
+  context.set("x", random_tensor(ElementType::float32, {1, 2, 4, 4}, 1));
+  context.set("w", random_tensor(ElementType::float32, {3, 2, 3, 3}, 2));
+  session.run(context);
+  const Tensor& y = context.get("y");
+  REQUIRE(y.shape() == Shape{1, 3, 2, 2});
+  for (int64_t i = 0; i < y.element_count(); ++i) CHECK(y.data<float>()[i] >= 0.0f);
+}
+
+TEST_CASE("fused_conv_rejects_a_bad_activation_and_a_z_of_another_shape") {
+  const std::string header = "<ir_version: 8, opset_import: [\"\" : 17, \"com.onnx_light\" : 1]>\n";
+  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(
+                           header + "g (float[1, 2, 4, 4] x, float[3, 2, 3, 3] w) => (float[1, 3, 2, 2] y) {"
+                                    " y = com.onnx_light.FusedConv <activation = \"Clip\"> (x, w) }")),
+                       doctest::Contains("attribute 'activation_params' has 0 value(s) but activation 'Clip' takes 2"),
+                       Error);
+  RuntimeSession session(test::parse(
+      header + "g (float[1, 2, 4, 4] x, float[3, 2, 3, 3] w, float[1, 3, 2, 3] z) => (float[1, 3, 2, 2] y) {"
+               " y = com.onnx_light.FusedConv (x, w, , z) }"));
+  RuntimeContext context;
+  context.set("x", random_tensor(ElementType::float32, {1, 2, 4, 4}, 1));
+  context.set("w", random_tensor(ElementType::float32, {3, 2, 3, 3}, 2));
+  context.set("z", random_tensor(ElementType::float32, {1, 3, 2, 3}, 3));
+  CHECK_THROWS_WITH_AS(session.run(context), doctest::Contains("Z [1, 3, 2, 3] must have the shape of Y"), InputError);
+}
+
+namespace {
+
+// Runs one kernel outside a session (serially), so that the test can ask it which path ran.
+class DirectExecution final : public KernelExecution {
+ public:
+  DirectExecution(std::vector<const Tensor*> inputs, int threads) : inputs_(std::move(inputs)), threads_(threads) {}
+  std::size_t input_count() const override { return inputs_.size(); }
+  const Tensor* input(std::size_t index) const override { return index < inputs_.size() ? inputs_[index] : nullptr; }
+  std::size_t output_count() const override { return 1; }
+  Tensor& output(std::size_t, ElementType type, const Shape& shape) override {
+    y_ = Tensor(type, shape);
+    return y_;
+  }
+  int threads() const override { return threads_; }
+  int parallel_for(int64_t n, int64_t, int, FunctionRef<void(int64_t, int64_t)> fn) override {
+    if (n > 0) fn(0, n);
+    return 1;
+  }
+  const std::string& label() const override { return label_; }
+  const Tensor& y() const { return y_; }
+
+ private:
+  std::vector<const Tensor*> inputs_;
+  int threads_;
+  Tensor y_;
+  std::string label_ = "Conv node 'c'";
+};
+
+struct DirectRun {
+  std::string variant;
+  Tensor y;
+};
+
+// The variant label the chosen `implementation` of Conv float32 reports after one run, and Y.
+DirectRun direct_run(const std::string& implementation, const std::string& attributes, const Shape& x_shape,
+                     const Shape& w_shape) {
+  const Model model = test::parse(fmt::format(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[{}] x, float[{}] w) => (float[] y) {{ y = Conv{}(x, w) }}",
+      dims(x_shape), dims(w_shape), attributes.empty() ? "" : " <" + attributes + ">"));
+  const onnx::NodeProto& node = model.proto().graph().node(0);
+  const KernelTable& table = test::table_with_only("conv_fused_f32", is_conv_f32, implementation);
+  const KernelChoice choice = table.choose("", "Conv", 17, ElementType::float32, host_cpu_features());
+  REQUIRE(choice.def != nullptr);
+  REQUIRE(choice.def->implementation == implementation);
+  const KernelCreateInfo info{node, 17, {ElementType::float32, ElementType::float32}, {nullptr, nullptr}};
+  std::unique_ptr<Kernel> kernel = choice.def->create(info);
+  const Tensor x = random_tensor(ElementType::float32, x_shape, 1), w = random_tensor(ElementType::float32, w_shape, 2);
+  DirectExecution execution({&x, &w}, 1);
+  kernel->run(execution);
+  return {std::string(kernel->variant()), execution.y()};
+}
+
+std::string variant_after_run(const std::string& implementation, const std::string& attributes, const Shape& x_shape,
+                              const Shape& w_shape) {
+  return direct_run(implementation, attributes, x_shape, w_shape).variant;
+}
+
+}  // namespace
+
+TEST_CASE("conv_variant_names_the_path_that_ran") {
+  CHECK(variant_after_run("portable", "pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {8, 4, 3, 3}) == "portable_loop");
+  CHECK(variant_after_run("portable", "group = 4, pads = [2, 2, 2, 2], strides = [2, 2]", {1, 4, 9, 9}, {4, 1, 5, 5}) ==
+        "dwconv_5x5s2_portable");
+  for (const std::string implementation : {"avx2", "avx512"}) {
+    if (!test::host_runs("Conv float32", is_conv_f32, implementation)) continue;
+    CAPTURE(implementation);
+    // A dense Conv runs the packed GEMM; a group narrower than the register tile does not.
+    CHECK(variant_after_run(implementation, "pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {16, 4, 3, 3}) ==
+          "packed_gemm_" + implementation);
+    CHECK(variant_after_run(implementation, "group = 2", {1, 4, 6, 6}, {4, 2, 3, 3}) == "portable_loop");
+    // Depthwise (one input channel per group, any multiplier, 2-D) runs the depthwise rows.
+    CHECK(variant_after_run(implementation, "group = 4, pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {4, 1, 3, 3}) ==
+          "dwconv_3x3s1_" + implementation);
+    CHECK(variant_after_run(implementation, "group = 4, dilations = [2, 2]", {1, 4, 9, 9}, {8, 1, 3, 3}) ==
+          "dwconv_3x3s1d2_" + implementation);
+    // 1x1, stride 1, no pads: X's rows are the GEMM's B. With an A too large to pack B inside
+    // the tasks (520 x 256 floats), B is packed in a region of its own; both match the portable loop.
+    for (const Shape& w : {Shape{24, 40, 1, 1}, Shape{520, 256, 1, 1}}) {
+      CAPTURE(w);
+      const Shape x{1, w[1], 3, 7};
+      const DirectRun fast = direct_run(implementation, "", x, w);
+      CHECK(fast.variant == "pointwise_gemm_" + implementation);
+      const DirectRun portable = direct_run("portable", "", x, w);
+      REQUIRE(fast.y.shape() == portable.y.shape());
+      double worst = 0;
+      for (int64_t i = 0; i < fast.y.element_count(); ++i)
+        worst = std::max(worst, double(std::fabs(fast.y.data<float>()[i] - portable.y.data<float>()[i])));
+      CHECK(worst <= 1e-4);  // sums of 256 products of values in [-1, 1), in another order
+    }
+    CHECK(variant_after_run(implementation, "strides = [2, 2]", {1, 8, 6, 6}, {16, 8, 1, 1}) ==
+          "packed_gemm_" + implementation);
+    // A 1-D depthwise Conv is not one the 2-D rows handle.
+    CHECK(variant_after_run(implementation, "group = 4", {1, 4, 9}, {4, 1, 3}) == "portable_loop");
+  }
+}
