@@ -110,7 +110,8 @@ def main() -> None:
     nodes.append(helper.make_node("Softmax", ["logits"], ["y"], axis=1))
     graph = helper.make_graph(nodes, "mobilenet_like",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, height, width])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], inits)
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4]),
+                               helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 4])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="mobilenet_like.py")
     model.ir_version = 7
     onnx.checker.check_model(model)
