@@ -180,7 +180,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
     out << fmt::format("graph optimization ({}): {} -> {} nodes\n", optimization_level_name(opt.level), opt.nodes_before,
                        opt.nodes_after);
     for (const auto& t : opt.transforms)
-      out << fmt::format("  {:<28} applied {:>4}  nodes {:>5} -> {:<5}\n", t.name, t.applied, t.nodes_before, t.nodes_after);
+      out << fmt::format("  {:<28} applied {:>4}  nodes {:>5} -> {}\n", t.name, t.applied, t.nodes_before, t.nodes_after);
   }
   return kExitOk;
 }
