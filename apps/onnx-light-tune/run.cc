@@ -34,6 +34,7 @@ struct RunOptions {
   std::string output_dir;
   bool profile = false;
   bool json = false;
+  std::string optimize = "all";
 };
 
 struct Latency {
@@ -68,6 +69,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(o.threads);
   if (o.profile) options.parallel_region_collector = std::make_shared<ParallelRegionCollector>(4096);
+  options.optimization = parse_optimization_level(o.optimize);
   RuntimeSession session(model, options);
 
   RuntimeContext run_context(KernelContext(default_opset(model.opset_version(""))));
@@ -133,6 +135,17 @@ int run_verb(const RunOptions& o, AppContext& context) {
       }
       report["tuning"] = kernels;
     }
+    if (o.profile) {
+      // The graph optimizer's transforms (profile.transforms).
+      const OptimizationReport& opt = session.optimization_report();
+      nlohmann::json transforms = nlohmann::json::array();
+      for (const auto& t : opt.transforms)
+        transforms.push_back({{"name", t.name}, {"applied", t.applied}, {"nodes_before", t.nodes_before},
+                              {"nodes_after", t.nodes_after}});
+      report["profile"]["optimization"] = {{"level", optimization_level_name(opt.level)},
+                                           {"nodes_before", opt.nodes_before}, {"nodes_after", opt.nodes_after}};
+      report["profile"]["transforms"] = transforms;
+    }
     *context.out << report.dump(2) << "\n";
     return kExitOk;
   }
@@ -162,6 +175,13 @@ int run_verb(const RunOptions& o, AppContext& context) {
       out << fmt::format("  {:<28} {:>9} {:>8} {:>12} {:>6} {:>10.1f}\n", e.label, e.requested_threads,
                          e.admitted_threads, e.iterations, e.grain, static_cast<double>(e.wall_time_ns) / 1000.0);
   }
+  if (o.profile) {
+    const OptimizationReport& opt = session.optimization_report();
+    out << fmt::format("graph optimization ({}): {} -> {} nodes\n", optimization_level_name(opt.level), opt.nodes_before,
+                       opt.nodes_after);
+    for (const auto& t : opt.transforms)
+      out << fmt::format("  {:<28} applied {:>4}  nodes {:>5} -> {}\n", t.name, t.applied, t.nodes_before, t.nodes_after);
+  }
   return kExitOk;
 }
 
@@ -187,6 +207,9 @@ void register_run(CLI::App& app, AppContext& context) {
       ->default_val(0);
   run->add_option("-o,--output-dir", options->output_dir, "Write each output to DIR/<output name>.npy");
   run->add_flag("--profile", options->profile, "Show parallel regions and the tuning values each kernel ran with");
+  run->add_option("--optimize", options->optimize, "Graph optimization: none (the graph as written), basic, all")
+      ->check(CLI::IsMember({"none", "basic", "all"}))
+      ->default_val("all");
   run->add_flag("--json", options->json, "Print one JSON object (outputs, latency_us, parallel_regions, tuning)");
   run->footer(
       "Examples:\n"

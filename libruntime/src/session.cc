@@ -214,6 +214,7 @@ struct RuntimeSession::Impl {
   std::vector<Step> steps;
   bool is_initialized = false;
   std::vector<ResolvedTuning> resolved;
+  OptimizationReport optimization;
 
   int slot(const std::string& name) {
     auto [it, inserted] = slot_of.emplace(name, static_cast<int>(slots.size()));
@@ -557,6 +558,8 @@ void RuntimeSession::Impl::run_steps() {
 
 RuntimeSession::RuntimeSession(Model model, RuntimeSessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {
+  const KernelTable& table = impl_->options.kernels != nullptr ? *impl_->options.kernels : cpu_kernel_table();
+  impl_->model = optimize_model(impl_->model, impl_->options.optimization, table, impl_->optimization);
   impl_->build();
 }
 
@@ -682,6 +685,7 @@ const std::vector<ValueInfo>& RuntimeSession::outputs() const { return impl_->ou
 int RuntimeSession::threads() const { return impl_->thread_count; }
 std::vector<ResolvedTuning> RuntimeSession::resolved_tuning() const { return impl_->resolved; }
 const Model& RuntimeSession::model() const { return impl_->model; }
+const OptimizationReport& RuntimeSession::optimization_report() const { return impl_->optimization; }
 
 ParallelRegionReport RuntimeSession::parallel_region_report() const {
   if (!impl_->options.parallel_region_collector) return {};

@@ -473,6 +473,10 @@ void bind_runtime(py::module_& m) {
                      "Whether denormal floats are flushed to zero (FTZ/DAZ) while the session's kernels run.")
       .def_readwrite("fuse_activations", &rt::RuntimeSessionOptions::fuse_activations,
                      "Whether a Relu whose only input is a packed MatMul/Gemm output runs inside that kernel.")
+      .def_property(
+          "optimization", [](const rt::RuntimeSessionOptions& o) { return std::string(rt::optimization_level_name(o.optimization)); },
+          [](rt::RuntimeSessionOptions& o, const std::string& level) { o.optimization = rt::parse_optimization_level(level); },
+          "Graph optimization at session creation: 'none' (the graph as written), 'basic' or 'all' (default).")
       .def_readwrite("parameters", &rt::RuntimeSessionOptions::parameters, "The RuntimeParameters.")
       .def_readwrite("parallel_region_collector", &rt::RuntimeSessionOptions::parallel_region_collector,
                      "The ParallelRegionCollector, or None.")
@@ -665,6 +669,18 @@ void bind_runtime(py::module_& m) {
           "outputs", [](const Session& s) { return s.session->outputs(); }, "The graph outputs (ValueInfo).")
       .def_property_readonly(
           "threads", [](const Session& s) { return s.session->threads(); }, "The threads the session runs on.")
+      .def(
+          "optimization_report",
+          [](const Session& s) {
+            const rt::OptimizationReport& r = s.session->optimization_report();
+            nlohmann::json transforms = nlohmann::json::array();
+            for (const auto& t : r.transforms)
+              transforms.push_back({{"name", t.name}, {"applied", t.applied}, {"nodes_before", t.nodes_before}, {"nodes_after", t.nodes_after}});
+            return json_to_python({{"level", std::string(rt::optimization_level_name(r.level))}, {"nodes_before", r.nodes_before},
+                                   {"nodes_after", r.nodes_after}, {"transforms", transforms}});
+          },
+          "Returns a dict: the optimization level, node counts before/after and, per transform that ran,\n"
+          "its name, times applied and node counts before/after.")
       .def(
           "resolved_tuning",
           [](const Session& s) {

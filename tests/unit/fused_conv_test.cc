@@ -74,6 +74,8 @@ Tensor run_model(const std::string& text, const std::string& implementation, con
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(2);
   options.kernels = &test::table_with_only("conv_fused_f32", is_conv_f32, implementation);
+  // The graphs as written: the unfused reference must not be fused by the graph optimizer.
+  options.optimization = OptimizationLevel::none;
   RuntimeSession session(test::parse(text), options);
   RuntimeContext context;
   context.set("x", random_tensor(ElementType::float32, c.x, 3));

@@ -17,6 +17,8 @@ void RegisterCpuKernels(KernelTable& table) {
   kernels::register_shape_kernels(table);
   kernels::register_data_movement_kernels(table);
   kernels::register_cast_kernels(table);
+  kernels::register_gelu_kernels(table);
+  kernels::register_fused_gemm_kernels(table);
 }
 
 }  // namespace onnx_light::runtime

@@ -16,5 +16,8 @@ void register_reduce_kernels(KernelTable& table);            // reduce.cc (Reduc
 void register_shape_kernels(KernelTable& table);             // shape_ops.cc
 void register_data_movement_kernels(KernelTable& table);     // data_movement.cc
 void register_cast_kernels(KernelTable& table);              // cast.cc
+void register_gelu_kernels(KernelTable& table);              // gelu.cc (com.onnx_light Gelu)
+// fused_gemm.cc (com.onnx_light FusedGemm, FusedMatMul, LayerNormalization): after the ones it wraps.
+void register_fused_gemm_kernels(KernelTable& table);
 
 }  // namespace onnx_light::runtime::kernels

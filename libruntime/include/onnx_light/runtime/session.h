@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "onnx_light/runtime/graph_optimizer.h"
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/parallel_region_collector.h"
 #include "onnx_light/runtime/runtime_parameters.h"
@@ -36,6 +37,8 @@ struct RuntimeSessionOptions {
   // float). false keeps IEEE denormals (bit-exact to a reference that keeps them). Either way the
   // calling thread's own mode is restored after each run.
   bool flush_denormals = true;
+  // Graph rewrites applied once at creation (graph_optimizer.h); `none` runs the graph as written.
+  OptimizationLevel optimization = OptimizationLevel::all;
 };
 
 // Opset imports by domain ("" is ai.onnx).
@@ -130,7 +133,9 @@ class RuntimeSession {
   // Per node, after initialisation.
   std::vector<ResolvedTuning> resolved_tuning() const;
   ParallelRegionReport parallel_region_report() const;
+  // The model as it runs (after the optimizer).
   const Model& model() const;
+  const OptimizationReport& optimization_report() const;
 
  private:
   struct Impl;

@@ -1,0 +1,159 @@
+// all: per-output-channel affine ops after a Conv folded into its weights and bias.
+// BatchNormalization (inference): W' = W * s, B' = (B - mean) * s + bias with s = scale / sqrt(var + eps)
+// (computed in double, rounded once); Mul by c: W' = W * c, B' = B * c; Add / Sub of c: B' = B +/- c.
+// These change bits: the scaled weights round before the products are summed.
+#include <cmath>
+
+#include "optimizer/passes.h"
+
+namespace onnx_light::runtime::optimizer {
+
+namespace {
+
+struct ConvWeights {
+  Tensor w;                  // float32 [C, ...]
+  std::optional<Tensor> b;   // float32 [C], when the Conv has one
+  int64_t channels = 0;
+  int64_t per_channel = 0;   // elements of W per output channel
+};
+
+// The constant float32 weights (and bias) of Conv node `conv`; nullopt when they are not constants.
+std::optional<ConvWeights> conv_weights(GraphEdit& g, const onnx::NodeProto& conv) {
+  if (!is_op(conv, "Conv") || conv.input_size() < 2 || conv.output_size() != 1) return std::nullopt;
+  auto w = g.constant(conv.input(1));
+  if (!w || w->element_type() != ElementType::float32 || w->rank() < 3 || w->shape()[0] == 0) return std::nullopt;
+  ConvWeights cw;
+  cw.channels = w->shape()[0];
+  cw.per_channel = w->element_count() / cw.channels;
+  cw.w = *w;
+  if (conv.input_size() > 2 && !conv.input(2).empty()) {
+    auto b = g.constant(conv.input(2));
+    if (!b || b->element_type() != ElementType::float32 || b->element_count() != cw.channels) return std::nullopt;
+    cw.b = *b;
+  }
+  return cw;
+}
+
+// Writes W' = W * scale[c] and B' = bias'[c] as new initializers and points the Conv at them.
+void rewrite_conv(GraphEdit& g, int conv_index, const ConvWeights& cw, const std::vector<double>& scale,
+                  const std::vector<double>& bias, bool has_bias) {
+  auto& conv = g.node(conv_index);
+  Tensor w(ElementType::float32, cw.w.shape());
+  const float* src = cw.w.data<float>();
+  float* dst = w.data<float>();
+  for (int64_t c = 0; c < cw.channels; ++c)
+    for (int64_t i = 0; i < cw.per_channel; ++i) {
+      const int64_t k = c * cw.per_channel + i;
+      dst[k] = static_cast<float>(static_cast<double>(src[k]) * scale[static_cast<std::size_t>(c)]);
+    }
+  const std::string w_name = g.fresh_name(conv.input(1));
+  g.add_initializer(w, w_name);
+  conv.set_input(1, w_name);
+  if (!has_bias) return;
+  Tensor b(ElementType::float32, {cw.channels});
+  for (int64_t c = 0; c < cw.channels; ++c) b.data<float>()[c] = static_cast<float>(bias[static_cast<std::size_t>(c)]);
+  const std::string b_name = g.fresh_name(conv.input(1) + "_bias");
+  g.add_initializer(b, b_name);
+  while (conv.input_size() < 3) conv.add_input();
+  conv.set_input(2, b_name);
+}
+
+// c as one value per output channel of a rank-`rank` Conv output with `channels` channels:
+// every dim 1 except (right-aligned) dim 1, which is 1 or `channels`. nullopt otherwise.
+std::optional<std::vector<double>> per_channel(const Tensor& c, std::size_t rank, int64_t channels) {
+  if (c.element_type() != ElementType::float32 || c.rank() > rank) return std::nullopt;
+  bool varies = false;
+  for (std::size_t d = 0; d < c.rank(); ++d) {
+    const std::size_t out_dim = rank - c.rank() + d;
+    const int64_t n = c.shape()[d];
+    if (n == 1) continue;
+    if (out_dim != 1 || n != channels) return std::nullopt;
+    varies = true;
+  }
+  std::vector<double> v(static_cast<std::size_t>(channels));
+  for (int64_t k = 0; k < channels; ++k) v[static_cast<std::size_t>(k)] = c.data<float>()[varies ? k : 0];
+  return v;
+}
+
+}  // namespace
+
+int64_t fold_conv_batch_norm(GraphEdit& g) {
+  int64_t folded = 0;
+  for (int i = 0; i < g.node_count(); ++i) {
+    if (g.removed(i)) continue;
+    const onnx::NodeProto& bn = g.node(i);
+    if (!is_op(bn, "BatchNormalization") || bn.input_size() != 5 || bn.output_size() < 1) continue;
+    if (int_attribute(bn, "training_mode", 0) != 0) continue;
+    bool extra_outputs = false;
+    for (int k = 1; k < bn.output_size(); ++k)
+      if (!bn.output(k).empty() && (!g.readers(bn.output(k)).empty() || g.is_graph_output(bn.output(k)))) extra_outputs = true;
+    if (extra_outputs) continue;
+    const std::string x = bn.input(0);
+    const int p = g.producer(x);
+    if (p < 0 || !g.sole_reader(x, i)) continue;
+    auto cw = conv_weights(g, g.node(p));
+    if (!cw) continue;
+    std::vector<Tensor> params;
+    for (int k = 1; k < 5; ++k) {
+      auto t = g.constant(bn.input(k));
+      if (!t || t->element_type() != ElementType::float32 || t->element_count() != cw->channels) break;
+      params.push_back(*t);
+    }
+    if (params.size() != 4) continue;
+    const double eps = float_attribute(bn, "epsilon", 1e-5f);
+    std::vector<double> scale(static_cast<std::size_t>(cw->channels)), bias(scale.size());
+    for (int64_t c = 0; c < cw->channels; ++c) {
+      const double s = params[0].data<float>()[c] / std::sqrt(static_cast<double>(params[3].data<float>()[c]) + eps);
+      const double b = cw->b ? cw->b->data<float>()[c] : 0.0;
+      scale[static_cast<std::size_t>(c)] = s;
+      bias[static_cast<std::size_t>(c)] = (b - params[2].data<float>()[c]) * s + params[1].data<float>()[c];
+    }
+    rewrite_conv(g, p, *cw, scale, bias, /*has_bias=*/true);
+    g.node(p).set_output(0, bn.output(0));
+    g.remove(i);
+    g.index();
+    ++folded;
+  }
+  return folded;
+}
+
+int64_t fold_conv_mul_add(GraphEdit& g) {
+  int64_t folded = 0;
+  for (int i = 0; i < g.node_count(); ++i) {
+    if (g.removed(i)) continue;
+    const onnx::NodeProto& op = g.node(i);
+    const bool mul = is_op(op, "Mul"), add = is_op(op, "Add"), sub = is_op(op, "Sub");
+    if (!(mul || add || sub) || op.input_size() != 2 || op.output_size() != 1) continue;
+    for (int side = 0; side < 2; ++side) {
+      if (sub && side == 1) break;  // c - x negates the Conv: not a bias
+      const std::string x = op.input(side), c_name = op.input(1 - side);
+      const int p = g.producer(x);
+      if (p < 0 || !g.sole_reader(x, i)) continue;
+      auto cw = conv_weights(g, g.node(p));
+      if (!cw) continue;
+      auto c = g.constant(c_name);
+      if (!c) continue;
+      auto v = per_channel(*c, cw->w.rank(), cw->channels);
+      if (!v) continue;
+      std::vector<double> scale(v->size(), 1.0), bias(v->size(), 0.0);
+      for (std::size_t k = 0; k < v->size(); ++k) {
+        const double b = cw->b ? cw->b->data<float>()[k] : 0.0;
+        if (mul) {
+          scale[k] = (*v)[k];
+          bias[k] = b * (*v)[k];
+        } else {
+          bias[k] = sub ? b - (*v)[k] : b + (*v)[k];
+        }
+      }
+      rewrite_conv(g, p, *cw, scale, bias, /*has_bias=*/!mul || cw->b.has_value());
+      g.node(p).set_output(0, op.output(0));
+      g.remove(i);
+      g.index();
+      ++folded;
+      break;
+    }
+  }
+  return folded;
+}
+
+}  // namespace onnx_light::runtime::optimizer

@@ -1,0 +1,436 @@
+// The graph optimizer (graph_optimizer.h), transform by transform, on before/after graphs: the
+// transform fired (its report count and the resulting op types) and the optimized session's
+// outputs equal the unoptimized one's (`none`) within 1e-5 of the output's largest magnitude on
+// random inputs (bit-exact for `basic`); and the cases where it must not fire.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/epilogue.h"
+#include "onnx_light/runtime/calibration_workload.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/graph_optimizer.h"
+#include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/session.h"
+#include "test_models.h"
+
+using namespace onnx_light;
+using namespace onnx_light::runtime;
+
+namespace {
+
+using Values = std::map<std::string, Tensor>;
+
+struct Outcome {
+  Values outputs;
+  OptimizationReport report;
+  std::vector<std::string> ops;  // "Op" or "domain:Op", in graph order
+};
+
+Outcome run(const Model& model, OptimizationLevel level, const Values& inputs) {
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(1);
+  options.optimization = level;
+  RuntimeSession session(model, options);
+  RuntimeContext context;
+  for (const auto& [name, t] : inputs) context.set(name, t);
+  session.run(context);
+  Outcome o;
+  for (const auto& info : session.outputs()) o.outputs[info.name] = context.get(info.name);
+  o.report = session.optimization_report();
+  for (const auto& n : session.model().graph().node())
+    o.ops.push_back(n.domain().empty() ? n.op_type() : n.domain() + ":" + n.op_type());
+  return o;
+}
+
+int64_t applied(const OptimizationReport& r, const std::string& name) {
+  int64_t total = 0;
+  for (const auto& t : r.transforms)
+    if (t.name == name) total += t.applied;
+  return total;
+}
+
+bool has_op(const Outcome& o, const std::string& op) { return std::find(o.ops.begin(), o.ops.end(), op) != o.ops.end(); }
+
+// Outputs within 1e-5 of each output's largest magnitude (exact when `exact`).
+void check_equal(const Outcome& got, const Outcome& want, bool exact = false) {
+  REQUIRE(got.outputs.size() == want.outputs.size());
+  for (const auto& [name, w] : want.outputs) {
+    const Tensor& g = got.outputs.at(name);
+    REQUIRE(g.shape() == w.shape());
+    REQUIRE(g.element_type() == ElementType::float32);
+    double largest = 0, worst = 0;
+    for (int64_t i = 0; i < w.element_count(); ++i) {
+      largest = std::max(largest, std::fabs(static_cast<double>(w.data<float>()[i])));
+      const double d = std::fabs(static_cast<double>(g.data<float>()[i]) - w.data<float>()[i]);
+      worst = std::max(worst, std::isnan(d) ? 1e30 : d);
+    }
+    INFO("output ", name, ": largest ", largest, ", max difference ", worst);
+    if (exact)
+      CHECK(worst == 0.0);
+    else
+      CHECK(worst <= 1e-5 * std::max(largest, 1e-3));
+  }
+}
+
+Tensor positive(const Shape& shape, uint32_t seed) {
+  Tensor t = random_tensor(ElementType::float32, shape, seed);
+  for (int64_t i = 0; i < t.element_count(); ++i) t.data<float>()[i] = std::fabs(t.data<float>()[i]) + 0.5f;
+  return t;
+}
+
+Tensor scalar(float v) {
+  Tensor t(ElementType::float32, {});
+  *t.data<float>() = v;
+  return t;
+}
+
+// Runs `text` with `weights` as initializers at `level` and at none; checks equal outputs.
+std::pair<Outcome, Outcome> compare(const std::string& text, const Values& weights, const Values& inputs,
+                                    OptimizationLevel level = OptimizationLevel::all) {
+  Model model = with_initializers(test::parse(text), weights);
+  Outcome optimized = run(model, level, inputs);
+  Outcome reference = run(model, OptimizationLevel::none, inputs);
+  check_equal(optimized, reference, level == OptimizationLevel::basic);
+  return {optimized, reference};
+}
+
+bool fused_conv_available() { return cpu_kernel_table().implements(kernels::kFusedDomain, "FusedConv"); }
+
+}  // namespace
+
+TEST_CASE("optimizer: none runs the graph as written; levels parse by name") {
+  Model model = test::parse(test::kSeedAbsModel);
+  Values in{{"x", random_tensor(ElementType::float32, {5}, 1)}};
+  Outcome none = run(model, OptimizationLevel::none, in);
+  CHECK(none.report.transforms.empty());
+  CHECK(none.report.nodes_before == 1);
+  CHECK(none.report.nodes_after == 1);
+  CHECK(parse_optimization_level("basic") == OptimizationLevel::basic);
+  CHECK(optimization_level_name(OptimizationLevel::all) == "all");
+  CHECK_THROWS_AS(parse_optimization_level("most"), InvalidValueError);
+  CHECK(RuntimeSessionOptions{}.optimization == OptimizationLevel::all);
+}
+
+TEST_CASE("optimizer: constant folding of Shape/Gather/Unsqueeze/Concat chains and Constant arithmetic") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3,4] x) => (float[2,12] y, float[2,3,4] z) {
+  s = Shape(x)
+  i0 = Constant <value = int64[1] {0}> ()
+  d0 = Gather <axis = 0> (s, i0)
+  minus = Constant <value = int64[1] {-1}> ()
+  shape = Concat <axis = 0> (d0, minus)
+  f = Cast <to = 7> (shape)
+  y = Reshape(x, f)
+  c = Constant <value = float[1] {1.5}> ()
+  c2 = Add(c, c)
+  c3 = Sqrt(c2)
+  z = Mul(x, c3)
+})";
+  auto [opt, ref] = compare(text, {}, {{"x", random_tensor(ElementType::float32, {2, 3, 4}, 3)}}, OptimizationLevel::basic);
+  CHECK(applied(opt.report, "constant_folding") >= 7);
+  CHECK(opt.ops == std::vector<std::string>{"Reshape", "Mul"});
+  CHECK(ref.ops.size() == 11);
+}
+
+TEST_CASE("optimizer: Shape of a symbolic dimension is not folded") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x) => (float[M] y) {
+  s = Shape(x)
+  one = Constant <value = int64[1] {-1}> ()
+  y = Reshape(x, one)
+})";
+  auto [opt, ref] = compare(text, {}, {{"x", random_tensor(ElementType::float32, {3, 4}, 3)}}, OptimizationLevel::basic);
+  // The dead Shape goes; the Reshape's shape was a Constant and is now an initializer.
+  CHECK(opt.ops == std::vector<std::string>{"Reshape"});
+  const std::string kept = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x) => (float[N,4] y) {
+  s = Shape(x)
+  y = Reshape(x, s)
+})";
+  auto [opt2, ref2] = compare(kept, {}, {{"x", random_tensor(ElementType::float32, {3, 4}, 3)}}, OptimizationLevel::basic);
+  CHECK(has_op(opt2, "Shape"));
+  CHECK(applied(opt2.report, "constant_folding") == 0);
+}
+
+TEST_CASE("optimizer: Identity, Dropout, same-type Cast and no-op Reshape go; graph inputs and outputs keep their names") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x) => (float[2,3] y, float[2,3] passthrough) {
+  a = Identity(x)
+  b, mask = Dropout(a)
+  c = Cast <to = 1> (b)
+  shape = Constant <value = int64[2] {2, 3}> ()
+  d = Reshape(c, shape)
+  e = Relu(d)
+  y = Identity(e)
+  passthrough = Identity(x)
+  unused = Neg(x)
+})";
+  auto [opt, ref] = compare(text, {}, {{"x", random_tensor(ElementType::float32, {2, 3}, 4)}}, OptimizationLevel::basic);
+  // y stays the Relu's output name; passthrough = Identity(x) must stay (both are graph names).
+  CHECK(opt.ops == std::vector<std::string>{"Relu", "Identity"});
+  CHECK(applied(opt.report, "identity_elimination") == 5);
+  CHECK(applied(opt.report, "dead_node_elimination") == 1);
+}
+
+TEST_CASE("optimizer: BatchNormalization folds into the Conv before it, unless the Conv output is read elsewhere") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,3,6,6] x, float[4,3,3,3] w, float[4] b, float[4] s, float[4] bias, float[4] mean, float[4] var) => (float[1,4,4,4] y) {
+  c = Conv(x, w, b)
+  y = BatchNormalization <epsilon = 0.001> (c, s, bias, mean, var)
+})";
+  Values weights{{"w", random_tensor(ElementType::float32, {4, 3, 3, 3}, 5)},
+                 {"b", random_tensor(ElementType::float32, {4}, 6)},
+                 {"s", random_tensor(ElementType::float32, {4}, 7)},
+                 {"bias", random_tensor(ElementType::float32, {4}, 8)},
+                 {"mean", random_tensor(ElementType::float32, {4}, 9)},
+                 {"var", positive({4}, 10)}};
+  Values in{{"x", random_tensor(ElementType::float32, {1, 3, 6, 6}, 11)}};
+  auto [opt, ref] = compare(text, weights, in);
+  CHECK(applied(opt.report, "conv_bn_folding") == 1);
+  CHECK(opt.ops == std::vector<std::string>{"Conv"});
+
+  // The Conv output is also a graph output: nothing folds.
+  const std::string shared = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,3,6,6] x, float[4,3,3,3] w, float[4] b, float[4] s, float[4] bias, float[4] mean, float[4] var) => (float[1,4,4,4] y, float[1,4,4,4] c) {
+  c = Conv(x, w, b)
+  y = BatchNormalization(c, s, bias, mean, var)
+})";
+  auto [opt2, ref2] = compare(shared, weights, in);
+  CHECK(applied(opt2.report, "conv_bn_folding") == 0);
+  CHECK(has_op(opt2, "BatchNormalization"));
+  // A second reader of the Conv output.
+  const std::string second = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,3,6,6] x, float[4,3,3,3] w, float[4] b, float[4] s, float[4] bias, float[4] mean, float[4] var) => (float[1,4,4,4] y, float[1,4,4,4] n) {
+  c = Conv(x, w, b)
+  y = BatchNormalization(c, s, bias, mean, var)
+  n = Neg(c)
+})";
+  auto [opt3, ref3] = compare(second, weights, in);
+  CHECK(applied(opt3.report, "conv_bn_folding") == 0);
+}
+
+TEST_CASE("optimizer: Mul and Add by per-channel constants fold into a Conv; a spatial constant does not") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3,5,5] x, float[4,3,1,1] w, float[4,1,1] m, float[1,4,1,1] a, float[1] sub) => (float[2,4,5,5] y) {
+  c = Conv(x, w)
+  d = Mul(m, c)
+  e = Add(d, a)
+  y = Sub(e, sub)
+})";
+  Values weights{{"w", random_tensor(ElementType::float32, {4, 3, 1, 1}, 12)},
+                 {"m", random_tensor(ElementType::float32, {4, 1, 1}, 13)},
+                 {"a", random_tensor(ElementType::float32, {1, 4, 1, 1}, 14)},
+                 {"sub", random_tensor(ElementType::float32, {1}, 15)}};
+  Values in{{"x", random_tensor(ElementType::float32, {2, 3, 5, 5}, 16)}};
+  auto [opt, ref] = compare(text, weights, in);
+  CHECK(applied(opt.report, "conv_mul_add_folding") == 3);
+  CHECK(opt.ops == std::vector<std::string>{"Conv"});
+
+  const std::string spatial = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3,5,5] x, float[4,3,1,1] w, float[5,5] m) => (float[2,4,5,5] y) {
+  c = Conv(x, w)
+  y = Mul(c, m)
+})";
+  auto [opt2, ref2] = compare(spatial, {{"w", weights.at("w")}, {"m", random_tensor(ElementType::float32, {5, 5}, 17)}}, in);
+  CHECK(applied(opt2.report, "conv_mul_add_folding") == 0);
+  CHECK(has_op(opt2, "Mul"));
+}
+
+TEST_CASE("optimizer: 2-D MatMul + Add(bias) becomes Gemm; a 3-D MatMul does not") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[3,8] x, float[8,5] w, float[5] b) => (float[3,5] y) {
+  m = MatMul(x, w)
+  y = Add(b, m)
+})";
+  Values weights{{"w", random_tensor(ElementType::float32, {8, 5}, 18)}, {"b", random_tensor(ElementType::float32, {5}, 19)}};
+  auto [opt, ref] = compare(text, weights, {{"x", random_tensor(ElementType::float32, {3, 8}, 20)}});
+  CHECK(applied(opt.report, "matmul_add_to_gemm") == 1);
+  CHECK(opt.ops == std::vector<std::string>{"Gemm"});
+
+  const std::string batched = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3,8] x, float[8,5] w, float[5] b) => (float[2,3,5] y) {
+  m = MatMul(x, w)
+  y = Add(m, b)
+})";
+  auto [opt2, ref2] = compare(batched, weights, {{"x", random_tensor(ElementType::float32, {2, 3, 8}, 21)}});
+  CHECK(applied(opt2.report, "matmul_add_to_gemm") == 0);
+  // The bias goes into the FusedMatMul epilogue instead.
+  CHECK(opt2.ops == std::vector<std::string>{"com.onnx_light:FusedMatMul"});
+}
+
+TEST_CASE("optimizer: activations and residual Adds fuse into Gemm and MatMul") {
+  struct Case {
+    std::string body, activation;
+  };
+  const std::vector<Case> cases{
+      {"y = Relu(g)", "Relu"},
+      {"y = Sigmoid(g)", "Sigmoid"},
+      {"y = Tanh(g)", "Tanh"},
+      {"y = LeakyRelu <alpha = 0.1> (g)", "LeakyRelu"},
+      {"y = HardSigmoid <alpha = 0.2, beta = 0.4> (g)", "HardSigmoid"},
+      {"y = HardSwish(g)", "HardSwish"},
+      {"lo = Constant <value_float = 0.0> ()\n hi = Constant <value_float = 6.0> ()\n y = Clip(g, lo, hi)", "Clip"},
+      {"s = Sigmoid(g)\n y = Mul(s, g)", "SiLU"},
+      {"h = HardSigmoid <alpha = 0.16666667, beta = 0.5> (g)\n y = Mul(g, h)", "HardSwish"},
+      {"three = Constant <value_float = 3.0> ()\n zero = Constant <value_float = 0.0> ()\n"
+       " six = Constant <value_float = 6.0> ()\n a = Add(g, three)\n c = Clip(a, zero, six)\n m = Mul(g, c)\n y = Div(m, six)",
+       "HardSwish"},
+      {"three = Constant <value_float = 3.0> ()\n zero = Constant <value_float = 0.0> ()\n"
+       " six = Constant <value_float = 6.0> ()\n a = Add(three, g)\n c = Clip(a, zero, six)\n d = Div(c, six)\n y = Mul(d, g)",
+       "HardSwish"},
+      {"r = Add(g, z)\n y = Relu(r)", "Relu"},
+      {"y = Add(z, g)", ""},
+  };
+  Values weights{{"w", random_tensor(ElementType::float32, {8, 5}, 22)}, {"b", random_tensor(ElementType::float32, {5}, 23)}};
+  Values in{{"x", random_tensor(ElementType::float32, {3, 8}, 24)}, {"z", random_tensor(ElementType::float32, {3, 5}, 25)}};
+  for (const auto& c : cases) {
+    CAPTURE(c.body);
+    for (const char* op : {"Gemm(x, w, b)", "MatMul(x, w)"}) {
+      CAPTURE(op);
+      const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[3,8] x, float[3,5] z, float[8,5] w, float[5] b) => (float[3,5] y) {{
+  g = {}
+  {}
+}})",
+                                           op, c.body);
+      auto [opt, ref] = compare(text, weights, in);
+      CHECK(applied(opt.report, "epilogue_fusion") == 1);
+      REQUIRE(opt.ops.size() == 1);
+      CHECK(opt.ops[0] == (std::string(op).starts_with("Gemm") ? "com.onnx_light:FusedGemm" : "com.onnx_light:FusedMatMul"));
+    }
+  }
+}
+
+TEST_CASE("optimizer: no epilogue fusion across a second reader, a graph output or non-constant Clip bounds") {
+  Values weights{{"w", random_tensor(ElementType::float32, {8, 5}, 26)}};
+  Values in{{"x", random_tensor(ElementType::float32, {3, 8}, 27)}, {"lo", scalar(-0.1f)}, {"hi", scalar(0.2f)}};
+  const std::vector<std::string> bodies{
+      // the product is also a graph output
+      "g = Gemm(x, w)\n y = Relu(g)\n out2 = Identity(g)",
+      // the product has a second reader
+      "g = Gemm(x, w)\n y = Relu(g)\n out2 = Neg(g)",
+      // Clip bounds are graph inputs
+      "g = Gemm(x, w)\n y = Clip(g, lo, hi)\n out2 = Neg(y)",
+      // SiLU whose Sigmoid output is also read elsewhere
+      "g = Gemm(x, w)\n s = Sigmoid(g)\n y = Mul(g, s)\n out2 = Neg(s)",
+  };
+  for (const auto& body : bodies) {
+    CAPTURE(body);
+    const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[3,8] x, float lo, float hi, float[8,5] w) => (float[3,5] y, float[3,5] out2) {{
+  {}
+}})",
+                                         body);
+    auto [opt, ref] = compare(text, weights, in);
+    CHECK(applied(opt.report, "epilogue_fusion") == 0);
+    CHECK(has_op(opt, "Gemm"));
+  }
+}
+
+TEST_CASE("optimizer: Conv + BatchNorm + residual + decomposed HardSwish becomes one FusedConv when the kernel exists") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,6,6] x, float[4,1,3,3] w, float[4] s, float[4] bias, float[4] mean, float[4] var) => (float[1,4,6,6] y) {
+  c = Conv <group = 4, pads = [1, 1, 1, 1]> (x, w)
+  n = BatchNormalization(c, s, bias, mean, var)
+  r = Add(n, x)
+  three = Constant <value_float = 3.0> ()
+  zero = Constant <value_float = 0.0> ()
+  six = Constant <value_float = 6.0> ()
+  a = Add(r, three)
+  cl = Clip(a, zero, six)
+  m = Mul(r, cl)
+  y = Div(m, six)
+})";
+  Values weights{{"w", random_tensor(ElementType::float32, {4, 1, 3, 3}, 28)},
+                 {"s", random_tensor(ElementType::float32, {4}, 29)},
+                 {"bias", random_tensor(ElementType::float32, {4}, 30)},
+                 {"mean", random_tensor(ElementType::float32, {4}, 31)},
+                 {"var", positive({4}, 32)}};
+  auto [opt, ref] = compare(text, weights, {{"x", random_tensor(ElementType::float32, {1, 4, 6, 6}, 33)}});
+  CHECK(applied(opt.report, "conv_bn_folding") == 1);
+  if (fused_conv_available()) {
+    CHECK(applied(opt.report, "epilogue_fusion") == 1);
+    CHECK(opt.ops == std::vector<std::string>{"com.onnx_light:FusedConv"});
+  } else {
+    CHECK(applied(opt.report, "epilogue_fusion") == 0);
+    CHECK(has_op(opt, "Conv"));
+  }
+}
+
+TEST_CASE("optimizer: decomposed LayerNormalization over the last axis fuses; over another axis it does not") {
+  const std::string pattern = R"(<ir_version: 8, opset_import: ["" : {}]>
+g (float[2,3,8] x, float[8] gamma, float[8] beta) => (float[2,3,8] y) {{
+  mean = ReduceMean <axes = [{}]> (x)
+  d = Sub(x, mean)
+  two = Constant <value_float = 2.0> ()
+  p = Pow(d, two)
+  var = ReduceMean <axes = [{}]> (p)
+  eps = Constant <value_float = 0.00001> ()
+  ve = Add(var, eps)
+  sd = Sqrt(ve)
+  n = Div(d, sd)
+  sc = Mul(n, gamma)
+  y = Add(sc, beta)
+}})";
+  Values weights{{"gamma", random_tensor(ElementType::float32, {8}, 34)}, {"beta", random_tensor(ElementType::float32, {8}, 35)}};
+  Values in{{"x", random_tensor(ElementType::float32, {2, 3, 8}, 36)}};
+  for (int opset : {17, 13}) {
+    CAPTURE(opset);
+    for (int axis : {-1, 2}) {
+      auto [opt, ref] = compare(fmt::format(fmt::runtime(pattern), opset, axis, axis), weights, in);
+      CHECK(applied(opt.report, "layer_norm_fusion") == 1);
+      CHECK(opt.ops == std::vector<std::string>{opset >= 17 ? "LayerNormalization" : "com.onnx_light:LayerNormalization"});
+    }
+  }
+  // Axis 1 is not the last axis: not a LayerNormalization over [8].
+  auto [opt, ref] = compare(fmt::format(fmt::runtime(pattern), 17, 1, 1), weights, in);
+  CHECK(applied(opt.report, "layer_norm_fusion") == 0);
+  CHECK(has_op(opt, "ReduceMean"));
+}
+
+TEST_CASE("optimizer: decomposed GELU in its exporter spellings becomes one Gelu") {
+  const std::vector<std::string> bodies{
+      "d = Div(x, sq)\n e = Erf(d)\n a = Add(e, one)\n m = Mul(x, a)\n y = Mul(m, half)",
+      "d = Div(x, sq)\n e = Erf(d)\n a = Add(one, e)\n h = Mul(x, half)\n y = Mul(h, a)",
+      "d = Mul(x, rsq)\n e = Erf(d)\n a = Add(e, one)\n h = Mul(a, half)\n y = Mul(x, h)",
+  };
+  for (const auto& body : bodies) {
+    CAPTURE(body);
+    const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[4,16] x) => (float[4,16] y) {{
+  sq = Constant <value_float = 1.4142135> ()
+  rsq = Constant <value_float = 0.70710677> ()
+  one = Constant <value_float = 1.0> ()
+  half = Constant <value_float = 0.5> ()
+  {}
+}})",
+                                         body);
+    Tensor x = random_tensor(ElementType::float32, {4, 16}, 37);
+    for (int64_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] *= 4.0f;
+    auto [opt, ref] = compare(text, {}, {{"x", x}});
+    CHECK(applied(opt.report, "gelu_fusion") == 1);
+    CHECK(opt.ops == std::vector<std::string>{"com.onnx_light:Gelu"});
+  }
+  // Erf of x / 2 is not GELU.
+  const std::string wrong = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[4,16] x) => (float[4,16] y) {
+  two = Constant <value_float = 2.0> ()
+  one = Constant <value_float = 1.0> ()
+  half = Constant <value_float = 0.5> ()
+  d = Div(x, two)
+  e = Erf(d)
+  a = Add(e, one)
+  m = Mul(x, a)
+  y = Mul(m, half)
+})";
+  auto [opt, ref] = compare(wrong, {}, {{"x", random_tensor(ElementType::float32, {4, 16}, 38)}});
+  CHECK(applied(opt.report, "gelu_fusion") == 0);
+  CHECK(has_op(opt, "Erf"));
+}
