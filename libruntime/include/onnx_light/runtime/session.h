@@ -11,6 +11,7 @@
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/parallel_region_collector.h"
 #include "onnx_light/runtime/runtime_parameters.h"
+#include "onnx_light/runtime/session_profile.h"
 #include "onnx_light/runtime/tensor.h"
 #include "onnx_light/runtime/tuning_key.h"
 #include "onnx_light/runtime/tuning_value.h"
@@ -36,6 +37,11 @@ struct RuntimeSessionOptions {
   // float). false keeps IEEE denormals (bit-exact to a reference that keeps them). Either way the
   // calling thread's own mode is restored after each run.
   bool flush_denormals = true;
+  // Per-node times, the implementation that ran and the parallel regions, read by
+  // RuntimeSession::profile(). Off, a run reads no clock; on, two clock reads per node and per
+  // parallel block. Trace events past `profile_event_capacity` are counted, not kept.
+  bool profile = false;
+  std::size_t profile_event_capacity = std::size_t{1} << 16;
 };
 
 // Opset imports by domain ("" is ai.onnx).
@@ -130,6 +136,10 @@ class RuntimeSession {
   // Per node, after initialisation.
   std::vector<ResolvedTuning> resolved_tuning() const;
   ParallelRegionReport parallel_region_report() const;
+  // What profiling recorded since the session was built or reset_profile() (all runs, both
+  // forms); empty when RuntimeSessionOptions::profile is off. Not concurrent with run().
+  SessionProfile profile() const;
+  void reset_profile();
   const Model& model() const;
 
  private:
