@@ -164,6 +164,14 @@ struct RuntimeSession::Impl {
     int profiled_parallel_for(int64_t n, int64_t grain, int admitted, FunctionRef<void(int64_t, int64_t)> fn) {
       SessionProfiler& profiler = *impl_.profiler;
       const std::size_t index = impl_.step_index(step_);
+      ParallelRegionCollector* collector = impl_.options.parallel_region_collector.get();
+      // One block on this thread (what small nodes open on every call) is counted, not timed: its
+      // time is the node's, and four clock reads would cost more than many such nodes run.
+      if (collector == nullptr && (n <= std::max<int64_t>(grain, 1) || admitted <= 1 || impl_.pool->threads() == 1)) {
+        const int used = impl_.pool->parallel_for(n, grain, admitted, fn);
+        profiler.count_region(index, used);
+        return used;
+      }
       auto timed = [&](int64_t begin, int64_t end) {
         const int64_t start = SessionProfiler::now_ns();
         fn(begin, end);
@@ -173,7 +181,7 @@ struct RuntimeSession::Impl {
       const int used = impl_.pool->parallel_for(n, grain, admitted, timed);
       const int64_t end = SessionProfiler::now_ns();
       profiler.record_region(index, used, start, end);
-      if (ParallelRegionCollector* collector = impl_.options.parallel_region_collector.get())
+      if (collector != nullptr)
         collector->record(step_.label, impl_.pool->threads(), used, n, grain, end - start);
       return used;
     }

@@ -62,9 +62,7 @@ void SessionProfiler::end_step(std::size_t step, int64_t begin_ns, std::string_v
 }
 
 void SessionProfiler::record_region(std::size_t step, int admitted, int64_t begin_ns, int64_t end_ns) {
-  Accumulator& a = steps_[step];
-  ++a.regions;
-  a.threads += static_cast<uint64_t>(admitted);
+  count_region(step, admitted);
   push(RawEvent{TraceEvent::Kind::region, 0, admitted, static_cast<uint32_t>(step), runs_, begin_ns, end_ns});
 }
 

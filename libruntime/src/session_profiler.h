@@ -43,6 +43,11 @@ class SessionProfiler {
   void end_step(std::size_t step, int64_t begin_ns, std::string_view variant);
   // From the thread that opened the region (the session's caller).
   void record_region(std::size_t step, int admitted, int64_t begin_ns, int64_t end_ns);
+  // A region counted without a trace event (one block, run inline).
+  void count_region(std::size_t step, int admitted) {
+    ++steps_[step].regions;
+    steps_[step].threads += static_cast<uint64_t>(admitted);
+  }
   // From any thread running a block; thread-safe and lock-free.
   void record_block(std::size_t step, int tid, int64_t begin_ns, int64_t end_ns);
 

@@ -46,8 +46,11 @@ struct OpTypeProfile {
 struct TraceEvent {
   enum class Kind : uint8_t {
     node,    // one node's call, on the calling thread (tid 0)
-    region,  // a parallel region a node opened, on the calling thread
-    block,   // one block of a region, on the thread that ran it (tid = its pool thread index)
+    // A parallel region a node opened, on the calling thread, and each of its blocks on the thread
+    // that ran it (tid = its pool thread index). A region that ran as one block on the caller is
+    // counted in NodeProfile::parallel_regions but has no events: its time is the node's.
+    region,
+    block,
   };
   Kind kind = Kind::node;
   std::size_t node = 0;  // index into SessionProfile::nodes
