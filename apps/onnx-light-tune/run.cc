@@ -87,10 +87,13 @@ nlohmann::json profile_json(const runtime::SessionProfile& profile) {
           {"nodes_us", profile.nodes_us}};
 }
 
-// `text` cut to `width` characters (bytes; node names are mostly ASCII), marking the cut.
+// `text` cut to `width` bytes (node names are mostly ASCII), on a UTF-8 character boundary,
+// marking the cut.
 std::string fit(const std::string& text, std::size_t width) {
   if (text.size() <= width) return text;
-  return text.substr(0, width - 3) + "...";
+  std::size_t size = width - 3;
+  while (size > 0 && (static_cast<unsigned char>(text[size]) & 0xC0u) == 0x80u) --size;
+  return text.substr(0, size) + "...";
 }
 
 void print_profile(std::ostream& out, const runtime::SessionProfile& profile, int top) {
