@@ -1,9 +1,11 @@
 // `onnx-light-tune run MODEL`: runs a model once or repeatedly, prints its outputs, latency
-// and (with --profile) the parallel regions and the tuning values each kernel ran with.
+// and (with --profile) the tuning values each kernel ran with, the parallel regions, and where
+// the time went per node and per op type; --trace writes the timeline for Perfetto.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <ostream>
 #include <random>
 
 #include <fmt/format.h>
@@ -33,6 +35,8 @@ struct RunOptions {
   int warmup = 0;
   std::string output_dir;
   bool profile = false;
+  int top = 20;
+  std::string trace_path;
   bool json = false;
   std::string optimize = "all";
 };
@@ -55,6 +59,72 @@ Latency summarize(std::vector<double> samples) {
   return l;
 }
 
+nlohmann::json profile_json(const runtime::SessionProfile& profile) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& n : profile.nodes) {
+    nlohmann::json shapes = nlohmann::json::array();
+    for (const auto& shape : n.input_shapes) shapes.push_back(shape ? nlohmann::json(*shape) : nlohmann::json(nullptr));
+    nodes.push_back({{"node", n.node},
+                     {"label", n.label},
+                     {"op_type", n.op_type},
+                     {"domain", n.domain},
+                     {"implementation", n.implementation},
+                     {"input_shapes", shapes},
+                     {"calls", n.calls},
+                     {"total_us", n.total_us},
+                     {"mean_us", n.mean_us},
+                     {"share", n.share},
+                     {"parallel_regions", n.parallel_regions},
+                     {"parallel_threads", n.parallel_threads}});
+  }
+  nlohmann::json op_types = nlohmann::json::array();
+  for (const auto& t : profile.op_types)
+    op_types.push_back(
+        {{"op_type", t.op_type}, {"nodes", t.nodes}, {"calls", t.calls}, {"total_us", t.total_us}, {"share", t.share}});
+  return {{"nodes", nodes},
+          {"op_types", op_types},
+          {"runs", profile.runs},
+          {"total_us", profile.total_us},
+          {"nodes_us", profile.nodes_us}};
+}
+
+// `text` cut to `width` bytes (node names are mostly ASCII), on a UTF-8 character boundary,
+// marking the cut.
+std::string fit(const std::string& text, std::size_t width) {
+  if (text.size() <= width) return text;
+  std::size_t size = width - 3;
+  while (size > 0 && (static_cast<unsigned char>(text[size]) & 0xC0u) == 0x80u) --size;
+  return text.substr(0, size) + "...";
+}
+
+void print_profile(std::ostream& out, const runtime::SessionProfile& profile, int top) {
+  const std::size_t shown = top == 0 ? profile.nodes.size() : std::min<std::size_t>(profile.nodes.size(), static_cast<std::size_t>(top));
+  std::size_t name_width = 4;
+  for (std::size_t i = 0; i < shown; ++i) name_width = std::max(name_width, profile.nodes[i].node.size());
+  name_width = std::min<std::size_t>(name_width, 32);
+  const double per_run = profile.runs == 0 ? 0.0 : profile.total_us / static_cast<double>(profile.runs);
+  out << fmt::format("nodes ({} of {}, by time; {} run{}, {:.1f} us per run, {:.1f}% of it in nodes):\n", shown,
+                     profile.nodes.size(), profile.runs, profile.runs == 1 ? "" : "s", per_run,
+                     profile.total_us > 0 ? 100.0 * profile.nodes_us / profile.total_us : 0.0);
+  out << fmt::format("  {:<{}} {:<14} {:<22} {:>6} {:>10} {:>9} {:>6} {:>7}  {}\n", "node", name_width, "op type",
+                     "implementation", "calls", "total us", "mean us", "share", "regions", "input shapes");
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& n = profile.nodes[i];
+    const std::string regions = n.parallel_regions == 0 ? "-" : fmt::format("{}/{}", n.parallel_regions, n.parallel_threads);
+    out << fmt::format("  {:<{}} {:<14} {:<22} {:>6} {:>10.1f} {:>9.2f} {:>5.1f}% {:>7}  {}\n", fit(n.node, name_width),
+                       name_width, fit(n.op_type, 14), fit(n.implementation, 22), n.calls, n.total_us, n.mean_us,
+                       100.0 * n.share, regions, runtime::format_input_shapes(n.input_shapes));
+  }
+  if (shown < profile.nodes.size())
+    out << fmt::format("  ... {} more node{} (--top 0 shows all)\n", profile.nodes.size() - shown,
+                       profile.nodes.size() - shown == 1 ? "" : "s");
+  out << "op types (by time):\n";
+  out << fmt::format("  {:<20} {:>6} {:>7} {:>10} {:>6}\n", "op type", "nodes", "calls", "total us", "share");
+  for (const auto& t : profile.op_types)
+    out << fmt::format("  {:<20} {:>6} {:>7} {:>10.1f} {:>5.1f}%\n", fit(t.op_type, 20), t.nodes, t.calls, t.total_us,
+                       100.0 * t.share);
+}
+
 int run_verb(const RunOptions& o, AppContext& context) {
   using namespace runtime;
   Model model = load_model_file(o.model_path);
@@ -70,6 +140,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
   options.parameters = RuntimeParameters(o.threads);
   if (o.profile) options.parallel_region_collector = std::make_shared<ParallelRegionCollector>(4096);
   options.optimization = parse_optimization_level(o.optimize);
+  options.profile = o.profile || !o.trace_path.empty();
   RuntimeSession session(model, options);
 
   RuntimeContext run_context(KernelContext(default_opset(model.opset_version(""))));
@@ -78,6 +149,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
 
   for (int i = 0; i < o.warmup; ++i) session.run(run_context);
   if (options.parallel_region_collector) options.parallel_region_collector->clear();
+  session.reset_profile();  // the timed runs only
   std::vector<double> samples;
   for (int i = 0; i < o.repeat; ++i) {
     auto start = std::chrono::steady_clock::now();
@@ -94,6 +166,11 @@ int run_verb(const RunOptions& o, AppContext& context) {
 
   ParallelRegionReport regions = session.parallel_region_report();
   std::vector<ResolvedTuning> tuning = session.resolved_tuning();
+  const SessionProfile profile = session.profile();
+  if (!o.trace_path.empty()) {
+    write_chrome_trace(profile, std::filesystem::path(o.trace_path));
+    spdlog::info("trace: {} ({} events, {} dropped)", o.trace_path, profile.events.size(), profile.dropped_events);
+  }
   if (o.json) {
     nlohmann::json report;
     report["model"] = o.model_path;
@@ -134,6 +211,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
                            {"active_source", tuning_source_name(r.source)}});
       }
       report["tuning"] = kernels;
+      report["profile"] = profile_json(profile);
     }
     if (o.profile) {
       // The graph optimizer's transforms (profile.transforms).
@@ -174,6 +252,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
     for (const auto& e : regions.events)
       out << fmt::format("  {:<28} {:>9} {:>8} {:>12} {:>6} {:>10.1f}\n", e.label, e.requested_threads,
                          e.admitted_threads, e.iterations, e.grain, static_cast<double>(e.wall_time_ns) / 1000.0);
+    print_profile(out, profile, o.top);
   }
   if (o.profile) {
     const OptimizationReport& opt = session.optimization_report();
@@ -206,14 +285,25 @@ void register_run(CLI::App& app, AppContext& context) {
       ->check(CLI::Range(0, 1000000))
       ->default_val(0);
   run->add_option("-o,--output-dir", options->output_dir, "Write each output to DIR/<output name>.npy");
-  run->add_flag("--profile", options->profile, "Show parallel regions and the tuning values each kernel ran with");
   run->add_option("--optimize", options->optimize, "Graph optimization: none (the graph as written), basic, all")
       ->check(CLI::IsMember({"none", "basic", "all"}))
       ->default_val("all");
-  run->add_flag("--json", options->json, "Print one JSON object (outputs, latency_us, parallel_regions, tuning)");
+  run->add_flag("--profile", options->profile,
+                "Show the tuning values each kernel ran with, the parallel regions, and the time per node and per "
+                "op type over the timed runs");
+  run->add_option("--top", options->top, "Nodes in the --profile table, longest first (0 = all; --json lists all)")
+      ->check(CLI::Range(0, 1000000))
+      ->default_val(20);
+  run->add_option("--trace", options->trace_path,
+                  "Write the timed runs as Chrome trace-event JSON (Perfetto, chrome://tracing): one event per node "
+                  "per run, and the parallel regions with their blocks per thread")
+      ->type_name("FILE");
+  run->add_flag("--json", options->json,
+                "Print one JSON object (outputs, latency_us; with --profile also parallel_regions, tuning, profile)");
   run->footer(
       "Examples:\n"
       "  onnx-light-tune run examples/abs.onnxtxt --input x=random:7 --dim N=65536 --repeat 100 --profile\n"
+      "  onnx-light-tune run model.onnx -i x=random -w 10 -r 100 --profile --top 10 --trace trace.json\n"
       "  onnx-light-tune run model.onnx -i a=a.npy -i b=b.npy --output-dir out/ --json\n"
       "A model file is read as the ONNX text syntax when its content is text, else as binary protobuf.");
   run->callback([options, &context] { context.action = [options, &context] { return run_verb(*options, context); }; });

@@ -19,6 +19,8 @@
 #include "onnx_light/runtime/thread_pool.h"
 #include "onnx_light/runtime/tuning_registry.h"
 #include "denormals.h"
+#include "session_profiler.h"
+#include "thread_index.h"
 #include "tensor_buffer_pool.h"
 
 namespace onnx_light::runtime {
@@ -118,6 +120,7 @@ struct RuntimeSession::Impl {
     std::unique_ptr<Kernel> kernel;
     std::vector<int> inputs;   // slot ids; -1 for omitted
     std::vector<int> outputs;  // slot ids; -1 for omitted
+    std::vector<std::size_t> fused;  // nodes run inside this one (Relu fusion), for profiles
   };
 
   class Execution final : public KernelExecution {
@@ -146,6 +149,7 @@ struct RuntimeSession::Impl {
         ScopedDenormalMode mode(flush);
         fn(begin, end);
       };
+      if (impl_.profiler) return profiled_parallel_for(n, grain, admitted, in_mode);
       if (collector == nullptr) return impl_.pool->parallel_for(n, grain, admitted, in_mode);
       auto start = std::chrono::steady_clock::now();
       int used = impl_.pool->parallel_for(n, grain, admitted, in_mode);
@@ -156,6 +160,32 @@ struct RuntimeSession::Impl {
     const std::string& label() const override { return step_.label; }
 
    private:
+    // The same region with its blocks and itself timed for the profile (and the collector).
+    int profiled_parallel_for(int64_t n, int64_t grain, int admitted, FunctionRef<void(int64_t, int64_t)> fn) {
+      SessionProfiler& profiler = *impl_.profiler;
+      const std::size_t index = impl_.step_index(step_);
+      ParallelRegionCollector* collector = impl_.options.parallel_region_collector.get();
+      // One block on this thread (what small nodes open on every call) is counted, not timed: its
+      // time is the node's, and four clock reads would cost more than many such nodes run.
+      if (collector == nullptr && (n <= std::max<int64_t>(grain, 1) || admitted <= 1 || impl_.pool->threads() == 1)) {
+        const int used = impl_.pool->parallel_for(n, grain, admitted, fn);
+        profiler.count_region(index, used);
+        return used;
+      }
+      auto timed = [&](int64_t begin, int64_t end) {
+        const int64_t start = SessionProfiler::now_ns();
+        fn(begin, end);
+        profiler.record_block(index, current_pool_thread_index(), start, SessionProfiler::now_ns());
+      };
+      const int64_t start = SessionProfiler::now_ns();
+      const int used = impl_.pool->parallel_for(n, grain, admitted, timed);
+      const int64_t end = SessionProfiler::now_ns();
+      profiler.record_region(index, used, start, end);
+      if (collector != nullptr)
+        collector->record(step_.label, impl_.pool->threads(), used, n, grain, end - start);
+      return used;
+    }
+
     Tensor& output_slot(std::size_t index, ElementType type, const Shape& shape, bool zero) {
       if (index >= step_.outputs.size() || step_.outputs[index] < 0) {
         // An omitted optional output: computed, then dropped. One buffer per index, so that a
@@ -215,6 +245,7 @@ struct RuntimeSession::Impl {
   bool is_initialized = false;
   std::vector<ResolvedTuning> resolved;
   OptimizationReport optimization;
+  std::unique_ptr<SessionProfiler> profiler;  // only with options.profile
 
   int slot(const std::string& name) {
     auto [it, inserted] = slot_of.emplace(name, static_cast<int>(slots.size()));
@@ -231,6 +262,8 @@ struct RuntimeSession::Impl {
   void bind_input(std::size_t k, const Tensor* given, std::map<std::string, int64_t>& symbols);
   void run_steps();
   void fuse_activations();
+  void start_profiler();
+  std::size_t step_index(const Step& step) const { return static_cast<std::size_t>(&step - steps.data()); }
   // Inputs are only borrowed for a run: drop our references so callers own them again. The slots
   // keep their shape capacity, so binding the next run's inputs allocates nothing.
   void release_inputs() {
@@ -516,6 +549,7 @@ void RuntimeSession::Impl::fuse_activations() {
       if (is_relu && steps[i].kernel->fuse_relu()) {
         steps[i].outputs[0] = relu.outputs[0];
         steps[i].label += fmt::format(" + {}", relu.label);
+        steps[i].fused.push_back(relu.node_index);
         dropped[j] = true;
       }
       break;  // the only reader
@@ -540,10 +574,32 @@ template <typename E>
 
 }  // namespace
 
+void RuntimeSession::Impl::start_profiler() {
+  std::vector<SessionProfiler::Step> described;
+  for (const Step& step : steps) {
+    SessionProfiler::Step d;
+    d.label = step.label;
+    d.domain = model.graph().node(static_cast<int>(step.node_index)).domain();
+    d.implementation = step.def->implementation;
+    std::vector<std::size_t> nodes{step.node_index};
+    nodes.insert(nodes.end(), step.fused.begin(), step.fused.end());
+    for (std::size_t k : nodes) {
+      const onnx::NodeProto& node = model.graph().node(static_cast<int>(k));
+      const char* sep = k == step.node_index ? "" : " + ";
+      d.node += sep + (node.name().empty() ? fmt::format("#{}", k) : node.name());
+      d.op_type += sep + node.op_type();
+    }
+    described.push_back(std::move(d));
+  }
+  profiler = std::make_unique<SessionProfiler>(std::move(described), options.profile_event_capacity);
+}
+
 void RuntimeSession::Impl::run_steps() {
   ScopedDenormalMode mode(options.flush_denormals);
+  if (profiler) profiler->begin_run();
   for (auto& step : steps) {
     Execution execution(*this, step);
+    const int64_t profile_begin = profiler ? profiler->begin_step(step_index(step), execution) : 0;
     try {
       step.kernel->run(execution);
     } catch (const InputError& e) {
@@ -553,7 +609,10 @@ void RuntimeSession::Impl::run_steps() {
     } catch (const std::bad_alloc&) {
       throw InputError(fmt::format("{}: out of memory while computing its outputs", step.label));
     }
+    if (profiler)
+      profiler->end_step(step_index(step), profile_begin, step.kernel->variant());
   }
+  if (profiler) profiler->end_run();
 }
 
 RuntimeSession::RuntimeSession(Model model, RuntimeSessionOptions options)
@@ -561,6 +620,7 @@ RuntimeSession::RuntimeSession(Model model, RuntimeSessionOptions options)
   const KernelTable& table = impl_->options.kernels != nullptr ? *impl_->options.kernels : cpu_kernel_table();
   impl_->model = optimize_model(impl_->model, impl_->options.optimization, table, impl_->optimization);
   impl_->build();
+  if (impl_->options.profile) impl_->start_profiler();
 }
 
 RuntimeSession::~RuntimeSession() = default;
@@ -686,6 +746,12 @@ int RuntimeSession::threads() const { return impl_->thread_count; }
 std::vector<ResolvedTuning> RuntimeSession::resolved_tuning() const { return impl_->resolved; }
 const Model& RuntimeSession::model() const { return impl_->model; }
 const OptimizationReport& RuntimeSession::optimization_report() const { return impl_->optimization; }
+
+SessionProfile RuntimeSession::profile() const { return impl_->profiler ? impl_->profiler->profile() : SessionProfile{}; }
+
+void RuntimeSession::reset_profile() {
+  if (impl_->profiler) impl_->profiler->reset();
+}
 
 ParallelRegionReport RuntimeSession::parallel_region_report() const {
   if (!impl_->options.parallel_region_collector) return {};

@@ -7,11 +7,13 @@
 #include <utility>
 
 #include "onnx_light/runtime/error.h"
+#include "thread_index.h"
 
 namespace onnx_light::runtime {
 namespace {
 
 thread_local bool t_in_region = false;
+thread_local int t_thread_index = 0;  // set once by each worker
 
 // Marks the current thread as running a block; restores the previous state so that nested
 // inline regions unwind correctly.
@@ -99,7 +101,11 @@ ThreadPool::ThreadPool(int threads) : threads_(threads) {
   if (threads < 1) throw InvalidValueError("ThreadPool: threads must be >= 1, got " + std::to_string(threads));
   workers_.reserve(static_cast<std::size_t>(threads - 1));
   try {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+    for (int i = 1; i < threads; ++i)
+      workers_.emplace_back([this, i] {
+        t_thread_index = i;
+        worker_loop();
+      });
   } catch (const std::system_error& e) {
     // Joinable threads left behind would terminate the process when workers_ is destroyed.
     stop_workers();
@@ -122,6 +128,8 @@ void ThreadPool::stop_workers() noexcept {
 }
 
 bool ThreadPool::in_parallel_region() { return t_in_region; }
+
+int current_pool_thread_index() { return t_thread_index; }
 
 int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
   if (n < 0) throw InvalidValueError("parallel_for: n must be >= 0, got " + std::to_string(n));

@@ -5,6 +5,8 @@
 // (SerializeToString / ParseFromString), never as shared C++ objects. Numpy arrays are copied in
 // both directions, so no Python object ever aliases a tensor a session may write to.
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,9 +14,12 @@
 #include <string>
 #include <vector>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
 
 #include "bindings.h"
 #include "onnx_light/runtime/element_type.h"
@@ -23,6 +28,7 @@
 #include "onnx_light/runtime/parallel_region_collector.h"
 #include "onnx_light/runtime/runtime_parameters.h"
 #include "onnx_light/runtime/session.h"
+#include "onnx_light/runtime/session_profile.h"
 #include "onnx_light/runtime/tensor.h"
 #include "onnx_light/runtime/tensor_format.h"
 #include "onnx_light/runtime/tensor_proto.h"
@@ -283,6 +289,36 @@ struct Session {
   mutable std::mutex mutex;
 };
 
+nlohmann::json profile_to_json(const rt::SessionProfile& profile) {
+  // The same keys as the CLI's `run --profile --json` "profile" object.
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& n : profile.nodes) {
+    nlohmann::json shapes = nlohmann::json::array();
+    for (const auto& shape : n.input_shapes) shapes.push_back(shape ? nlohmann::json(*shape) : nlohmann::json(nullptr));
+    nodes.push_back({{"node", n.node},
+                     {"label", n.label},
+                     {"op_type", n.op_type},
+                     {"domain", n.domain},
+                     {"implementation", n.implementation},
+                     {"input_shapes", shapes},
+                     {"calls", n.calls},
+                     {"total_us", n.total_us},
+                     {"mean_us", n.mean_us},
+                     {"share", n.share},
+                     {"parallel_regions", n.parallel_regions},
+                     {"parallel_threads", n.parallel_threads}});
+  }
+  nlohmann::json op_types = nlohmann::json::array();
+  for (const auto& t : profile.op_types)
+    op_types.push_back(
+        {{"op_type", t.op_type}, {"nodes", t.nodes}, {"calls", t.calls}, {"total_us", t.total_us}, {"share", t.share}});
+  return {{"nodes", nodes},
+          {"op_types", op_types},
+          {"runs", profile.runs},
+          {"total_us", profile.total_us},
+          {"nodes_us", profile.nodes_us}};
+}
+
 std::string value_info_text(const rt::ValueInfo& info) {
   std::string text = fmt::format("{}: {}", info.name, rt::element_type_name(info.element_type));
   if (!info.has_shape) return text;
@@ -452,23 +488,25 @@ void bind_runtime(py::module_& m) {
   py::class_<rt::RuntimeSessionOptions>(
       m, "RuntimeSessionOptions",
       "RuntimeSessionOptions(parameters=None, parallel_region_collector=None, fuse_activations=True,\n"
-      "                      flush_denormals=True)\n\n"
+      "                      flush_denormals=True, profile=False)\n\n"
       "Options of a RuntimeSession: its RuntimeParameters, an optional ParallelRegionCollector,\n"
       "whether a Relu after a packed MatMul/Gemm runs inside that kernel (bit-identical results), and\n"
       "whether denormal floats are flushed to zero while its kernels run (fast; results differ from\n"
-      "IEEE 754 only where a value is denormal, below ~1.2e-38 for float32).")
+      "IEEE 754 only where a value is denormal, below ~1.2e-38 for float32), and whether the session\n"
+      "profiles its runs (RuntimeSession.profile(), end_profiling(); off costs nothing).")
       .def(py::init([](std::optional<rt::RuntimeParameters> parameters,
                        std::shared_ptr<rt::ParallelRegionCollector> collector, bool fuse_activations,
-                       bool flush_denormals) {
+                       bool flush_denormals, bool profile) {
              rt::RuntimeSessionOptions options;
              if (parameters) options.parameters = *parameters;
              options.parallel_region_collector = std::move(collector);
              options.fuse_activations = fuse_activations;
              options.flush_denormals = flush_denormals;
+             options.profile = profile;
              return options;
            }),
            py::arg("parameters") = py::none(), py::arg("parallel_region_collector") = py::none(),
-           py::arg("fuse_activations") = true, py::arg("flush_denormals") = true)
+           py::arg("fuse_activations") = true, py::arg("flush_denormals") = true, py::arg("profile") = false)
       .def_readwrite("flush_denormals", &rt::RuntimeSessionOptions::flush_denormals,
                      "Whether denormal floats are flushed to zero (FTZ/DAZ) while the session's kernels run.")
       .def_readwrite("fuse_activations", &rt::RuntimeSessionOptions::fuse_activations,
@@ -477,17 +515,20 @@ void bind_runtime(py::module_& m) {
           "optimization", [](const rt::RuntimeSessionOptions& o) { return std::string(rt::optimization_level_name(o.optimization)); },
           [](rt::RuntimeSessionOptions& o, const std::string& level) { o.optimization = rt::parse_optimization_level(level); },
           "Graph optimization at session creation: 'none' (the graph as written), 'basic' or 'all' (default).")
+      .def_readwrite("profile", &rt::RuntimeSessionOptions::profile,
+                     "Whether the session records per-node times and a Chrome trace of its runs.")
       .def_readwrite("parameters", &rt::RuntimeSessionOptions::parameters, "The RuntimeParameters.")
       .def_readwrite("parallel_region_collector", &rt::RuntimeSessionOptions::parallel_region_collector,
                      "The ParallelRegionCollector, or None.")
       .def("__repr__", [](const rt::RuntimeSessionOptions& o) {
         return fmt::format("RuntimeSessionOptions(parameters=RuntimeParameters(num_threads={}), "
-                           "parallel_region_collector={}, fuse_activations={}, flush_denormals={})",
+                           "parallel_region_collector={}, fuse_activations={}, flush_denormals={}, profile={})",
                            o.parameters.num_threads,
                            o.parallel_region_collector
                                ? fmt::format("ParallelRegionCollector(capacity={})", o.parallel_region_collector->capacity())
                                : std::string("None"),
-                           o.fuse_activations ? "True" : "False", o.flush_denormals ? "True" : "False");
+                           o.fuse_activations ? "True" : "False", o.flush_denormals ? "True" : "False",
+                           o.profile ? "True" : "False");
       });
 
   // ---- contexts ----
@@ -708,6 +749,63 @@ void bind_runtime(py::module_& m) {
           [](const Session& s) { return s.session->parallel_region_report(); },
           "Returns a ParallelRegionReport with the events of the session's collector (every\n"
           "session sharing that collector), empty when the options had none.")
+      .def(
+          "profile",
+          [](const Session& s) {
+            rt::SessionProfile profile;
+            {
+              std::lock_guard lock(s.mutex);
+              profile = s.session->profile();
+            }
+            return json_to_python(profile_to_json(profile));
+          },
+          "Returns what profiling recorded since the session was created or reset_profile(), as the\n"
+          "'profile' object of `onnx-light-tune run --profile --json`: {'nodes': [...], 'op_types': [...],\n"
+          "'runs', 'total_us', 'nodes_us'}. Each node: node, label, op_type, domain, implementation (what\n"
+          "actually ran), input_shapes (of its last call; None for an omitted input), calls, total_us,\n"
+          "mean_us, share (of the time in nodes), parallel_regions and parallel_threads (admitted, summed);\n"
+          "longest first. Empty lists and 0 runs when RuntimeSessionOptions.profile is off.")
+      .def(
+          "reset_profile",
+          [](Session& s) {
+            std::lock_guard lock(s.mutex);
+            s.session->reset_profile();
+          },
+          "Forgets what profiling recorded so far (e.g. after warm-up runs).")
+      .def(
+          "write_trace",
+          [](const Session& s, const std::filesystem::path& path) {
+            rt::SessionProfile profile;
+            {
+              std::lock_guard lock(s.mutex);
+              profile = s.session->profile();
+            }
+            py::gil_scoped_release release;
+            rt::write_chrome_trace(profile, path);
+            return path.string();
+          },
+          py::arg("path"),
+          "Writes the recorded runs as Chrome trace-event JSON ({'traceEvents': [...]}, times in\n"
+          "microseconds), which Perfetto (ui.perfetto.dev) and chrome://tracing open: one event per node per\n"
+          "run (name: the node, cat: its op type, args: implementation and input shapes), its parallel\n"
+          "regions, and their blocks on the threads that ran them. Returns the path. Raises IoError.")
+      .def(
+          "end_profiling",
+          [](const Session& s, std::optional<std::filesystem::path> path) {
+            if (!path) path = fmt::format("onnx_light_profile_{:%Y-%m-%d_%H-%M-%S}.json", fmt::localtime(std::time(nullptr)));
+            rt::SessionProfile profile;
+            {
+              std::lock_guard lock(s.mutex);
+              profile = s.session->profile();
+            }
+            py::gil_scoped_release release;
+            rt::write_chrome_trace(profile, *path);
+            return path->string();
+          },
+          py::arg("path") = py::none(),
+          "As ONNX Runtime's InferenceSession.end_profiling(): writes the Chrome trace (to `path`, by\n"
+          "default onnx_light_profile_<date>_<time>.json in the working directory) and returns the file\n"
+          "name. Recording goes on; reset_profile() starts over.")
       .def("__repr__", [](const Session& s) {
         return fmt::format("RuntimeSession(model={}, inputs={}, outputs={}, threads={}, initialized={}{})",
                            python_repr(s.session->model().origin()), value_infos_text(s.session->inputs()),

@@ -262,8 +262,16 @@ def case_run(ctx):
                    "-t", "2", "-r", "3", "--profile", "--json")
     for entry in doc.get("tuning", []):
         replace_dispatched(entry, ctx)
+    for node in doc.get("profile", {}).get("nodes", []):
+        # What ran: the dispatched implementation (Abs reports no other path).
+        dispatched = ctx.dispatch.get((node["op_type"], 1))
+        if dispatched is None or node["implementation"] != dispatched["implementation"]:
+            fail(f"profile node {node['node']}: ran {node['implementation']}, `list` dispatches {dispatched}")
+        node["implementation"] = "<dispatched>"
     return normalise(doc, ctx, measured=("latency_us.min", "latency_us.median", "latency_us.p90",
-                                         "parallel_regions.events.*.wall_time_ns"))
+                                         "parallel_regions.events.*.wall_time_ns", "profile.total_us",
+                                         "profile.nodes_us", "profile.nodes.*.total_us", "profile.nodes.*.mean_us",
+                                         "profile.op_types.*.total_us"))
 
 
 def case_remove_kernel(ctx):

@@ -101,7 +101,7 @@ expect_offers "onnx-light-tune list --element-type float,d" float,double
 # Options, the verb's and the global ones.
 expect_offers "onnx-light-tune calibrate --" --all --element-type --max-duration-ms --save --no-save --json --help --cache --color
 expect_offers "onnx-light-tune inspect -" -l --long --json --kernel --threads --cache
-expect_offers "onnx-light-tune run -" -i --input --profile --dim --json
+expect_offers "onnx-light-tune run -" -i --input --profile --dim --json --top --trace
 expect_offers "onnx-light-tune --" --version --cache --color --verbose --quiet --help
 expect_offers "onnx-light-tune remove ''" --yes --kernel
 expect_exactly "onnx-light-tune --color ''" auto always never
@@ -114,6 +114,10 @@ touch "$SCRATCH/model.onnxtxt" "$SCRATCH/my.cache"
 expect_offers "onnx-light-tune run $SCRATCH/model.on" "$SCRATCH/model.onnxtxt"
 expect_offers "onnx-light-tune inspect $SCRATCH/my.c" "$SCRATCH/my.cache"
 expect_offers "onnx-light-tune --cache $SCRATCH/my.c" "$SCRATCH/my.cache"
+touch "$SCRATCH/trace.json"
+expect_offers "onnx-light-tune run $SCRATCH/model.onnxtxt --trace $SCRATCH/tra" "$SCRATCH/trace.json"
+# --top takes a number: nothing to offer.
+expect_exactly "onnx-light-tune run $SCRATCH/model.onnxtxt --top ''"
 # The script can be sourced in an interactive shell and registers itself.
 bash --norc --noprofile -c "source '$GEN/onnx-light-tune.bash' && complete -p onnx-light-tune" >"$SCRATCH/complete_p" ||
   fail "sourcing the bash completion failed"

@@ -12,6 +12,7 @@
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/parallel_region_collector.h"
 #include "onnx_light/runtime/runtime_parameters.h"
+#include "onnx_light/runtime/session_profile.h"
 #include "onnx_light/runtime/tensor.h"
 #include "onnx_light/runtime/tuning_key.h"
 #include "onnx_light/runtime/tuning_value.h"
@@ -39,6 +40,11 @@ struct RuntimeSessionOptions {
   bool flush_denormals = true;
   // Graph rewrites applied once at creation (graph_optimizer.h); `none` runs the graph as written.
   OptimizationLevel optimization = OptimizationLevel::all;
+  // Per-node times, the implementation that ran and the parallel regions, read by
+  // RuntimeSession::profile(). Off, a run reads no clock; on, two clock reads per node and per
+  // parallel block. Trace events past `profile_event_capacity` are counted, not kept.
+  bool profile = false;
+  std::size_t profile_event_capacity = std::size_t{1} << 16;
 };
 
 // Opset imports by domain ("" is ai.onnx).
@@ -134,6 +140,10 @@ class RuntimeSession {
   std::vector<ResolvedTuning> resolved_tuning() const;
   ParallelRegionReport parallel_region_report() const;
   // The model as it runs (after the optimizer).
+  // What profiling recorded since the session was built or reset_profile() (all runs, both
+  // forms); empty when RuntimeSessionOptions::profile is off. Not concurrent with run().
+  SessionProfile profile() const;
+  void reset_profile();
   const Model& model() const;
   const OptimizationReport& optimization_report() const;
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# `run --profile`: the per-node and per-op-type tables (--top), the "profile" object of --json, and
+# `run --trace FILE.json`, the Chrome trace-event file Perfetto opens.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+# Five nodes, one unnamed, two of them Abs: x -> Abs -> Neg -> Abs -> Add(., x) -> Mul(., x).
+$PY - "$SCRATCH/chain.onnx" <<'PYEOF'
+import sys
+from onnx import helper, TensorProto
+nodes = [helper.make_node("Abs", ["x"], ["a"], name="first_abs"),
+         helper.make_node("Neg", ["a"], ["b"], name="negate"),
+         helper.make_node("Abs", ["b"], ["c"]),
+         helper.make_node("Add", ["c", "x"], ["d"], name="plus"),
+         helper.make_node("Mul", ["d", "x"], ["y"], name="times")]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N"])])
+open(sys.argv[1], "wb").write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]).SerializeToString())
+PYEOF
+M="$SCRATCH/chain.onnx"
+
+# --json: profile.nodes (one per node, calls = timed runs), profile.op_types, runs, total_us.
+expect_exit 0 "$TOOL" run "$M" -i x=random:1 --dim N=100000 -t 2 -w 2 -r 3 --profile --json
+$PY - "$SCRATCH/out" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = r["profile"]
+assert p["runs"] == 3, p["runs"]
+assert 0 < p["nodes_us"] <= p["total_us"], p
+nodes = {n["node"]: n for n in p["nodes"]}
+assert sorted(nodes) == ["#2", "first_abs", "negate", "plus", "times"], sorted(nodes)
+assert {k: n["op_type"] for k, n in nodes.items()} == {
+    "first_abs": "Abs", "negate": "Neg", "#2": "Abs", "plus": "Add", "times": "Mul"}
+tuning = {t["node"]: t for t in r["tuning"]}
+for n in p["nodes"]:
+    assert n["calls"] == 3 and n["total_us"] > 0 and abs(n["mean_us"] - n["total_us"] / 3) < 1e-6, n
+    assert n["implementation"] == tuning[n["label"]]["implementation"], (n, tuning[n["label"]])
+    assert n["domain"] == "" and n["input_shapes"][0] == [100000], n
+    # Abs/Neg/Add/Mul over 100000 floats at 2 threads: one region per run, two threads admitted.
+    assert n["parallel_regions"] == 3 and n["parallel_threads"] == 6, n
+assert nodes["plus"]["input_shapes"] == [[100000], [100000]]
+assert abs(sum(n["share"] for n in p["nodes"]) - 1) < 1e-9
+totals = [n["total_us"] for n in p["nodes"]]
+assert totals == sorted(totals, reverse=True), totals
+types = {t["op_type"]: t for t in p["op_types"]}
+assert sorted(types) == ["Abs", "Add", "Mul", "Neg"], types
+assert types["Abs"]["nodes"] == 2 and types["Abs"]["calls"] == 6, types["Abs"]
+assert abs(types["Abs"]["total_us"] - nodes["first_abs"]["total_us"] - nodes["#2"]["total_us"]) < 1e-6
+assert abs(sum(t["share"] for t in p["op_types"]) - 1) < 1e-9
+# The parallel region events and the tuning table are still there.
+assert len(r["parallel_regions"]["events"]) == 15, r["parallel_regions"]
+PYEOF
+
+# Human output: the tuning table, then nodes by time (top N), then op types.
+expect_exit 0 "$TOOL" run "$M" -i x=random:1 --dim N=1000 -r 4 --profile --top 2
+expect_grep "$SCRATCH/out" '^tuning in force:'
+expect_grep "$SCRATCH/out" '^nodes \(2 of 5, by time; 4 runs, [0-9.]+ us per run'
+expect_grep "$SCRATCH/out" '^  \.\.\. 3 more nodes \(--top 0 shows all\)'
+expect_grep "$SCRATCH/out" '^op types \(by time\):'
+expect_grep "$SCRATCH/out" '^  Abs +2 +8 +[0-9.]+ +[0-9.]+%'
+[[ $(grep -cE '^  (first_abs|negate|#2|plus|times) ' "$SCRATCH/out") == 2 ]] || fail "--top 2 did not show 2 nodes"
+expect_exit 0 "$TOOL" run "$M" -i x=random:1 --dim N=1000 -r 4 --profile --top 0
+[[ $(grep -cE '^  (first_abs|negate|#2|plus|times) +(Abs|Neg|Add|Mul) ' "$SCRATCH/out") == 5 ]] || fail "--top 0 did not show every node"
+expect_grep "$SCRATCH/out" '^  plus +Add .* 1000, 1000$'
+if grep -q 'more node' "$SCRATCH/out"; then fail "--top 0 still cut the table"; fi
+# The default is 20, more than this model has.
+expect_exit 0 "$TOOL" run "$M" -i x=random:1 --dim N=1000 --profile
+expect_grep "$SCRATCH/out" '^nodes \(5 of 5, by time; 1 run,'
+
+# --trace: valid Chrome trace JSON, one "X" event per node per timed run, on tid 0, in order;
+# the parallel regions and their blocks (with the thread that ran each) alongside.
+expect_exit 0 "$TOOL" run "$M" -i x=random:1 --dim N=100000 -t 2 -w 1 -r 4 --trace "$SCRATCH/trace.json"
+if grep -q '^nodes (' "$SCRATCH/out"; then fail "--trace alone printed the profile tables"; fi
+$PY - "$SCRATCH/trace.json" <<'PYEOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+events = t["traceEvents"]
+nodes = [e for e in events if e["ph"] == "X" and e["cat"] not in ("parallel_region", "parallel_block")]
+assert len(nodes) == 5 * 4, len(nodes)
+order = ["first_abs", "negate", "#2", "plus", "times"]
+cats = ["Abs", "Neg", "Abs", "Add", "Mul"]
+for i, e in enumerate(nodes):
+    assert e["name"] == order[i % 5] and e["cat"] == cats[i % 5], e
+    assert e["args"]["run"] == i // 5 and e["args"]["input_shapes"].startswith("100000"), e
+    assert e["args"]["implementation"], e
+    assert e["dur"] >= 0 and e["tid"] == 0 and isinstance(e["pid"], int), e
+    if i:
+        prev = nodes[i - 1]
+        assert e["ts"] >= prev["ts"] + prev["dur"] - 0.002, (prev, e)  # printed to the nanosecond
+regions = [e for e in events if e.get("cat") == "parallel_region"]
+blocks = [e for e in events if e.get("cat") == "parallel_block"]
+assert len(regions) == 5 * 4 and all(e["args"]["threads"] == 2 for e in regions), regions[:2]
+assert len(blocks) == 2 * len(regions), len(blocks)
+assert {e["tid"] for e in blocks} <= {0, 1}, {e["tid"] for e in blocks}
+names = {(e["tid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+assert (0, "caller") in names, names
+assert t["otherData"]["dropped_events"] == 0
+PYEOF
+
+# A trace that cannot be written fails the run with the file named; usage errors exit 2.
+expect_exit 1 "$TOOL" run "$M" -i x=random:1 --dim N=10 --trace "$SCRATCH/no-such-dir/trace.json"
+expect_grep "$SCRATCH/err" "no-such-dir/trace.json"
+expect_exit 2 "$TOOL" run "$M" -i x=random:1 --dim N=10 --profile --top -1
+expect_exit 2 "$TOOL" run "$M" --trace
+echo "profile: all checks passed"
