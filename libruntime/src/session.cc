@@ -161,7 +161,7 @@ struct RuntimeSession::Impl {
         // An omitted optional output: computed, then dropped. One buffer per index, so that a
         // kernel filling several omitted outputs never writes into a released one.
         Tensor& scratch = scratch_[index];
-        scratch = impl_.buffers->make(type, shape, zero);
+        impl_.buffers->make_into(scratch, type, shape, zero);
         return scratch;
       }
       const auto id = static_cast<std::size_t>(step_.outputs[index]);
@@ -177,7 +177,7 @@ struct RuntimeSession::Impl {
         impl_.output_bound[static_cast<std::size_t>(output)] = false;
       }
       // Else a block from the session's pool: outputs the caller dropped come back there.
-      slot = impl_.buffers->make(type, shape, zero);
+      impl_.buffers->make_into(slot, type, shape, zero);
       return slot;
     }
 
@@ -212,6 +212,10 @@ struct RuntimeSession::Impl {
   std::vector<Tensor> output_displaced;
   std::vector<int> output_of_slot;  // slot id -> graph output index, -1 for other values
   std::vector<Step> steps;
+  // Memory plan: per step, the slots whose last reader it is (released to the pool after it runs).
+  std::vector<std::vector<int>> release_after;
+  int64_t planned_releases = 0;
+  int64_t last_run_values_bytes = 0;
   bool is_initialized = false;
   std::vector<ResolvedTuning> resolved;
 
@@ -230,6 +234,7 @@ struct RuntimeSession::Impl {
   void bind_input(std::size_t k, const Tensor* given, std::map<std::string, int64_t>& symbols);
   void run_steps();
   void fuse_activations();
+  void plan_memory();
   // Inputs are only borrowed for a run: drop our references so callers own them again. The slots
   // keep their shape capacity, so binding the next run's inputs allocates nothing.
   void release_inputs() {
@@ -442,6 +447,7 @@ void RuntimeSession::Impl::build() {
     output_shared.push_back(constant_slot[static_cast<std::size_t>(id)] ||
                             std::find(input_slots.begin(), input_slots.end(), id) != input_slots.end());
   if (problems.empty() && options.fuse_activations) fuse_activations();
+  if (problems.empty()) plan_memory();
   if (!problems.empty()) {
     std::string list;
     for (const auto& p : problems) list += fmt::format("\n  - {}", p);
@@ -526,6 +532,29 @@ void RuntimeSession::Impl::fuse_activations() {
   steps = std::move(kept);
 }
 
+void RuntimeSession::Impl::plan_memory() {
+  // Values the session must keep for the whole run: graph inputs, outputs and constants.
+  std::vector<bool> pinned(slots.size(), false);
+  for (std::size_t id = 0; id < slots.size(); ++id) pinned[id] = constant_slot[id];
+  for (int id : input_slots) pinned[static_cast<std::size_t>(id)] = true;
+  for (int id : output_slots) pinned[static_cast<std::size_t>(id)] = true;
+  // Last step touching each value (a value nobody reads goes right after its producer).
+  std::vector<int> last(slots.size(), -1);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    for (int id : steps[i].outputs)
+      if (id >= 0) last[static_cast<std::size_t>(id)] = static_cast<int>(i);
+    for (int id : steps[i].inputs)
+      if (id >= 0) last[static_cast<std::size_t>(id)] = static_cast<int>(i);
+  }
+  release_after.assign(steps.size(), {});
+  planned_releases = 0;
+  for (std::size_t id = 0; id < slots.size(); ++id) {
+    if (pinned[id] || last[id] < 0) continue;
+    release_after[static_cast<std::size_t>(last[id])].push_back(static_cast<int>(id));
+    ++planned_releases;
+  }
+}
+
 namespace {
 
 // Called from a handler: rethrows `e` as it is when its message already names the node, else the
@@ -541,7 +570,12 @@ template <typename E>
 
 void RuntimeSession::Impl::run_steps() {
   ScopedDenormalMode mode(options.flush_denormals);
-  for (auto& step : steps) {
+  // Workers keep spinning between the nodes of this run instead of parking after each region
+  // (a wake costs ~30 us on this VM, more than many nodes take); they park after the run.
+  ThreadPool::AwakeScope awake(*pool);
+  last_run_values_bytes = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    Step& step = steps[i];
     Execution execution(*this, step);
     try {
       step.kernel->run(execution);
@@ -552,6 +586,11 @@ void RuntimeSession::Impl::run_steps() {
     } catch (const std::bad_alloc&) {
       throw InputError(fmt::format("{}: out of memory while computing its outputs", step.label));
     }
+    for (int id : step.outputs)
+      if (id >= 0) last_run_values_bytes += static_cast<int64_t>(slots[static_cast<std::size_t>(id)].byte_size());
+    // Values no later node reads: their blocks go back to the pool for the next values. The slot
+    // keeps its shape capacity, so this allocates nothing.
+    for (int id : release_after[i]) buffers->recycle(slots[static_cast<std::size_t>(id)]);
   }
 }
 
@@ -682,6 +721,17 @@ const std::vector<ValueInfo>& RuntimeSession::outputs() const { return impl_->ou
 int RuntimeSession::threads() const { return impl_->thread_count; }
 std::vector<ResolvedTuning> RuntimeSession::resolved_tuning() const { return impl_->resolved; }
 const Model& RuntimeSession::model() const { return impl_->model; }
+
+SessionMemoryReport RuntimeSession::memory_report() const {
+  const Impl& s = *impl_;
+  SessionMemoryReport report;
+  for (std::size_t id = 0; id < s.slots.size(); ++id)
+    if (s.constant_slot[id]) report.weights_bytes += static_cast<int64_t>(s.slots[id].byte_size());
+  report.peak_activation_bytes = static_cast<int64_t>(s.buffers->peak_outstanding_bytes());
+  report.last_run_values_bytes = s.last_run_values_bytes;
+  report.planned_releases = s.planned_releases;
+  return report;
+}
 
 ParallelRegionReport RuntimeSession::parallel_region_report() const {
   if (!impl_->options.parallel_region_collector) return {};

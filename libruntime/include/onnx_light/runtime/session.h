@@ -79,6 +79,15 @@ struct ResolvedTuning {
   uint64_t generation = 0;
 };
 
+// What a session's values occupy. Intermediate values go back to the session's buffer pool after
+// the last node that reads them, so later values reuse their blocks (best fit).
+struct SessionMemoryReport {
+  int64_t weights_bytes = 0;            // initializers and Constant outputs, held for the session's life
+  int64_t peak_activation_bytes = 0;    // most bytes of the session's pool held at once, since creation
+  int64_t last_run_values_bytes = 0;    // bytes of every value the last run computed (unplanned: sum of all)
+  int64_t planned_releases = 0;         // values released before the end of a run
+};
+
 struct ValueInfo {
   std::string name;
   ElementType element_type = ElementType::undefined;
@@ -130,6 +139,7 @@ class RuntimeSession {
   // Per node, after initialisation.
   std::vector<ResolvedTuning> resolved_tuning() const;
   ParallelRegionReport parallel_region_report() const;
+  SessionMemoryReport memory_report() const;
   const Model& model() const;
 
  private:
