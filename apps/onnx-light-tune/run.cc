@@ -212,8 +212,6 @@ int run_verb(const RunOptions& o, AppContext& context) {
       }
       report["tuning"] = kernels;
       report["profile"] = profile_json(profile);
-    }
-    if (o.profile) {
       // The graph optimizer's transforms (profile.transforms).
       const OptimizationReport& opt = session.optimization_report();
       nlohmann::json transforms = nlohmann::json::array();
@@ -224,6 +222,11 @@ int run_verb(const RunOptions& o, AppContext& context) {
                                            {"nodes_before", opt.nodes_before}, {"nodes_after", opt.nodes_after}};
       report["profile"]["transforms"] = transforms;
     }
+    const SessionMemoryReport memory = session.memory_report();
+    report["memory"] = {{"weights_bytes", memory.weights_bytes},
+                        {"peak_activation_bytes", memory.peak_activation_bytes},
+                        {"last_run_values_bytes", memory.last_run_values_bytes},
+                        {"planned_releases", memory.planned_releases}};
     *context.out << report.dump(2) << "\n";
     return kExitOk;
   }
@@ -253,8 +256,12 @@ int run_verb(const RunOptions& o, AppContext& context) {
       out << fmt::format("  {:<28} {:>9} {:>8} {:>12} {:>6} {:>10.1f}\n", e.label, e.requested_threads,
                          e.admitted_threads, e.iterations, e.grain, static_cast<double>(e.wall_time_ns) / 1000.0);
     print_profile(out, profile, o.top);
-  }
-  if (o.profile) {
+    const SessionMemoryReport memory = session.memory_report();
+    out << fmt::format("memory: weights {:.1f} KiB, peak activations {:.1f} KiB (one buffer per value: {:.1f} KiB, "
+                       "{} values released at their last reader)\n",
+                       static_cast<double>(memory.weights_bytes) / 1024.0,
+                       static_cast<double>(memory.peak_activation_bytes) / 1024.0,
+                       static_cast<double>(memory.last_run_values_bytes) / 1024.0, memory.planned_releases);
     const OptimizationReport& opt = session.optimization_report();
     out << fmt::format("graph optimization ({}): {} -> {} nodes\n", optimization_level_name(opt.level), opt.nodes_before,
                        opt.nodes_after);
@@ -299,7 +306,7 @@ void register_run(CLI::App& app, AppContext& context) {
                   "per run, and the parallel regions with their blocks per thread")
       ->type_name("FILE");
   run->add_flag("--json", options->json,
-                "Print one JSON object (outputs, latency_us; with --profile also parallel_regions, tuning, profile)");
+                "Print one JSON object (outputs, latency_us, memory; with --profile also parallel_regions, tuning, profile)");
   run->footer(
       "Examples:\n"
       "  onnx-light-tune run examples/abs.onnxtxt --input x=random:7 --dim N=65536 --repeat 100 --profile\n"

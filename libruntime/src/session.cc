@@ -191,7 +191,7 @@ struct RuntimeSession::Impl {
         // An omitted optional output: computed, then dropped. One buffer per index, so that a
         // kernel filling several omitted outputs never writes into a released one.
         Tensor& scratch = scratch_[index];
-        scratch = impl_.buffers->make(type, shape, zero);
+        impl_.buffers->make_into(scratch, type, shape, zero);
         return scratch;
       }
       const auto id = static_cast<std::size_t>(step_.outputs[index]);
@@ -207,7 +207,7 @@ struct RuntimeSession::Impl {
         impl_.output_bound[static_cast<std::size_t>(output)] = false;
       }
       // Else a block from the session's pool: outputs the caller dropped come back there.
-      slot = impl_.buffers->make(type, shape, zero);
+      impl_.buffers->make_into(slot, type, shape, zero);
       return slot;
     }
 
@@ -242,6 +242,10 @@ struct RuntimeSession::Impl {
   std::vector<Tensor> output_displaced;
   std::vector<int> output_of_slot;  // slot id -> graph output index, -1 for other values
   std::vector<Step> steps;
+  // Memory plan: per step, the slots whose last reader it is (released to the pool after it runs).
+  std::vector<std::vector<int>> release_after;
+  int64_t planned_releases = 0;
+  int64_t last_run_values_bytes = 0;
   bool is_initialized = false;
   std::vector<ResolvedTuning> resolved;
   OptimizationReport optimization;
@@ -264,6 +268,7 @@ struct RuntimeSession::Impl {
   void fuse_activations();
   void start_profiler();
   std::size_t step_index(const Step& step) const { return static_cast<std::size_t>(&step - steps.data()); }
+  void plan_memory();
   // Inputs are only borrowed for a run: drop our references so callers own them again. The slots
   // keep their shape capacity, so binding the next run's inputs allocates nothing.
   void release_inputs() {
@@ -476,6 +481,7 @@ void RuntimeSession::Impl::build() {
     output_shared.push_back(constant_slot[static_cast<std::size_t>(id)] ||
                             std::find(input_slots.begin(), input_slots.end(), id) != input_slots.end());
   if (problems.empty() && options.fuse_activations) fuse_activations();
+  if (problems.empty()) plan_memory();
   if (!problems.empty()) {
     std::string list;
     for (const auto& p : problems) list += fmt::format("\n  - {}", p);
@@ -561,6 +567,29 @@ void RuntimeSession::Impl::fuse_activations() {
   steps = std::move(kept);
 }
 
+void RuntimeSession::Impl::plan_memory() {
+  // Values the session must keep for the whole run: graph inputs, outputs and constants.
+  std::vector<bool> pinned(slots.size(), false);
+  for (std::size_t id = 0; id < slots.size(); ++id) pinned[id] = constant_slot[id];
+  for (int id : input_slots) pinned[static_cast<std::size_t>(id)] = true;
+  for (int id : output_slots) pinned[static_cast<std::size_t>(id)] = true;
+  // Last step touching each value (a value nobody reads goes right after its producer).
+  std::vector<int> last(slots.size(), -1);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    for (int id : steps[i].outputs)
+      if (id >= 0) last[static_cast<std::size_t>(id)] = static_cast<int>(i);
+    for (int id : steps[i].inputs)
+      if (id >= 0) last[static_cast<std::size_t>(id)] = static_cast<int>(i);
+  }
+  release_after.assign(steps.size(), {});
+  planned_releases = 0;
+  for (std::size_t id = 0; id < slots.size(); ++id) {
+    if (pinned[id] || last[id] < 0) continue;
+    release_after[static_cast<std::size_t>(last[id])].push_back(static_cast<int>(id));
+    ++planned_releases;
+  }
+}
+
 namespace {
 
 // Called from a handler: rethrows `e` as it is when its message already names the node, else the
@@ -597,7 +626,12 @@ void RuntimeSession::Impl::start_profiler() {
 void RuntimeSession::Impl::run_steps() {
   ScopedDenormalMode mode(options.flush_denormals);
   if (profiler) profiler->begin_run();
-  for (auto& step : steps) {
+  // Workers keep spinning between the nodes of this run instead of parking after each region
+  // (a wake costs ~30 us on this VM, more than many nodes take); they park after the run.
+  ThreadPool::AwakeScope awake(*pool);
+  last_run_values_bytes = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    Step& step = steps[i];
     Execution execution(*this, step);
     const int64_t profile_begin = profiler ? profiler->begin_step(step_index(step), execution) : 0;
     try {
@@ -611,6 +645,11 @@ void RuntimeSession::Impl::run_steps() {
     }
     if (profiler)
       profiler->end_step(step_index(step), profile_begin, step.kernel->variant());
+    for (int id : step.outputs)
+      if (id >= 0) last_run_values_bytes += static_cast<int64_t>(slots[static_cast<std::size_t>(id)].byte_size());
+    // Values no later node reads: their blocks go back to the pool for the next values. The slot
+    // keeps its shape capacity, so this allocates nothing.
+    for (int id : release_after[i]) buffers->recycle(slots[static_cast<std::size_t>(id)]);
   }
   if (profiler) profiler->end_run();
 }
@@ -751,6 +790,17 @@ SessionProfile RuntimeSession::profile() const { return impl_->profiler ? impl_-
 
 void RuntimeSession::reset_profile() {
   if (impl_->profiler) impl_->profiler->reset();
+}
+
+SessionMemoryReport RuntimeSession::memory_report() const {
+  const Impl& s = *impl_;
+  SessionMemoryReport report;
+  for (std::size_t id = 0; id < s.slots.size(); ++id)
+    if (s.constant_slot[id]) report.weights_bytes += static_cast<int64_t>(s.slots[id].byte_size());
+  report.peak_activation_bytes = static_cast<int64_t>(s.buffers->peak_outstanding_bytes());
+  report.last_run_values_bytes = s.last_run_values_bytes;
+  report.planned_releases = s.planned_releases;
+  return report;
 }
 
 ParallelRegionReport RuntimeSession::parallel_region_report() const {

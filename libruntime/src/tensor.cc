@@ -111,6 +111,21 @@ std::size_t Tensor::storage_bytes(ElementType type, const Shape& shape) {
   return bytes == 0 ? kTensorAlignment : (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
 }
 
+void Tensor::assign_adopted(ElementType type, const Shape& shape, std::shared_ptr<std::byte> storage,
+                            std::size_t capacity) {
+  const std::size_t needed = storage_bytes(type, shape);
+  if (!storage || capacity < needed || reinterpret_cast<std::uintptr_t>(storage.get()) % kTensorAlignment != 0)
+    throw InvalidValueError(fmt::format("cannot adopt {} bytes at {} for a tensor {}{} of {} bytes (aligned to {})",
+                                        capacity, static_cast<void*>(storage.get()), element_type_name(type),
+                                        shape_to_string(shape), needed, kTensorAlignment));
+  type_ = type;
+  count_ = shape_element_count(shape);
+  shape_.assign(shape.begin(), shape.end());
+  storage_ = std::move(storage);
+  data_ = storage_.get();
+  ownership_ = TensorOwnership::owned;
+}
+
 Tensor Tensor::adopt(ElementType type, Shape shape, std::shared_ptr<std::byte> storage, std::size_t capacity) {
   const std::size_t needed = storage_bytes(type, shape);
   if (!storage || capacity < needed || reinterpret_cast<std::uintptr_t>(storage.get()) % kTensorAlignment != 0)

@@ -1,5 +1,6 @@
 #include "tensor_buffer_pool.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -20,17 +21,30 @@ struct TensorBufferPool::ReturnToPool {
 TensorBufferPool::TensorBufferPool(std::size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
 
 TensorBufferPool::~TensorBufferPool() {
-  for (auto& [bytes, blocks] : free_)
-    for (std::byte* block : blocks) free_tensor_block(block);
+  for (Block& block : free_) {
+    // A recycled block's deleter finds this pool gone and frees the block itself.
+    if (block.storage) block.storage.reset();
+    else free_tensor_block(block.data);
+  }
 }
 
 Tensor TensorBufferPool::make(ElementType type, Shape shape, bool zero) {
   const std::size_t bytes = Tensor::storage_bytes(type, shape);
-  std::byte* block = take(bytes);
-  if (zero) std::memset(block, 0, bytes);
+  Block block = take(bytes);
+  if (zero) std::memset(block.data, 0, bytes);
+  if (block.storage) return Tensor::adopt(type, std::move(shape), std::move(block.storage), block.capacity);
   // Should the control block fail to allocate, shared_ptr runs the deleter: the block is not lost.
-  std::shared_ptr<std::byte> storage(block, ReturnToPool{weak_from_this(), bytes});
-  return Tensor::adopt(type, std::move(shape), std::move(storage), bytes);
+  std::shared_ptr<std::byte> storage(block.data, ReturnToPool{weak_from_this(), block.capacity});
+  return Tensor::adopt(type, std::move(shape), std::move(storage), block.capacity);
+}
+
+void TensorBufferPool::make_into(Tensor& target, ElementType type, const Shape& shape, bool zero) {
+  const std::size_t bytes = Tensor::storage_bytes(type, shape);
+  recycle(target);  // its block (and control block) may be the best fit for this very request
+  Block block = take(bytes);
+  if (zero) std::memset(block.data, 0, bytes);
+  if (!block.storage) block.storage = std::shared_ptr<std::byte>(block.data, ReturnToPool{weak_from_this(), block.capacity});
+  target.assign_adopted(type, shape, std::move(block.storage), block.capacity);
 }
 
 std::size_t TensorBufferPool::cached_bytes() const {
@@ -38,26 +52,70 @@ std::size_t TensorBufferPool::cached_bytes() const {
   return cached_bytes_;
 }
 
-std::byte* TensorBufferPool::take(std::size_t bytes) {
+std::size_t TensorBufferPool::outstanding_bytes() const {
+  std::lock_guard lock(mutex_);
+  return outstanding_bytes_;
+}
+
+std::size_t TensorBufferPool::peak_outstanding_bytes() const {
+  std::lock_guard lock(mutex_);
+  return peak_outstanding_bytes_;
+}
+
+TensorBufferPool::Block TensorBufferPool::take(std::size_t bytes) {
+  const auto by_capacity = [](const Block& b, std::size_t wanted) { return b.capacity < wanted; };
   {
     std::lock_guard lock(mutex_);
-    auto it = free_.find(bytes);
-    if (it != free_.end() && !it->second.empty()) {
-      std::byte* block = it->second.back();
-      it->second.pop_back();
-      cached_bytes_ -= bytes;
+    auto it = std::lower_bound(free_.begin(), free_.end(), bytes, by_capacity);
+    // At most twice the request: a small value must not pin a large block that a later large
+    // value of the same run then has to allocate afresh.
+    if (it != free_.end() && it->capacity / 2 <= bytes) {
+      Block block = std::move(*it);
+      free_.erase(it);
+      cached_bytes_ -= block.capacity;
+      outstanding_bytes_ += block.capacity;
+      peak_outstanding_bytes_ = std::max(peak_outstanding_bytes_, outstanding_bytes_);
       return block;
     }
   }
-  return allocate_tensor_block(bytes);
+  Block block{bytes, allocate_tensor_block(bytes), nullptr};
+  std::lock_guard lock(mutex_);
+  outstanding_bytes_ += bytes;
+  peak_outstanding_bytes_ = std::max(peak_outstanding_bytes_, outstanding_bytes_);
+  return block;
 }
 
-void TensorBufferPool::give_back(std::byte* block, std::size_t bytes) noexcept {
+void TensorBufferPool::recycle(Tensor& tensor) noexcept {
+  if (!tensor.exclusively_owned()) {
+    tensor.release();
+    return;
+  }
+  const void* data = tensor.raw_data();
+  std::shared_ptr<std::byte> storage = tensor.release_storage();
+  const ReturnToPool* origin = std::get_deleter<ReturnToPool>(storage);
+  if (origin == nullptr || storage.get() != data || origin->pool.lock().get() != this) return;  // not ours
+  const std::size_t capacity = origin->bytes;
   try {
     std::lock_guard lock(mutex_);
-    if (cached_bytes_ + bytes <= max_cached_bytes_) {
-      free_[bytes].push_back(block);
-      cached_bytes_ += bytes;
+    if (cached_bytes_ + capacity > max_cached_bytes_) return;  // dropped after unlock: back to the OS
+    const auto by_capacity = [](std::size_t wanted, const Block& b) { return wanted < b.capacity; };
+    std::byte* block = storage.get();
+    free_.insert(std::upper_bound(free_.begin(), free_.end(), capacity, by_capacity),
+                 Block{capacity, block, std::move(storage)});
+    outstanding_bytes_ -= capacity;
+    cached_bytes_ += capacity;
+  } catch (...) {  // no memory for the bookkeeping: the storage's deleter gives the block back
+  }
+}
+
+void TensorBufferPool::give_back(std::byte* block, std::size_t capacity) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    outstanding_bytes_ -= capacity;
+    if (cached_bytes_ + capacity <= max_cached_bytes_) {
+      const auto by_capacity = [](std::size_t wanted, const Block& b) { return wanted < b.capacity; };
+      free_.insert(std::upper_bound(free_.begin(), free_.end(), capacity, by_capacity), Block{capacity, block, nullptr});
+      cached_bytes_ += capacity;
       return;
     }
   } catch (...) {  // no memory for the bookkeeping: give the block to the OS instead

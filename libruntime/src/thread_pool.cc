@@ -44,16 +44,26 @@ inline void cpu_relax() {
 // iterations, because `pause` ranges from ~10 to ~150 cycles across x86 generations.
 constexpr std::chrono::nanoseconds kSpinBudget{std::chrono::microseconds(50)};
 
-// Spins until done() or the budget runs out; returns done().
-template <class Done>
-bool spin_until(Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpinBudget;
+// Spins until done() or the budget runs out; returns done(). The budget restarts while
+// keep_spinning() holds (a session keeps its workers awake between the nodes of a run).
+template <class Done, class KeepSpinning>
+bool spin_until(Done done, KeepSpinning keep_spinning) {
+  auto deadline = std::chrono::steady_clock::now() + kSpinBudget;
   for (unsigned i = 1;; ++i) {
     if (done()) return true;
     cpu_relax();
     // Reading the clock costs about as much as a few pauses: check it only now and then.
-    if ((i & 15u) == 0 && std::chrono::steady_clock::now() >= deadline) return done();
+    if ((i & 15u) == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (keep_spinning()) deadline = now + kSpinBudget;
+      else if (now >= deadline) return done();
+    }
   }
+}
+
+template <class Done>
+bool spin_until(Done done) {
+  return spin_until(done, [] { return false; });
 }
 
 int64_t unit_count(int64_t n, int64_t grain) { return n / grain + (n % grain != 0 ? 1 : 0); }
@@ -130,6 +140,18 @@ void ThreadPool::stop_workers() noexcept {
 bool ThreadPool::in_parallel_region() { return t_in_region; }
 
 int current_pool_thread_index() { return t_thread_index; }
+ThreadPool::AwakeScope::AwakeScope(ThreadPool& pool) : pool_(&pool) {
+  if (pool.workers_.empty()) return;
+  pool.awake_scopes_.fetch_add(1, std::memory_order_seq_cst);
+  // A parked worker re-checks its predicate, sees the scope and spins until the first region.
+  if (pool.parked_.load(std::memory_order_seq_cst) == 0) return;
+  { std::lock_guard<std::mutex> lock(pool.park_mutex_); }
+  pool.park_cv_.notify_all();
+}
+
+ThreadPool::AwakeScope::~AwakeScope() {
+  if (!pool_->workers_.empty()) pool_->awake_scopes_.fetch_sub(1, std::memory_order_seq_cst);
+}
 
 int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
   if (n < 0) throw InvalidValueError("parallel_for: n must be >= 0, got " + std::to_string(n));
@@ -228,14 +250,17 @@ void ThreadPool::worker_loop() {
   const auto has_news = [&] {
     return generation_.load(std::memory_order_seq_cst) != seen || stop_.load(std::memory_order_seq_cst);
   };
+  const auto kept_awake = [&] { return awake_scopes_.load(std::memory_order_relaxed) > 0; };
   for (;;) {
-    if (!spin_until(has_news)) {
+    if (!spin_until(has_news, kept_awake)) {
       parked_.fetch_add(1, std::memory_order_seq_cst);
       {
         std::unique_lock<std::mutex> lock(park_mutex_);
-        park_cv_.wait(lock, has_news);
+        // Woken by a new job, stop, or a new awake scope (then it spins for the coming regions).
+        park_cv_.wait(lock, [&] { return has_news() || awake_scopes_.load(std::memory_order_seq_cst) > 0; });
       }
       parked_.fetch_sub(1, std::memory_order_relaxed);
+      if (!has_news()) continue;  // woken to spin: back to the loop's spin
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);

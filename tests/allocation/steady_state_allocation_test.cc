@@ -255,6 +255,22 @@ TEST_CASE("matmul_and_softmax_steady_state_allocates_nothing") {
   }
 }
 
+TEST_CASE("cnn_block_with_values_released_at_last_use_allocates_nothing") {
+  // Values of several sizes released mid-run and taken again (best fit) by later, differently
+  // shaped values: the take/give sequence repeats each run, so the pool serves every request.
+  const Model model = with_initializers(parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1, 8, 24, 24] x, float[16, 8, 3, 3] w, float[16] b, "
+      "float[16, 1, 3, 3] dw) => (float[1, 16, 6, 6] y) "
+      "{ c = Conv <pads = [1, 1, 1, 1]> (x, w, b)\n r = Relu(c)\n p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\n"
+      "  d = Conv <group = 16, pads = [1, 1, 1, 1]> (p, dw)\n s = Sigmoid(d)\n m = Mul(d, s)\n"
+      "  y = AveragePool <kernel_shape = [2, 2], strides = [2, 2]> (m) }"),
+      {{"w", random({16, 8, 3, 3}, 2)}, {"b", random({16}, 3)}, {"dw", random({16, 1, 3, 3}, 4)}});
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    CHECK(allocations_in_steady_state(model, {random({1, 8, 24, 24}, 1)}, threads) == 0);
+  }
+}
+
 TEST_CASE("counter_sees_a_per_run_posix_memalign_in_a_kernel") {
   // The harness on the path the library's tensor blocks and packed buffers take.
   const Model model = parse_model_text(

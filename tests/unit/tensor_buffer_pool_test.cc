@@ -80,3 +80,59 @@ TEST_CASE("session_output_dropped_by_the_caller_is_reused_next_run") {
   session.run(context);
   CHECK(context.get("y").raw_data() == first);
 }
+
+TEST_CASE("smaller_request_takes_the_best_fitting_block_up_to_twice_its_size") {
+  auto pool = std::make_shared<TensorBufferPool>();
+  const void* big = nullptr;
+  const void* medium = nullptr;
+  {
+    Tensor a = pool->make(ElementType::float32, {4000}, false);
+    Tensor b = pool->make(ElementType::float32, {1500}, false);
+    big = a.raw_data();
+    medium = b.raw_data();
+  }
+  // 1000 floats: the 1500-float block fits within 2x and is the smallest that holds it.
+  Tensor small = pool->make(ElementType::float32, {1000}, false);
+  CHECK(small.raw_data() == medium);
+  // 1900 floats: only the 4000-float block holds it, and it is more than twice as large: new block.
+  Tensor other = pool->make(ElementType::float32, {1900}, false);
+  CHECK(other.raw_data() != big);
+  CHECK(pool->cached_bytes() == Tensor::storage_bytes(ElementType::float32, {4000}));
+}
+
+TEST_CASE("outstanding_bytes_track_held_blocks_and_their_peak") {
+  auto pool = std::make_shared<TensorBufferPool>();
+  const std::size_t kb4 = Tensor::storage_bytes(ElementType::float32, {1024});
+  {
+    Tensor a = pool->make(ElementType::float32, {1024}, false);
+    Tensor b = pool->make(ElementType::float32, {1024}, false);
+    CHECK(pool->outstanding_bytes() == 2 * kb4);
+  }
+  CHECK(pool->outstanding_bytes() == 0);
+  Tensor c = pool->make(ElementType::float32, {1024}, false);  // reused: outstanding 1, peak stays 2
+  CHECK(pool->outstanding_bytes() == kb4);
+  CHECK(pool->peak_outstanding_bytes() == 2 * kb4);
+}
+
+TEST_CASE("recycled_tensor_block_is_taken_again_and_foreign_tensors_are_only_released") {
+  auto pool = std::make_shared<TensorBufferPool>();
+  Tensor t = pool->make(ElementType::float32, {256}, false);
+  const void* block = t.raw_data();
+  pool->recycle(t);
+  CHECK(t.empty());
+  CHECK(pool->cached_bytes() == Tensor::storage_bytes(ElementType::float32, {256}));
+  CHECK(pool->outstanding_bytes() == 0);
+  Tensor again = pool->make(ElementType::float32, {16, 16}, false);
+  CHECK(again.raw_data() == block);
+  // Shared with another tensor: not recycled (the other one still reads it).
+  Tensor shared = again;
+  pool->recycle(again);
+  CHECK(again.empty());
+  CHECK(pool->cached_bytes() == 0);
+  CHECK(shared.raw_data() == block);
+  // Not made by this pool: released, not cached.
+  Tensor own(ElementType::float32, {256});
+  pool->recycle(own);
+  CHECK(own.empty());
+  CHECK(pool->cached_bytes() == 0);
+}

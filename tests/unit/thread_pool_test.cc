@@ -454,3 +454,44 @@ TEST_CASE("thread pool: per-block float sums are bit-identical to a serial run o
     CHECK(partial == serial);
   }
 }
+
+namespace {
+
+// Polls `condition` for up to two seconds (a loaded 2-vCPU VM can delay a worker's wake-up).
+template <class Condition>
+bool eventually(Condition condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return condition();
+}
+
+}  // namespace
+
+TEST_CASE("awake_scope_wakes_parked_workers_and_keeps_them_spinning_until_it_ends") {
+  ThreadPool pool(3);
+  // Idle past the spin budget: both workers park.
+  REQUIRE(eventually([&] { return pool.parked_workers() == 2; }));
+  {
+    ThreadPool::AwakeScope awake(pool);
+    CHECK(eventually([&] { return pool.parked_workers() == 0; }));
+    // Far past the 50 us budget, they are still awake while the scope lives.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(pool.parked_workers() == 0);
+    std::atomic<int64_t> sum{0};
+    CHECK(pool.parallel_for(3000, 1, 3, [&](int64_t b, int64_t e) { sum += e - b; }) == 3);
+    CHECK(sum.load() == 3000);
+  }
+  CHECK(eventually([&] { return pool.parked_workers() == 2; }));
+}
+
+TEST_CASE("awake_scope_on_a_single_thread_pool_is_a_no_op") {
+  ThreadPool pool(1);
+  ThreadPool::AwakeScope awake(pool);
+  CHECK(pool.parked_workers() == 0);
+  int calls = 0;
+  CHECK(pool.parallel_for(10, 1, 4, [&](int64_t, int64_t) { ++calls; }) == 1);
+  CHECK(calls == 1);  // one block: the pool has no workers
+}

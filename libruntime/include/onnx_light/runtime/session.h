@@ -88,6 +88,15 @@ struct ResolvedTuning {
   uint64_t generation = 0;
 };
 
+// What a session's values occupy. Intermediate values go back to the session's buffer pool after
+// the last node that reads them, so later values reuse their blocks (best fit).
+struct SessionMemoryReport {
+  int64_t weights_bytes = 0;            // initializers and Constant outputs, held for the session's life
+  int64_t peak_activation_bytes = 0;    // most bytes of the session's pool held at once, since creation
+  int64_t last_run_values_bytes = 0;    // bytes of every value the last run computed (unplanned: sum of all)
+  int64_t planned_releases = 0;         // values released before the end of a run
+};
+
 struct ValueInfo {
   std::string name;
   ElementType element_type = ElementType::undefined;
@@ -139,11 +148,12 @@ class RuntimeSession {
   // Per node, after initialisation.
   std::vector<ResolvedTuning> resolved_tuning() const;
   ParallelRegionReport parallel_region_report() const;
-  // The model as it runs (after the optimizer).
   // What profiling recorded since the session was built or reset_profile() (all runs, both
   // forms); empty when RuntimeSessionOptions::profile is off. Not concurrent with run().
   SessionProfile profile() const;
   void reset_profile();
+  SessionMemoryReport memory_report() const;
+  // The model as it runs (after the optimizer).
   const Model& model() const;
   const OptimizationReport& optimization_report() const;
 

@@ -43,6 +43,9 @@ class Tensor {
   // Owned storage supplied by an allocator (a buffer pool): `capacity` bytes, kTensorAlignment
   // aligned, contents as they are. Throws InvalidValueError when it is too small or misaligned.
   static Tensor adopt(ElementType type, Shape shape, std::shared_ptr<std::byte> storage, std::size_t capacity);
+  // The same in place: this tensor's shape vector keeps its capacity, so assigning a shape of no
+  // greater rank allocates nothing (a session slot taking a recycled block every run).
+  void assign_adopted(ElementType type, const Shape& shape, std::shared_ptr<std::byte> storage, std::size_t capacity);
   // The bytes an owned tensor of `type` and `shape` occupies: its size rounded up to whole
   // kTensorAlignment blocks, at least one. Throws like the constructor.
   static std::size_t storage_bytes(ElementType type, const Shape& shape);
@@ -78,6 +81,14 @@ class Tensor {
     count_ = 0;
     storage_.reset();
     data_ = nullptr;
+  }
+
+  // Hands over the storage of an owned tensor (nullptr for a view or an empty tensor) and
+  // becomes empty like release(): for an allocator that recycles storage with its control block.
+  std::shared_ptr<std::byte> release_storage() noexcept {
+    std::shared_ptr<std::byte> storage = ownership_ == TensorOwnership::owned ? std::move(storage_) : nullptr;
+    release();
+    return storage;
   }
 
   // Deep copy into owned storage.

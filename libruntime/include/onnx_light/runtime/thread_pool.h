@@ -60,6 +60,23 @@ class ThreadPool {
   // True on a thread that is currently executing a block of this or any pool.
   static bool in_parallel_region();
 
+  // While one lives, idle workers spin instead of parking after the spin budget, and parked ones
+  // are woken at once: for a sequence of regions close together (the nodes of one inference), so
+  // that only the first pays a wake-up. Workers park again once the last scope ends and the budget
+  // runs out. Scopes nest and may overlap across threads.
+  class AwakeScope {
+   public:
+    explicit AwakeScope(ThreadPool& pool);
+    ~AwakeScope();
+    AwakeScope(const AwakeScope&) = delete;
+    AwakeScope& operator=(const AwakeScope&) = delete;
+
+   private:
+    ThreadPool* pool_;
+  };
+  // Workers currently parked (for tests and diagnostics).
+  int parked_workers() const { return parked_.load(std::memory_order_relaxed); }
+
  private:
   using Job = FunctionRef<void(int64_t, int64_t)>;
   void worker_loop();
@@ -89,6 +106,7 @@ class ThreadPool {
   std::condition_variable park_cv_;  // parked workers wait for a new generation or stop
   std::condition_variable done_cv_;  // the parked caller waits for pending_ == 0
   std::atomic<int> parked_{0};
+  std::atomic<int> awake_scopes_{0};
   std::atomic<bool> caller_parked_{false};
   std::mutex error_mutex_;
   std::exception_ptr error_;
