@@ -395,6 +395,38 @@ g (float[2,3,8] x, float[8] gamma, float[8] beta) => (float[2,3,8] y) {{
   CHECK(has_op(opt, "ReduceMean"));
 }
 
+TEST_CASE("optimizer: decomposed LayerNormalization fuses when the last axis is symbolic (shape computed by the graph)") {
+  // Exporters reshape to Shape(x)-derived dims, so inference leaves the normalized axis unknown.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,T,C] x, float[G] gamma, float[G] beta) => (float[N,T,C] y) {
+  mean = ReduceMean <axes = [-1]> (x)
+  d = Sub(x, mean)
+  two = Constant <value_float = 2.0> ()
+  p = Pow(d, two)
+  var = ReduceMean <axes = [-1]> (p)
+  eps = Constant <value_float = 0.00001> ()
+  ve = Add(var, eps)
+  sd = Sqrt(ve)
+  n = Div(d, sd)
+  sc = Mul(n, gamma)
+  y = Add(sc, beta)
+})";
+  Values weights{{"gamma", random_tensor(ElementType::float32, {8}, 37)}, {"beta", random_tensor(ElementType::float32, {8}, 38)}};
+  auto [opt, ref] = compare(text, weights, {{"x", random_tensor(ElementType::float32, {2, 3, 8}, 39)}});
+  CHECK(applied(opt.report, "layer_norm_fusion") == 1);
+  CHECK(opt.ops == std::vector<std::string>{"com.onnx_light:LayerNormalization"});
+  // A last axis of 1 broadcasts against gamma in the decomposed graph; the fused node rejects it
+  // with an error naming the node rather than returning other values.
+  Model model = with_initializers(test::parse(text), weights);
+  Values thin{{"x", random_tensor(ElementType::float32, {2, 3, 1}, 40)}};
+  CHECK(run(model, OptimizationLevel::none, thin).outputs.at("y").shape() == Shape{2, 3, 8});
+  CHECK_THROWS_WITH_AS(run(model, OptimizationLevel::all, thin), doctest::Contains("LayerNormalization"), InputError);
+  // A gamma of length 1 could be a broadcast over any last axis: not fused.
+  Values one{{"gamma", random_tensor(ElementType::float32, {1}, 41)}, {"beta", random_tensor(ElementType::float32, {1}, 42)}};
+  auto [opt1, ref1] = compare(text, one, {{"x", random_tensor(ElementType::float32, {2, 3, 8}, 43)}});
+  CHECK(applied(opt1.report, "layer_norm_fusion") == 0);
+}
+
 TEST_CASE("optimizer: decomposed GELU in its exporter spellings becomes one Gelu") {
   const std::vector<std::string> bodies{
       "d = Div(x, sq)\n e = Erf(d)\n a = Add(e, one)\n m = Mul(x, a)\n y = Mul(m, half)",

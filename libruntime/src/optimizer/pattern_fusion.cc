@@ -94,8 +94,13 @@ int64_t fuse_layer_norm(GraphEdit& g) {
         out = g.node(add).output(0);
       }
     }
+    // The last axis must be gamma's length. Exporters often compute the shape feeding this (Reshape
+    // to Shape(x)-derived dims), so it is unknown here: then a gamma longer than 1 is enough, since
+    // the only other length the decomposed graph accepts, 1 (broadcast), makes the fused kernel
+    // reject the input with an error naming the node instead of returning different values.
     const ValueShape* xs = g.shape(x);
-    if (xs == nullptr || !xs->has_shape || xs->dims.empty() || xs->dims.back() != gamma_value->element_count()) continue;
+    const bool last_known = xs != nullptr && xs->has_shape && !xs->dims.empty() && xs->dims.back() >= 0;
+    if (last_known ? xs->dims.back() != gamma_value->element_count() : gamma_value->element_count() < 2) continue;
     // The first node becomes LayerNormalization; the others go.
     auto& node = g.node(i);
     node.clear_attribute();
