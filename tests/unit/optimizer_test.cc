@@ -466,3 +466,116 @@ g (float[4,16] x) => (float[4,16] y) {
   CHECK(applied(opt.report, "gelu_fusion") == 0);
   CHECK(has_op(opt, "Erf"));
 }
+
+TEST_CASE("optimizer: consecutive elementwise nodes become one ElementwiseChain with every step kind") {
+  // x * Sigmoid(x) (operand is the chain's input), scalars of rank 0 and 1, a reversed Sub and
+  // Div by values of the chain's shape, then every unary step.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 14]>
+g (float[2,3,5] x, float[2,3,5] u, float[2,3,5] w, float[1] k1, float k0) => (float[2,3,5] y) {
+  s = Sigmoid(x)
+  a = Mul(x, s)
+  b = Mul(k1, a)
+  c = Add(b, k0)
+  d = Sub(u, c)
+  e = Div(d, w)
+  lo = Constant <value_float = -2.0> ()
+  hi = Constant <value_float = 3.0> ()
+  f = Clip(e, lo, hi)
+  g1 = LeakyRelu <alpha = 0.2> (f)
+  h = HardSigmoid <alpha = 0.3, beta = 0.4> (g1)
+  i = HardSwish(h)
+  j = Tanh(i)
+  k = Neg(j)
+  l = Abs(k)
+  m = Exp(l)
+  n = Sqrt(m)
+  y = Relu(n)
+})";
+  Tensor k1(ElementType::float32, {1});
+  *k1.data<float>() = 1.5f;
+  Tensor w = positive({2, 3, 5}, 52);
+  Values weights{{"k1", k1}, {"k0", scalar(-0.25f)}};
+  auto [opt, ref] = compare(text, weights, {{"x", random_tensor(ElementType::float32, {2, 3, 5}, 50)},
+                                            {"u", random_tensor(ElementType::float32, {2, 3, 5}, 51)},
+                                            {"w", w}});
+  CHECK(applied(opt.report, "elementwise_chain_fusion") == 1);
+  CHECK(opt.ops == std::vector<std::string>{"com.onnx_light:ElementwiseChain"});
+}
+
+TEST_CASE("optimizer: an elementwise chain stops at a value read twice, a broadcast operand and a non-float type") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,3,4] x, float[4] row) => (float[2,3,4] y, float[2,3,4] z) {
+  a = Relu(x)
+  b = Sigmoid(a)
+  c = Tanh(b)
+  z = Neg(b)
+  d = Mul(c, row)
+  y = Abs(d)
+})";
+  Values in{{"x", random_tensor(ElementType::float32, {2, 3, 4}, 53)}, {"row", random_tensor(ElementType::float32, {4}, 54)}};
+  auto [opt, ref] = compare(text, {}, in);
+  // Relu -> Sigmoid fuse (b is then read twice: the chain ends there); Tanh is alone before the Mul
+  // by [4], which broadcasts and so is no step.
+  CHECK(applied(opt.report, "elementwise_chain_fusion") == 1);
+  CHECK(opt.ops == std::vector<std::string>{"com.onnx_light:ElementwiseChain", "Tanh", "Neg", "Mul", "Abs"});
+  // Integer chains are left alone (the kernel is float32).
+  const Model ints = test::parse(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (int32[2,3] n) => (int32[2,3] q) {
+  n2 = Mul(n, n)
+  n3 = Neg(n2)
+  q = Abs(n3)
+})");
+  Outcome o = run(ints, OptimizationLevel::all, {{"n", random_tensor(ElementType::int32, {2, 3}, 55)}});
+  CHECK(o.ops == std::vector<std::string>{"Mul", "Neg", "Abs"});
+}
+
+TEST_CASE("optimizer: MatMul + bias fuses when inference lost the activations' shape") {
+  // Reshape to Shape(x): nothing static is known about A, but B [8, 6] fixes the last axis at 6.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,T,8] x, float[8,6] b, float[6] bias) => (float[N,T,6] y) {
+  s = Shape(x)
+  r = Reshape(x, s)
+  m = MatMul(r, b)
+  y = Add(m, bias)
+})";
+  Values weights{{"b", random_tensor(ElementType::float32, {8, 6}, 56)}, {"bias", random_tensor(ElementType::float32, {6}, 57)}};
+  auto [opt, ref] = compare(text, weights, {{"x", random_tensor(ElementType::float32, {2, 3, 8}, 58)}});
+  CHECK(has_op(opt, "com.onnx_light:FusedMatMul"));
+  CHECK(!has_op(opt, "Add"));
+}
+
+TEST_CASE("ElementwiseChain kernel: malformed attributes and operands are rejected naming the node") {
+  const std::string base = R"(<ir_version: 8, opset_import: ["" : 13, "com.onnx_light" : 1]>
+g (float[4] x, float[{}] b) => (float[4] y) {{
+  y = com.onnx_light.ElementwiseChain <{}> (x, b)
+}})";
+  auto session_for = [&](int b_len, const std::string& attrs) {
+    RuntimeSessionOptions options;
+    options.optimization = OptimizationLevel::none;
+    return RuntimeSession(test::parse(fmt::format(fmt::runtime(base), b_len, attrs)), options);
+  };
+  const std::string ok = R"(ops = ["Mul", "Relu"], operands = [1, -1], reversed = [0, 0], params = [0.0, 0.0, 0.0, 0.0])";
+  CHECK_THROWS_WITH_AS(session_for(4, R"(ops = ["Mul", "Relu"], operands = [1, -1], reversed = [0, 0], params = [0.0])"),
+                       doctest::Contains("'params'"), UnsupportedError);
+  CHECK_THROWS_WITH_AS(session_for(4, R"(ops = ["Mul"], operands = [5], reversed = [0], params = [0.0, 0.0])"),
+                       doctest::Contains("reads input 5"), UnsupportedError);
+  CHECK_THROWS_WITH_AS(session_for(4, R"(ops = ["Relu"], operands = [1], reversed = [0], params = [0.0, 0.0])"),
+                       doctest::Contains("unary"), UnsupportedError);
+  CHECK_THROWS_WITH_AS(session_for(4, R"(ops = ["Softplus"], operands = [-1], reversed = [0], params = [0.0, 0.0])"),
+                       doctest::Contains("step 0 = \"Softplus\" is not one of"), UnsupportedError);
+  // Session creation lists every node that cannot run (as UnsupportedError) with the kernel's reason.
+  // An operand of neither X's element count nor one: an InputError naming the node at run time.
+  RuntimeSession bad = session_for(3, ok);
+  RuntimeContext context;
+  context.set("x", random_tensor(ElementType::float32, {4}, 59));
+  context.set("b", random_tensor(ElementType::float32, {3}, 60));
+  CHECK_THROWS_WITH_AS(bad.run(context), doctest::Contains("ElementwiseChain node"), InputError);
+  // The valid node computes Relu(x * b), bit for bit.
+  RuntimeSession good = session_for(4, ok);
+  Tensor x = random_tensor(ElementType::float32, {4}, 61), b = random_tensor(ElementType::float32, {4}, 62);
+  context.set("x", x);
+  context.set("b", b);
+  good.run(context);
+  const Tensor& y = context.get("y");
+  for (int i = 0; i < 4; ++i) CHECK(y.data<float>()[i] == std::max(0.0f, x.data<float>()[i] * b.data<float>()[i]));
+}

@@ -17,6 +17,7 @@ void register_shape_kernels(KernelTable& table);             // shape_ops.cc
 void register_data_movement_kernels(KernelTable& table);     // data_movement.cc
 void register_cast_kernels(KernelTable& table);              // cast.cc
 void register_gelu_kernels(KernelTable& table);              // gelu.cc (com.onnx_light Gelu)
+void register_elementwise_chain_kernels(KernelTable& table); // elementwise_chain.cc (com.onnx_light)
 // fused_gemm.cc (com.onnx_light FusedGemm, FusedMatMul, LayerNormalization): after the ones it wraps.
 void register_fused_gemm_kernels(KernelTable& table);
 

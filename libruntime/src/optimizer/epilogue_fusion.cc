@@ -17,17 +17,6 @@ using kernels::kFusedDomain;
 
 bool near(float a, double b) { return std::fabs(static_cast<double>(a) - b) <= 1e-6 * std::max(1.0, std::fabs(b)); }
 
-bool is_float32(GraphEdit& g, const std::string& value) {
-  const ValueShape* s = g.shape(value);
-  return s != nullptr && s->element_type == static_cast<int32_t>(ElementType::float32);
-}
-
-// The reader of `value` when it is the only one (and `value` is no graph output); -1 otherwise.
-int only_reader(GraphEdit& g, const std::string& value) {
-  const auto& r = g.readers(value);
-  return r.size() == 1 && !g.is_graph_output(value) ? r[0] : -1;
-}
-
 struct Activation {
   std::string name;            // epilogue.h activation name
   std::vector<float> params;
@@ -41,28 +30,11 @@ bool is_product_of(const onnx::NodeProto& n, const std::string& x, const std::st
          ((n.input(0) == x && n.input(1) == y) || (n.input(0) == y && n.input(1) == x));
 }
 
-// Clip's bounds when constant (attributes before opset 11, inputs since).
-std::optional<std::pair<float, float>> clip_bounds(GraphEdit& g, const onnx::NodeProto& clip) {
-  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-  if (g.opset() < 11) return std::pair{float_attribute(clip, "min", lo), float_attribute(clip, "max", hi)};
-  if (clip.input_size() > 1 && !clip.input(1).empty()) {
-    auto v = g.scalar(clip.input(1));
-    if (!v) return std::nullopt;
-    lo = *v;
-  }
-  if (clip.input_size() > 2 && !clip.input(2).empty()) {
-    auto v = g.scalar(clip.input(2));
-    if (!v) return std::nullopt;
-    hi = *v;
-  }
-  return std::pair{lo, hi};
-}
-
 // x * Clip(x + 3, 0, 6) / 6 (or * (1/6), or x * (Clip(...) / 6)) from the Add node `add` reading x.
 std::optional<Activation> decomposed_hard_swish(GraphEdit& g, const std::string& x, int add, int mul) {
   const auto& a = g.node(add);
   if (!is_op(a, "Add") || other_input(a, x).empty() || !near(g.scalar(other_input(a, x)).value_or(0), 3.0)) return std::nullopt;
-  const int clip = only_reader(g, a.output(0));
+  const int clip = g.only_reader(a.output(0));
   if (clip < 0 || !is_op(g.node(clip), "Clip") || g.node(clip).input(0) != a.output(0)) return std::nullopt;
   auto bounds = clip_bounds(g, g.node(clip));
   if (!bounds || bounds->first != 0.0f || bounds->second != 6.0f) return std::nullopt;
@@ -73,18 +45,18 @@ std::optional<Activation> decomposed_hard_swish(GraphEdit& g, const std::string&
     return false;
   };
   const std::string c = g.node(clip).output(0);
-  const int after_clip = only_reader(g, c);
+  const int after_clip = g.only_reader(c);
   if (after_clip < 0) return std::nullopt;
   // x * Clip(...) then / 6
   if (after_clip == mul && is_product_of(g.node(mul), x, c)) {
-    const int div = only_reader(g, g.node(mul).output(0));
+    const int div = g.only_reader(g.node(mul).output(0));
     if (div < 0 || !divides_by_six(div, g.node(mul).output(0))) return std::nullopt;
     return Activation{"HardSwish", {}, {add, clip, mul, div}, g.node(div).output(0)};
   }
   // Clip(...) / 6 then x * that
   if (divides_by_six(after_clip, c)) {
     const std::string q = g.node(after_clip).output(0);
-    if (only_reader(g, q) == mul && is_product_of(g.node(mul), x, q))
+    if (g.only_reader(q) == mul && is_product_of(g.node(mul), x, q))
       return Activation{"HardSwish", {}, {add, clip, after_clip, mul}, g.node(mul).output(0)};
   }
   return std::nullopt;
@@ -122,7 +94,7 @@ std::optional<Activation> match_activation(GraphEdit& g, const std::string& x) {
     const bool sigmoid = is_op(gn, "Sigmoid");
     const bool hard = is_op(gn, "HardSigmoid") && near(float_attribute(gn, "alpha", 0.2f), 1.0 / 6.0) &&
                       float_attribute(gn, "beta", 0.5f) == 0.5f;
-    if ((sigmoid || hard) && gn.input(0) == x && only_reader(g, gn.output(0)) == mul &&
+    if ((sigmoid || hard) && gn.input(0) == x && g.only_reader(gn.output(0)) == mul &&
         is_product_of(g.node(mul), x, gn.output(0)))
       return Activation{sigmoid ? "SiLU" : "HardSwish", {}, {gate, mul}, g.node(mul).output(0)};
     if (auto hs = decomposed_hard_swish(g, x, gate, mul)) return hs;
@@ -163,7 +135,7 @@ int64_t matmul_add_to_gemm(GraphEdit& g) {
     const onnx::NodeProto& mm = g.node(i);
     if (!is_op(mm, "MatMul") || mm.input_size() != 2 || mm.output_size() != 1) continue;
     const std::string y = mm.output(0);
-    const int add = only_reader(g, y);
+    const int add = g.only_reader(y);
     if (add < 0 || !is_op(g.node(add), "Add")) continue;
     const std::string bias = other_input(g.node(add), y);
     const ValueShape* a = g.shape(mm.input(0));
@@ -196,19 +168,23 @@ int64_t fuse_epilogues(GraphEdit& g) {
     const bool conv = is_op(op, "Conv") && conv_kernel;
     const bool gemm = is_op(op, "Gemm") && gemm_kernel;
     const bool matmul = is_op(op, "MatMul") && matmul_kernel && op.input_size() == 2;
-    if (!(conv || gemm || matmul) || op.output_size() != 1 || !is_float32(g, op.output(0))) continue;
+    // A MatMul reading float32 weights writes float32 even where inference lost the activations'
+    // type (exporters feed it Reshapes to Shape(x)-derived dims).
+    const bool float_out = is_float32(g, op.output(0)) || (matmul && is_float32(g, op.input(1)) && g.is_constant(op.input(1)));
+    if (!(conv || gemm || matmul) || op.output_size() != 1 || !float_out) continue;
     std::string out = op.output(0);
     std::vector<int> consumed;
     std::string bias, residual;
     // MatMul's bias: Add of a constant [N].
     if (matmul) {
-      const int add = only_reader(g, out);
+      const int add = g.only_reader(out);
       const ValueShape* b = g.shape(op.input(1));
       if (add >= 0 && is_op(g.node(add), "Add") && b != nullptr && b->has_shape && !b->dims.empty()) {
         const std::string c_name = other_input(g.node(add), out);
         auto c = g.constant(c_name);
+        // B of rank >= 2 keeps N as the output's last axis, whatever A's shape, so a bias [N] adds along it.
         if (c && c->element_type() == ElementType::float32 && c->rank() == 1 && c->element_count() == b->dims.back() &&
-            g.shape(out) != nullptr && g.shape(out)->dims.size() >= 1) {
+            b->dims.size() >= 2) {
           bias = c_name;
           consumed.push_back(add);
           out = g.node(add).output(0);
@@ -216,7 +192,7 @@ int64_t fuse_epilogues(GraphEdit& g) {
       }
     }
     // The residual: Add of a value of exactly the output's shape (no broadcast).
-    if (const int add = only_reader(g, out); add >= 0 && is_op(g.node(add), "Add")) {
+    if (const int add = g.only_reader(out); add >= 0 && is_op(g.node(add), "Add")) {
       const std::string z = other_input(g.node(add), out);
       const ValueShape* zs = g.shape(z);
       const ValueShape* ys = g.shape(out);

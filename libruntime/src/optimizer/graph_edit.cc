@@ -1,5 +1,7 @@
 #include "optimizer/graph_edit.h"
 
+#include <limits>
+
 #include <onnx/shape_inference/implementation.h>
 
 #include <fmt/format.h>
@@ -127,6 +129,32 @@ const std::vector<int>& GraphEdit::readers(const std::string& value) const {
 bool GraphEdit::sole_reader(const std::string& value, int node) const {
   const auto& r = readers(value);
   return r.size() == 1 && r[0] == node && !is_graph_output(value);
+}
+
+int GraphEdit::only_reader(const std::string& value) const {
+  const auto& r = readers(value);
+  return r.size() == 1 && !is_graph_output(value) ? r[0] : -1;
+}
+
+bool is_float32(const GraphEdit& g, const std::string& value) {
+  const ValueShape* s = g.shape(value);
+  return s != nullptr && s->element_type == static_cast<int32_t>(ElementType::float32);
+}
+
+std::optional<std::pair<float, float>> clip_bounds(GraphEdit& g, const onnx::NodeProto& clip) {
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  if (g.opset() < 11) return std::pair{float_attribute(clip, "min", lo), float_attribute(clip, "max", hi)};
+  if (clip.input_size() > 1 && !clip.input(1).empty()) {
+    auto v = g.scalar(clip.input(1));
+    if (!v) return std::nullopt;
+    lo = *v;
+  }
+  if (clip.input_size() > 2 && !clip.input(2).empty()) {
+    auto v = g.scalar(clip.input(2));
+    if (!v) return std::nullopt;
+    hi = *v;
+  }
+  return std::pair{lo, hi};
 }
 
 std::optional<Tensor> GraphEdit::constant(const std::string& value) {

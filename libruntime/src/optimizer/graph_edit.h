@@ -58,6 +58,8 @@ class GraphEdit {
   bool is_graph_input(const std::string& value) const { return inputs_.contains(value); }
   // True when `node` is the only reader of `value` and `value` is not a graph output.
   bool sole_reader(const std::string& value, int node) const;
+  // The reader of `value` when it has exactly one and is no graph output; -1 otherwise.
+  int only_reader(const std::string& value) const;
 
   // An initializer that is not a graph input, or a Constant node's output; nullopt otherwise.
   std::optional<Tensor> constant(const std::string& value);
@@ -100,5 +102,9 @@ int64_t int_attribute(const onnx::NodeProto& node, std::string_view name, int64_
 float float_attribute(const onnx::NodeProto& node, std::string_view name, float fallback);
 // The input of a two-input node that is not `value` ("" when both or neither are).
 std::string other_input(const onnx::NodeProto& node, const std::string& value);
+// True when `value`'s inferred element type is float32.
+bool is_float32(const GraphEdit& g, const std::string& value);
+// Clip's {min, max} when constant (attributes before opset 11, inputs since); nullopt otherwise.
+std::optional<std::pair<float, float>> clip_bounds(GraphEdit& g, const onnx::NodeProto& clip);
 
 }  // namespace onnx_light::runtime::optimizer

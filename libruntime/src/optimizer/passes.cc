@@ -29,6 +29,7 @@ constexpr Pass kPasses[] = {
     {"layer_norm_fusion", OptimizationLevel::all, optimizer::fuse_layer_norm, false},
     {"gelu_fusion", OptimizationLevel::all, optimizer::fuse_gelu, false},
     {"epilogue_fusion", OptimizationLevel::all, optimizer::fuse_epilogues, false},
+    {"elementwise_chain_fusion", OptimizationLevel::all, optimizer::fuse_elementwise_chains, false},
     {"dead_node_cleanup", OptimizationLevel::all, optimizer::eliminate_dead_nodes, false},
 };
 

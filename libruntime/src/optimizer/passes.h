@@ -20,5 +20,7 @@ int64_t fuse_epilogues(GraphEdit& g);
 // pattern_fusion.cc
 int64_t fuse_layer_norm(GraphEdit& g);
 int64_t fuse_gelu(GraphEdit& g);
+// elementwise_chain.cc
+int64_t fuse_elementwise_chains(GraphEdit& g);
 
 }  // namespace onnx_light::runtime::optimizer

@@ -12,14 +12,9 @@ using kernels::kFusedDomain;
 
 bool near(float a, double b) { return std::fabs(static_cast<double>(a) - b) <= 1e-5 * std::max(1.0, std::fabs(b)); }
 
-int only_reader(GraphEdit& g, const std::string& value) {
-  const auto& r = g.readers(value);
-  return r.size() == 1 && !g.is_graph_output(value) ? r[0] : -1;
-}
-
 // The node reading `value` as `op` with the other operand a constant scalar near `c`; -1 otherwise.
 int scalar_op(GraphEdit& g, const std::string& value, std::string_view op, double c) {
-  const int r = only_reader(g, value);
+  const int r = g.only_reader(value);
   if (r < 0 || !is_op(g.node(r), op)) return -1;
   const std::string other = other_input(g.node(r), value);
   if (other.empty() || ((op == "Div" || op == "Sub" || op == "Pow") && g.node(r).input(0) != value)) return -1;
@@ -57,7 +52,7 @@ int64_t fuse_layer_norm(GraphEdit& g) {
     if (!reduces_last_axis(g, mean)) continue;
     const std::string x = mean.input(0);
     // D = X - mean, read by Pow(D, 2) and Div(D, sqrt(...)).
-    const int sub = only_reader(g, mean.output(0));
+    const int sub = g.only_reader(mean.output(0));
     if (sub < 0 || !is_op(g.node(sub), "Sub") || g.node(sub).input(0) != x || g.node(sub).input(1) != mean.output(0)) continue;
     const std::string d = g.node(sub).output(0);
     const auto& d_readers = g.readers(d);
@@ -68,23 +63,23 @@ int64_t fuse_layer_norm(GraphEdit& g) {
       if (is_op(g.node(r), "Div") && g.node(r).input(0) == d) div = r;
     }
     if (pow < 0 || div < 0 || !near(g.scalar(g.node(pow).input(1)).value_or(0), 2.0)) continue;
-    const int var = only_reader(g, g.node(pow).output(0));
+    const int var = g.only_reader(g.node(pow).output(0));
     if (var < 0 || !reduces_last_axis(g, g.node(var))) continue;
-    const int add_eps = only_reader(g, g.node(var).output(0));
+    const int add_eps = g.only_reader(g.node(var).output(0));
     if (add_eps < 0 || !is_op(g.node(add_eps), "Add")) continue;
     auto eps = g.scalar(other_input(g.node(add_eps), g.node(var).output(0)));
-    const int sqrt = only_reader(g, g.node(add_eps).output(0));
+    const int sqrt = g.only_reader(g.node(add_eps).output(0));
     if (!eps || sqrt < 0 || !is_op(g.node(sqrt), "Sqrt")) continue;
-    if (only_reader(g, g.node(sqrt).output(0)) != div || g.node(div).input(1) != g.node(sqrt).output(0)) continue;
+    if (g.only_reader(g.node(sqrt).output(0)) != div || g.node(div).input(1) != g.node(sqrt).output(0)) continue;
     // Then * gamma and optionally + beta, constant vectors over the last axis.
-    const int mul = only_reader(g, g.node(div).output(0));
+    const int mul = g.only_reader(g.node(div).output(0));
     if (mul < 0 || !is_op(g.node(mul), "Mul")) continue;
     const std::string gamma = other_input(g.node(mul), g.node(div).output(0));
     auto gamma_value = g.constant(gamma);
     if (!gamma_value || gamma_value->rank() != 1 || gamma_value->element_type() != ElementType::float32) continue;
     std::vector<int> nodes{i, sub, pow, var, add_eps, sqrt, div, mul};
     std::string out = g.node(mul).output(0), beta;
-    if (const int add = only_reader(g, out); add >= 0 && is_op(g.node(add), "Add")) {
+    if (const int add = g.only_reader(out); add >= 0 && is_op(g.node(add), "Add")) {
       const std::string b = other_input(g.node(add), out);
       auto beta_value = g.constant(b);
       if (beta_value && beta_value->rank() == 1 && beta_value->element_count() == gamma_value->element_count() &&
@@ -149,7 +144,7 @@ int64_t fuse_gelu(GraphEdit& g) {
     const int one = scalar_op(g, erf.output(0), "Add", 1.0);
     if (one < 0) continue;
     const std::string e1 = g.node(one).output(0);
-    const int m1 = only_reader(g, e1);
+    const int m1 = g.only_reader(e1);
     if (m1 < 0 || !is_op(g.node(m1), "Mul")) continue;
     const std::string other = other_input(g.node(m1), e1);
     std::vector<int> nodes{i, scale, one, m1};
@@ -168,7 +163,7 @@ int64_t fuse_gelu(GraphEdit& g) {
       out = g.node(m1).output(0);
     } else if (near(g.scalar(other).value_or(0), 0.5)) {
       // x * ((1 + erf) * 0.5)
-      const int mx = only_reader(g, g.node(m1).output(0));
+      const int mx = g.only_reader(g.node(m1).output(0));
       if (mx < 0 || other_input(g.node(mx), g.node(m1).output(0)) != x || !is_op(g.node(mx), "Mul")) continue;
       nodes.push_back(mx);
       out = g.node(mx).output(0);

@@ -1,7 +1,8 @@
 #pragma once
 // The graph optimizer: runs once when a session is created, on a copy of the model, before the
 // session orders the nodes and chooses kernels. Rewrites produce ordinary ONNX nodes or nodes of
-// domain "com.onnx_light" (FusedConv, FusedGemm, FusedMatMul, Gelu, LayerNormalization), with an
+// domain "com.onnx_light" (FusedConv, FusedGemm, FusedMatMul, Gelu, LayerNormalization,
+// ElementwiseChain), with an
 // opset import for that domain added to the model. The passes, in order (src/optimizer/passes.cc):
 //
 //   basic: constant_folding      every node whose inputs are all constants (initializers, Constant
@@ -14,12 +15,18 @@
 //          conv_mul_add_folding  Mul / Add by a per-output-channel constant after a Conv, likewise
 //          matmul_add_to_gemm    2-D MatMul + Add(1-D constant bias) into Gemm
 //          layer_norm_fusion     ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add over the last axis
+//                                (also when that axis is symbolic: then gamma must be longer than 1)
 //          gelu_fusion           x * 0.5 * (1 + Erf(x / sqrt(2))) in its exporter spellings
 //          epilogue_fusion       Conv / Gemm / MatMul followed by a residual Add and/or an
 //                                activation (Relu, Clip with constant bounds, LeakyRelu, Sigmoid,
 //                                HardSigmoid, HardSwish, Tanh, and the decomposed x*Sigmoid(x),
 //                                x*HardSigmoid(x), x*Clip(x+3,0,6)/6) into FusedConv / FusedGemm /
-//                                FusedMatMul (contract: src/kernels/epilogue.h)
+//                                FusedMatMul (contract: src/kernels/epilogue.h); a MatMul's bias
+//                                Add of a constant [N] when B has rank >= 2
+//          elementwise_chain_fusion  two or more consecutive Add/Sub/Mul/Div (by one constant
+//                                element or a value of the chain's shape), Relu, Clip, LeakyRelu,
+//                                Sigmoid, HardSigmoid, HardSwish, Tanh, Abs, Neg, Sqrt, Exp into one
+//                                ElementwiseChain (one pass over memory; src/kernels/elementwise_chain.cc)
 // Nothing is fused across a value that is a graph output or that another node also reads; graph
 // inputs and outputs keep their names.
 //
