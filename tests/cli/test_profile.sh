@@ -18,9 +18,11 @@ g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProt
 open(sys.argv[1], "wb").write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]).SerializeToString())
 PYEOF
 M="$SCRATCH/chain.onnx"
+# The graph as written (--optimize none): under the default `all` the five nodes are one ElementwiseChain.
+OPT=(--optimize none)
 
 # --json: profile.nodes (one per node, calls = timed runs), profile.op_types, runs, total_us.
-expect_exit 0 "$TOOL" run "$M" -i x=random:1 --dim N=100000 -t 2 -w 2 -r 3 --profile --json
+expect_exit 0 "$TOOL" run "$M" "${OPT[@]}" -i x=random:1 --dim N=100000 -t 2 -w 2 -r 3 --profile --json
 $PY - "$SCRATCH/out" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -52,24 +54,24 @@ assert len(r["parallel_regions"]["events"]) == 15, r["parallel_regions"]
 PYEOF
 
 # Human output: the tuning table, then nodes by time (top N), then op types.
-expect_exit 0 "$TOOL" run "$M" -i x=random:1 --dim N=1000 -r 4 --profile --top 2
+expect_exit 0 "$TOOL" run "$M" "${OPT[@]}" -i x=random:1 --dim N=1000 -r 4 --profile --top 2
 expect_grep "$SCRATCH/out" '^tuning in force:'
 expect_grep "$SCRATCH/out" '^nodes \(2 of 5, by time; 4 runs, [0-9.]+ us per run'
 expect_grep "$SCRATCH/out" '^  \.\.\. 3 more nodes \(--top 0 shows all\)'
 expect_grep "$SCRATCH/out" '^op types \(by time\):'
 expect_grep "$SCRATCH/out" '^  Abs +2 +8 +[0-9.]+ +[0-9.]+%'
 [[ $(grep -cE '^  (first_abs|negate|#2|plus|times) ' "$SCRATCH/out") == 2 ]] || fail "--top 2 did not show 2 nodes"
-expect_exit 0 "$TOOL" run "$M" -i x=random:1 --dim N=1000 -r 4 --profile --top 0
+expect_exit 0 "$TOOL" run "$M" "${OPT[@]}" -i x=random:1 --dim N=1000 -r 4 --profile --top 0
 [[ $(grep -cE '^  (first_abs|negate|#2|plus|times) +(Abs|Neg|Add|Mul) ' "$SCRATCH/out") == 5 ]] || fail "--top 0 did not show every node"
 expect_grep "$SCRATCH/out" '^  plus +Add .* 1000, 1000$'
 if grep -q 'more node' "$SCRATCH/out"; then fail "--top 0 still cut the table"; fi
 # The default is 20, more than this model has.
-expect_exit 0 "$TOOL" run "$M" -i x=random:1 --dim N=1000 --profile
+expect_exit 0 "$TOOL" run "$M" "${OPT[@]}" -i x=random:1 --dim N=1000 --profile
 expect_grep "$SCRATCH/out" '^nodes \(5 of 5, by time; 1 run,'
 
 # --trace: valid Chrome trace JSON, one "X" event per node per timed run, on tid 0, in order;
 # the parallel regions and their blocks (with the thread that ran each) alongside.
-expect_exit 0 "$TOOL" run "$M" -i x=random:1 --dim N=100000 -t 2 -w 1 -r 4 --trace "$SCRATCH/trace.json"
+expect_exit 0 "$TOOL" run "$M" "${OPT[@]}" -i x=random:1 --dim N=100000 -t 2 -w 1 -r 4 --trace "$SCRATCH/trace.json"
 if grep -q '^nodes (' "$SCRATCH/out"; then fail "--trace alone printed the profile tables"; fi
 $PY - "$SCRATCH/trace.json" <<'PYEOF'
 import json, sys

@@ -30,8 +30,19 @@ def chain_model() -> bytes:
 
 
 def session(profile: bool, threads: int = 1):
-    return runtime.RuntimeSession(chain_model(), runtime.RuntimeSessionOptions(
-        parameters=runtime.RuntimeParameters(threads), profile=profile))
+    # The graph as written: under the default optimization the four nodes are one ElementwiseChain.
+    options = runtime.RuntimeSessionOptions(parameters=runtime.RuntimeParameters(threads), profile=profile)
+    options.optimization = "none"
+    return runtime.RuntimeSession(chain_model(), options)
+
+
+def test_profile_names_the_fused_node_that_ran_under_the_default_optimization():
+    s = runtime.RuntimeSession(chain_model(), runtime.RuntimeSessionOptions(profile=True))
+    x = np.linspace(-1, 1, 256, dtype=np.float32)
+    (y,) = s.run_arrays([x])
+    np.testing.assert_array_equal(y, np.abs(x) + x)
+    (node,) = s.profile()["nodes"]
+    assert (node["node"], node["op_type"], node["domain"]) == ("first", "ElementwiseChain", "com.onnx_light")
 
 
 def test_profile_is_off_by_default_and_empty_then():
