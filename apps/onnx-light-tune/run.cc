@@ -226,7 +226,9 @@ int run_verb(const RunOptions& o, AppContext& context) {
     report["memory"] = {{"weights_bytes", memory.weights_bytes},
                         {"peak_activation_bytes", memory.peak_activation_bytes},
                         {"last_run_values_bytes", memory.last_run_values_bytes},
-                        {"planned_releases", memory.planned_releases}};
+                        {"planned_releases", memory.planned_releases},
+                        {"planned_in_place", memory.planned_in_place},
+                        {"last_run_in_place", memory.last_run_in_place}};
     *context.out << report.dump(2) << "\n";
     return kExitOk;
   }
@@ -258,10 +260,11 @@ int run_verb(const RunOptions& o, AppContext& context) {
     print_profile(out, profile, o.top);
     const SessionMemoryReport memory = session.memory_report();
     out << fmt::format("memory: weights {:.1f} KiB, peak activations {:.1f} KiB (one buffer per value: {:.1f} KiB, "
-                       "{} values released at their last reader)\n",
+                       "{} values released at their last reader, {} of {} eligible nodes ran in place)\n",
                        static_cast<double>(memory.weights_bytes) / 1024.0,
                        static_cast<double>(memory.peak_activation_bytes) / 1024.0,
-                       static_cast<double>(memory.last_run_values_bytes) / 1024.0, memory.planned_releases);
+                       static_cast<double>(memory.last_run_values_bytes) / 1024.0, memory.planned_releases,
+                       memory.last_run_in_place, memory.planned_in_place);
     const OptimizationReport& opt = session.optimization_report();
     out << fmt::format("graph optimization ({}): {} -> {} nodes\n", optimization_level_name(opt.level), opt.nodes_before,
                        opt.nodes_after);

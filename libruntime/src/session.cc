@@ -121,6 +121,7 @@ struct RuntimeSession::Impl {
     std::vector<int> inputs;   // slot ids; -1 for omitted
     std::vector<int> outputs;  // slot ids; -1 for omitted
     std::vector<std::size_t> fused;  // nodes run inside this one (Relu fusion), for profiles
+    int in_place = -1;  // slot of input 0 when output 0 may be written over it (it dies here)
   };
 
   class Execution final : public KernelExecution {
@@ -200,6 +201,17 @@ struct RuntimeSession::Impl {
       // last run's buffer when nobody else holds it, so steady-state runs allocate nothing.
       const int output = impl_.output_of_slot[id];
       const bool callers = output >= 0 && impl_.output_bound[static_cast<std::size_t>(output)];
+      // An elementwise node writes over its input 0 when that value dies here and nothing else
+      // (a view, the caller) holds its storage: one buffer for a chain instead of two.
+      if (index == 0 && !zero && !callers && step_.in_place >= 0) {
+        Tensor& in = impl_.slots[static_cast<std::size_t>(step_.in_place)];
+        if (in.element_type() == type && in.shape() == shape && in.exclusively_owned()) {
+          impl_.buffers->recycle(slot);
+          slot = in;
+          ++impl_.last_run_in_place;
+          return slot;
+        }
+      }
       if (slot.element_type() == type && slot.shape() == shape && (callers || slot.exclusively_owned())) return slot;
       if (callers) {
         // Kept aside untouched: a failed run hands it back as it was.
@@ -245,6 +257,8 @@ struct RuntimeSession::Impl {
   // Memory plan: per step, the slots whose last reader it is (released to the pool after it runs).
   std::vector<std::vector<int>> release_after;
   int64_t planned_releases = 0;
+  int64_t planned_in_place = 0;
+  int64_t last_run_in_place = 0;
   int64_t last_run_values_bytes = 0;
   bool is_initialized = false;
   std::vector<ResolvedTuning> resolved;
@@ -588,6 +602,20 @@ void RuntimeSession::Impl::plan_memory() {
     release_after[static_cast<std::size_t>(last[id])].push_back(static_cast<int>(id));
     ++planned_releases;
   }
+  // In place: input 0 is released after this very step and is not also one of its outputs.
+  planned_in_place = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    Step& step = steps[i];
+    step.in_place = -1;
+    if (step.inputs.empty() || step.outputs.empty() || !step.kernel->may_overwrite_input0()) continue;
+    const int in = step.inputs[0];
+    if (in < 0 || step.outputs[0] < 0 || pinned[static_cast<std::size_t>(in)] ||
+        last[static_cast<std::size_t>(in)] != static_cast<int>(i) ||
+        std::find(step.outputs.begin(), step.outputs.end(), in) != step.outputs.end())
+      continue;
+    step.in_place = in;
+    ++planned_in_place;
+  }
 }
 
 namespace {
@@ -630,6 +658,7 @@ void RuntimeSession::Impl::run_steps() {
   // (a wake costs ~30 us on this VM, more than many nodes take); they park after the run.
   ThreadPool::AwakeScope awake(*pool);
   last_run_values_bytes = 0;
+  last_run_in_place = 0;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     Step& step = steps[i];
     Execution execution(*this, step);
@@ -800,6 +829,8 @@ SessionMemoryReport RuntimeSession::memory_report() const {
   report.peak_activation_bytes = static_cast<int64_t>(s.buffers->peak_outstanding_bytes());
   report.last_run_values_bytes = s.last_run_values_bytes;
   report.planned_releases = s.planned_releases;
+  report.planned_in_place = s.planned_in_place;
+  report.last_run_in_place = s.last_run_in_place;
   return report;
 }
 

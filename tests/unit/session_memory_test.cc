@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/session.h"
@@ -103,4 +104,81 @@ TEST_CASE("weights_bytes_count_initializers_and_constants") {
       "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[4] x) => (float[4] y) "
       "{ k = Constant <value = float[4] {1, 2, 3, 4}> ()\n y = Add(x, k) }"));
   CHECK(session.memory_report().weights_bytes == 16);
+}
+
+TEST_CASE("chain_runs_in_place_through_one_buffer") {
+  // v0 = Abs(x) cannot write over x (a graph input); every later node writes over the value it
+  // kills, y included: one pool buffer carries the whole chain.
+  constexpr int64_t kN = 1 << 14;
+  const auto bytes = static_cast<int64_t>(Tensor::storage_bytes(ElementType::float32, {kN}));
+  RuntimeSession session(onnx_light::test::parse(chain_model(12, kN)), as_written());
+  const Tensor x = random_tensor({kN}, 11);
+  for (int run = 0; run < 3; ++run) {
+    RuntimeContext context;  // the caller drops last run's y before this run
+    context.set("x", x);
+    session.run(context);
+    const Tensor& y = context.get("y");
+    for (int64_t i = 0; i < kN; ++i) REQUIRE(y.data<float>()[i] == -std::fabs(x.data<float>()[i]));
+  }
+  const SessionMemoryReport report = session.memory_report();
+  CHECK(report.planned_in_place == 11);
+  CHECK(report.last_run_in_place == 11);
+  CHECK(report.peak_activation_bytes == bytes);
+}
+
+TEST_CASE("in_place_needs_input0_of_the_output_shape") {
+  // a [1, 4] dies at the Add, but the Add's output is [4, 4]: written to a new buffer.
+  RuntimeSession session(onnx_light::test::parse(
+                             "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1, 4] x, float[4, 4] m) => (float[4, 4] y) "
+                             "{ a = Abs(x)\n y = Add(a, m) }"),
+                         as_written());
+  RuntimeContext context;
+  const Tensor x = random_tensor({1, 4}, 12), m = random_tensor({4, 4}, 13);
+  context.set("x", x);
+  context.set("m", m);
+  session.run(context);
+  CHECK(session.memory_report().planned_in_place == 1);
+  CHECK(session.memory_report().last_run_in_place == 0);
+  const Tensor& y = context.get("y");
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t c = 0; c < 4; ++c)
+      REQUIRE(y.data<float>()[r * 4 + c] == std::fabs(x.data<float>()[c]) + m.data<float>()[r * 4 + c]);
+}
+
+TEST_CASE("chain_reading_its_own_input_is_not_in_place") {
+  // Under `all`, Sigmoid(a) then Mul(a, s) is one ElementwiseChain whose Mul reads X = a again:
+  // writing over a would feed Sigmoid(a) to that Mul.
+  RuntimeSession session(onnx_light::test::parse(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[256] x) => (float[256] y) "
+      "{ a = Abs(x)\n s = Sigmoid(a)\n y = Mul(a, s) }"));
+  REQUIRE(session.model().graph().node_size() == 2);  // Abs, ElementwiseChain
+  RuntimeContext context;
+  const Tensor x = random_tensor({256}, 14);
+  context.set("x", x);
+  session.run(context);
+  CHECK(session.memory_report().planned_in_place == 0);
+  const Tensor& y = context.get("y");
+  for (int64_t i = 0; i < 256; ++i) {
+    const float a = std::fabs(x.data<float>()[i]);
+    REQUIRE(y.data<float>()[i] == doctest::Approx(a / (1.0f + std::exp(-a))).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("bound_output_gets_the_result_not_the_dying_input") {
+  // y = Neg(a) may write over a, but y is bound to the caller's buffer: the result lands there.
+  RuntimeSession session(onnx_light::test::parse(
+                             "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[64] x) => (float[64] y) "
+                             "{ a = Abs(x)\n y = Neg(a) }"),
+                         as_written());
+  const Tensor x = random_tensor({64}, 15);
+  std::vector<float> memory(64, 7.0f);
+  Tensor inputs[] = {x};
+  Tensor outputs[] = {Tensor::borrow(ElementType::float32, {64}, memory.data())};
+  for (int run = 0; run < 2; ++run) {
+    session.run(inputs, outputs);
+    REQUIRE(outputs[0].data<float>() == memory.data());
+    for (int64_t i = 0; i < 64; ++i) REQUIRE(memory[static_cast<std::size_t>(i)] == -std::fabs(x.data<float>()[i]));
+  }
+  CHECK(session.memory_report().planned_in_place == 1);
+  CHECK(session.memory_report().last_run_in_place == 0);
 }

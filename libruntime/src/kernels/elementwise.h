@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <string>
 #include <utility>
 
@@ -55,6 +56,7 @@ template <typename In, typename Out, typename Op>
 class UnaryKernel final : public ThresholdKernel {
  public:
   UnaryKernel(Op op, int64_t minimum_elements) : ThresholdKernel(minimum_elements), op_(std::move(op)) {}
+  bool may_overwrite_input0() const override { return true; }
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
     const Op op = bind_op(op_, execution);
@@ -80,6 +82,9 @@ template <typename In, typename Out, typename Op, typename InB = In>
 class BinaryKernel final : public ThresholdKernel {
  public:
   BinaryKernel(Op op, int64_t minimum_elements) : ThresholdKernel(minimum_elements), op_(std::move(op)) {}
+  // In place only when input 0 has the output's shape (the session checks), so it is read at the
+  // output's own index in every path below.
+  bool may_overwrite_input0() const override { return std::is_same_v<In, Out>; }
   void run(KernelExecution& execution) override {
     const Tensor& a = execution.required_input(0);
     const Tensor& b = execution.required_input(1);

@@ -96,6 +96,11 @@ class ElementwiseChainKernel final : public ThresholdKernel {
       throw UnsupportedError(fmt::format("{}: {} steps; at most {} are supported", label, steps_.size(), kMaxSteps));
   }
 
+  // Not when a step reads X itself (x * Sigmoid(x)): the tile holding the chain's value is X's.
+  bool may_overwrite_input0() const override {
+    return std::none_of(steps_.begin(), steps_.end(), [](const ChainStep& s) { return is_binary(s.kind) && s.operand == 0; });
+  }
+
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
     const int64_t n = x.element_count();

@@ -36,6 +36,7 @@ class SpanKernelBase : public ThresholdKernel {
 class SpanUnaryKernel final : public SpanKernelBase {
  public:
   SpanUnaryKernel(simd::UnarySpanFunction fn, int64_t minimum_elements) : SpanKernelBase(minimum_elements), fn_(fn) {}
+  bool may_overwrite_input0() const override { return true; }  // each vector is loaded before it is stored
   void run(KernelExecution& execution) override;
 
  private:
@@ -48,6 +49,7 @@ class SpanBinaryKernel final : public SpanKernelBase {
  public:
   SpanBinaryKernel(simd::BinarySpanFunction fn, Op op, int64_t minimum_elements)
       : SpanKernelBase(minimum_elements), fn_(fn), op_(std::move(op)) {}
+  bool may_overwrite_input0() const override { return true; }
 
   void run(KernelExecution& execution) override {
     using Shape_ = simd::BinarySpanShape;

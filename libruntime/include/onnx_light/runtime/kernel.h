@@ -73,6 +73,11 @@ class Kernel {
   // drop the Relu node that follows (one pass over the output instead of two, as ONNX Runtime's
   // Gemm + activation fusion). Returns false, changing nothing, when the kernel cannot.
   virtual bool fuse_relu() { return false; }
+  // True when output 0 may be written into input 0's own storage (in place): every output element
+  // depends only on the inputs' elements at its own index, which the kernel reads before it writes
+  // that element, and output 0 is requested with output_for_overwrite. The session then lets an
+  // elementwise node whose input 0 dies with it write over that input instead of taking a buffer.
+  virtual bool may_overwrite_input0() const { return false; }
   // The code path the last run actually took, when it is not simply the definition's
   // implementation (e.g. "avx512" registered, "portable_loop" ran for a depthwise Conv whose groups
   // are thinner than the register tile). Self-describing, XNNPACK-style: "dwconv_3x3s1_avx512".

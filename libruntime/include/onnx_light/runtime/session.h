@@ -95,6 +95,8 @@ struct SessionMemoryReport {
   int64_t peak_activation_bytes = 0;    // most bytes of the session's pool held at once, since creation
   int64_t last_run_values_bytes = 0;    // bytes of every value the last run computed (unplanned: sum of all)
   int64_t planned_releases = 0;         // values released before the end of a run
+  int64_t planned_in_place = 0;         // nodes allowed to write over their dying input 0
+  int64_t last_run_in_place = 0;        // of those, how many did in the last run (same type and shape)
 };
 
 struct ValueInfo {
