@@ -49,10 +49,13 @@ std::vector<std::string> split(const std::string& s, char sep) {
 std::vector<Io> parse_io(const std::string& text) {
   std::vector<Io> ios;
   for (const auto& entry : split(text, ';')) {
-    auto parts = split(entry, ':');
-    if (parts.size() != 3 || parts[1] != "float32") throw onnx_light::InvalidValueError("bad manifest io entry: " + entry);
-    Io io{parts[0], {}};
-    for (const auto& d : split(parts[2], 'x')) io.shape.push_back(std::stoll(d));
+    // NAME:TYPE:SHAPE, split at the last two ':' since exported names hold ':' ("onnx::Flatten_0").
+    const auto shape_at = entry.rfind(':');
+    const auto type_at = shape_at == std::string::npos || shape_at == 0 ? std::string::npos : entry.rfind(':', shape_at - 1);
+    if (type_at == std::string::npos || entry.compare(type_at + 1, shape_at - type_at - 1, "float32") != 0)
+      throw onnx_light::InvalidValueError("bad manifest io entry: " + entry);
+    Io io{entry.substr(0, type_at), {}};
+    for (const auto& d : split(entry.substr(shape_at + 1), 'x')) io.shape.push_back(std::stoll(d));
     ios.push_back(io);
   }
   return ios;

@@ -18,9 +18,9 @@ Per model of models.tsv (fetched by fetch.sh into the cache):
      Reported: median over repetitions of each side's median, the per-repetition ratio ours/ORT reduced
      to its median, and the spread (max - min) / median of each side.
 
-Both harnesses read a manifest.tsv in the work dir (models are symlinked there). bench/peer_bench.cc
-splits the io entries on ':', so its manifest carries sanitized input names; it binds inputs by
-position, so the name does not matter to it. Models whose inputs are not all float32 (ort_c_bench
+Both harnesses read a manifest.tsv in the work dir (models are symlinked there); io entries are
+NAME:float32:SHAPE, which both split at the last two ':' (exported names such as onnx::Flatten_0 hold
+':'); bench/peer_bench.cc binds inputs by position. Models whose inputs are not all float32 (ort_c_bench
 handles float32 only) get outputs and profiles but no latency.
 Prints a markdown report (also to --out) and writes the raw figures to --json.
 """
@@ -230,13 +230,10 @@ def write_manifests(bench_models, dirs):
                 os.remove(link)
             os.symlink(m["file"], link)
 
-            def ios(entries, sanitize):
-                return ";".join(
-                    (re.sub(r"[^A-Za-z0-9_]", "_", e["name"]) if sanitize else e["name"]) + ":float32:" +
-                    "x".join(str(d) for d in e["shape"]) for e in entries)
-            sanitize = harness == "ours"
+            def ios(entries):
+                return ";".join(e["name"] + ":float32:" + "x".join(str(d) for d in e["shape"]) for e in entries)
             lines.append("\t".join([m["name"], m["name"] + ".onnx", "model", "0", "0", "0",
-                                    ios(m["inputs"], sanitize), ios(m["out_ios"], sanitize)]) + "\n")
+                                    ios(m["inputs"]), ios(m["out_ios"])]) + "\n")
         with open(os.path.join(d, "manifest.tsv"), "w") as f:
             f.writelines(lines)
 
