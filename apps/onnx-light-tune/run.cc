@@ -59,35 +59,6 @@ Latency summarize(std::vector<double> samples) {
   return l;
 }
 
-nlohmann::json profile_json(const runtime::SessionProfile& profile) {
-  nlohmann::json nodes = nlohmann::json::array();
-  for (const auto& n : profile.nodes) {
-    nlohmann::json shapes = nlohmann::json::array();
-    for (const auto& shape : n.input_shapes) shapes.push_back(shape ? nlohmann::json(*shape) : nlohmann::json(nullptr));
-    nodes.push_back({{"node", n.node},
-                     {"label", n.label},
-                     {"op_type", n.op_type},
-                     {"domain", n.domain},
-                     {"implementation", n.implementation},
-                     {"input_shapes", shapes},
-                     {"calls", n.calls},
-                     {"total_us", n.total_us},
-                     {"mean_us", n.mean_us},
-                     {"share", n.share},
-                     {"parallel_regions", n.parallel_regions},
-                     {"parallel_threads", n.parallel_threads}});
-  }
-  nlohmann::json op_types = nlohmann::json::array();
-  for (const auto& t : profile.op_types)
-    op_types.push_back(
-        {{"op_type", t.op_type}, {"nodes", t.nodes}, {"calls", t.calls}, {"total_us", t.total_us}, {"share", t.share}});
-  return {{"nodes", nodes},
-          {"op_types", op_types},
-          {"runs", profile.runs},
-          {"total_us", profile.total_us},
-          {"nodes_us", profile.nodes_us}};
-}
-
 // `text` cut to `width` bytes (node names are mostly ASCII), on a UTF-8 character boundary,
 // marking the cut.
 std::string fit(const std::string& text, std::size_t width) {
@@ -211,7 +182,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
                            {"active_source", tuning_source_name(r.source)}});
       }
       report["tuning"] = kernels;
-      report["profile"] = profile_json(profile);
+      report["profile"] = nlohmann::json::parse(runtime::profile_json(profile));
       // The graph optimizer's transforms (profile.transforms).
       const OptimizationReport& opt = session.optimization_report();
       nlohmann::json transforms = nlohmann::json::array();

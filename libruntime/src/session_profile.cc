@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "onnx_light/runtime/error.h"
@@ -190,6 +191,36 @@ std::string format_input_shapes(const std::vector<std::optional<Shape>>& shapes)
       text += fmt::format("{}", fmt::join(*shapes[i], "x"));
   }
   return text;
+}
+
+std::string profile_json(const SessionProfile& profile) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& n : profile.nodes) {
+    nlohmann::json shapes = nlohmann::json::array();
+    for (const auto& shape : n.input_shapes) shapes.push_back(shape ? nlohmann::json(*shape) : nlohmann::json(nullptr));
+    nodes.push_back({{"node", n.node},
+                     {"label", n.label},
+                     {"op_type", n.op_type},
+                     {"domain", n.domain},
+                     {"implementation", n.implementation},
+                     {"input_shapes", shapes},
+                     {"calls", n.calls},
+                     {"total_us", n.total_us},
+                     {"mean_us", n.mean_us},
+                     {"share", n.share},
+                     {"parallel_regions", n.parallel_regions},
+                     {"parallel_threads", n.parallel_threads}});
+  }
+  nlohmann::json op_types = nlohmann::json::array();
+  for (const auto& t : profile.op_types)
+    op_types.push_back(
+        {{"op_type", t.op_type}, {"nodes", t.nodes}, {"calls", t.calls}, {"total_us", t.total_us}, {"share", t.share}});
+  const nlohmann::json json{{"nodes", nodes},
+                            {"op_types", op_types},
+                            {"runs", profile.runs},
+                            {"total_us", profile.total_us},
+                            {"nodes_us", profile.nodes_us}};
+  return json.dump();
 }
 
 void write_chrome_trace(const SessionProfile& profile, std::ostream& out) {

@@ -290,33 +290,7 @@ struct Session {
 };
 
 nlohmann::json profile_to_json(const rt::SessionProfile& profile) {
-  // The same keys as the CLI's `run --profile --json` "profile" object.
-  nlohmann::json nodes = nlohmann::json::array();
-  for (const auto& n : profile.nodes) {
-    nlohmann::json shapes = nlohmann::json::array();
-    for (const auto& shape : n.input_shapes) shapes.push_back(shape ? nlohmann::json(*shape) : nlohmann::json(nullptr));
-    nodes.push_back({{"node", n.node},
-                     {"label", n.label},
-                     {"op_type", n.op_type},
-                     {"domain", n.domain},
-                     {"implementation", n.implementation},
-                     {"input_shapes", shapes},
-                     {"calls", n.calls},
-                     {"total_us", n.total_us},
-                     {"mean_us", n.mean_us},
-                     {"share", n.share},
-                     {"parallel_regions", n.parallel_regions},
-                     {"parallel_threads", n.parallel_threads}});
-  }
-  nlohmann::json op_types = nlohmann::json::array();
-  for (const auto& t : profile.op_types)
-    op_types.push_back(
-        {{"op_type", t.op_type}, {"nodes", t.nodes}, {"calls", t.calls}, {"total_us", t.total_us}, {"share", t.share}});
-  return {{"nodes", nodes},
-          {"op_types", op_types},
-          {"runs", profile.runs},
-          {"total_us", profile.total_us},
-          {"nodes_us", profile.nodes_us}};
+  return nlohmann::json::parse(rt::profile_json(profile));  // the library's, shared with the CLI
 }
 
 std::string value_info_text(const rt::ValueInfo& info) {

@@ -75,6 +75,10 @@ struct SessionProfile {
 // "1x3x48x192, 16x3x3x3, -": an omitted input is "-", a rank-0 one "scalar".
 std::string format_input_shapes(const std::vector<std::optional<Shape>>& shapes);
 
+// The profile as the JSON object of `onnx-light-tune run --profile --json` "profile" and Python's
+// session.profile(): {"nodes": [...], "op_types": [...], "runs", "total_us", "nodes_us"}.
+std::string profile_json(const SessionProfile& profile);
+
 // Writes `profile.events` as Chrome trace-event JSON: {"traceEvents": [...]} of "ph": "X" events
 // (name = node, cat = op type, args: implementation, input shapes of the node's last call), plus
 // thread-name metadata. Throws IoError when `path` cannot be written.
