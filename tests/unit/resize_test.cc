@@ -319,6 +319,23 @@ TEST_CASE("resize_nearest_every_nearest_mode_and_transform_up_and_down_non_integ
       }
 }
 
+TEST_CASE("resize_nearest_integer_factors_repeat_rows_and_columns") {
+  // 2x writes two output rows from one read (SSE2 on x86-64, odd widths end element by element);
+  // other integer factors repeat then copy rows.
+  auto registry = parallel_registry();
+  for (const char* nearest : {"floor", "round_prefer_floor"})
+    for (const char* transform : {"asymmetric", "half_pixel"})
+      for (const auto& scales : {std::vector<float>{1, 1, 2, 2}, std::vector<float>{1, 1, 4, 3},
+                                 std::vector<float>{1, 1, 8, 8}, std::vector<float>{1, 1, 2, 1}}) {
+        Case c{fmt::format("nearest {} {} {}", nearest, transform, scales), {2, 3, 5, 9}};
+        c.nearest = nearest;
+        c.transform = transform;
+        c.scales = scales;
+        c.variant = "nearest_2d";
+        check_case(c, registry.get());
+      }
+}
+
 TEST_CASE("resize_linear_and_cubic_every_transform_up_and_down") {
   auto registry = parallel_registry();
   for (const char* mode : {"linear", "cubic"})

@@ -15,6 +15,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -335,7 +338,54 @@ struct Plan {
   Shape out;
   std::vector<AxisTable> axes;
   bool two_d = false;  // every axis but the last two is an identity
+  // Nearest along the last axis that repeats each input element f times (index o / f): f, else 0.
+  int64_t repeat_last = 0;
 };
+
+// out[i * f + r] = in[i] for r < f: the integer-factor nearest row (FPN upsampling). The factors
+// 2 and 4 are written out so that the compiler vectorises them (interleaving stores), rather than
+// gathering one element at a time through the index table.
+// Two output rows of a 2x nearest upsampling written from one read of the input row. With SSE2
+// (every x86-64) four elements of 4 bytes are loaded and stored twice interleaved: the element by
+// element loop does not vectorise (measured: 1.4x ONNX Runtime's time, 1.0x with this).
+template <typename U>
+void repeat2_rows(const U* in, U* a, U* b, int64_t in_w) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  if constexpr (sizeof(U) == 4) {
+    for (; i + 4 <= in_w; i += 4) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+      const __m128i lo = _mm_unpacklo_epi32(v, v), hi = _mm_unpackhi_epi32(v, v);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(a + 2 * i), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(a + 2 * i + 4), hi);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(b + 2 * i), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(b + 2 * i + 4), hi);
+    }
+  }
+#endif
+  for (; i < in_w; ++i) a[2 * i] = a[2 * i + 1] = b[2 * i] = b[2 * i + 1] = in[i];
+}
+
+template <typename U>
+void repeat_row(const U* in, U* out, int64_t in_w, int64_t f) {
+  if (f == 1) {
+    std::memcpy(out, in, static_cast<std::size_t>(in_w) * sizeof(U));
+  } else if (f == 2) {
+    for (int64_t i = 0; i < in_w; ++i) {
+      out[2 * i] = in[i];
+      out[2 * i + 1] = in[i];
+    }
+  } else if (f == 4) {
+    for (int64_t i = 0; i < in_w; ++i) {
+      out[4 * i] = in[i];
+      out[4 * i + 1] = in[i];
+      out[4 * i + 2] = in[i];
+      out[4 * i + 3] = in[i];
+    }
+  } else {
+    for (int64_t i = 0; i < in_w; ++i) std::fill_n(out + i * f, f, in[i]);
+  }
+}
 
 // A double stored as `type` into `dst` (extrapolation_value for the byte-moving nearest path).
 void encode_value(double v, ElementType type, void* dst) {
@@ -523,6 +573,14 @@ class ResizeKernel final : public ThresholdKernel {
       plan_.axes.push_back(build_axis(attrs_, shape[d], out[d], axis_scale[d], length[d], start[d], end[d]));
     plan_.two_d = rank >= 2;
     for (int64_t d = 0; d + 2 < rank; ++d) plan_.two_d = plan_.two_d && plan_.axes[static_cast<std::size_t>(d)].identity;
+    plan_.repeat_last = 0;
+    if (rank >= 1 && attrs_.mode == Mode::nearest) {
+      const AxisTable& last = plan_.axes.back();
+      const int64_t f = last.in > 0 ? last.out / last.in : 0;
+      bool repeats = f >= 1 && last.out == f * last.in && !last.any_outside;
+      for (int64_t o = 0; o < last.out && repeats; ++o) repeats = last.index[static_cast<std::size_t>(o)] == o / f;
+      if (repeats) plan_.repeat_last = f;
+    }
     plan_.key = key_;
     ++plan_generation_;
     return plan_;
@@ -554,21 +612,34 @@ class ResizeKernel final : public ThresholdKernel {
     const int64_t* iy = ty.index.data();
     for_blocks(execution, lines, threads, [&](int64_t, int64_t begin, int64_t end) {
       int64_t plane = begin / out_h, oy = begin % out_h;
-      for (int64_t line = begin; line < end; ++line) {
+      for (int64_t line = begin; line < end;) {
         U* dst = out + line * out_w;
         const auto y = static_cast<std::size_t>(oy);
+        int64_t k = 1;  // output rows written by this step
         if (ty.outside[y]) {
           std::fill(dst, dst + out_w, fill);
-        } else if (line > begin && oy > 0 && !ty.outside[y - 1] && iy[oy] == iy[oy - 1]) {
-          std::memcpy(dst, dst - out_w, static_cast<std::size_t>(out_w) * sizeof(U));
         } else {
+          // The output rows from this one on that read the same input row (same plane and block).
+          while (line + k < end && oy + k < out_h && !ty.outside[y + static_cast<std::size_t>(k)] && iy[oy + k] == iy[oy]) ++k;
           const U* src = in + plane * in_plane + iy[oy] * in_w;
-          for (int64_t ox = 0; ox < out_w; ++ox) dst[ox] = src[ix[ox]];
-          if (tx.any_outside)
-            for (int64_t ox = 0; ox < out_w; ++ox)
-              if (tx.outside[static_cast<std::size_t>(ox)]) dst[ox] = fill;
+          if (plan.repeat_last == 2 && k == 2) {
+            repeat2_rows(src, dst, dst + out_w, in_w);  // 2x nearest: both rows from one read
+          } else {
+            if (plan.repeat_last > 0) {
+              repeat_row(src, dst, in_w, plan.repeat_last);
+            } else {
+              for (int64_t ox = 0; ox < out_w; ++ox) dst[ox] = src[ix[ox]];
+              if (tx.any_outside)
+                for (int64_t ox = 0; ox < out_w; ++ox)
+                  if (tx.outside[static_cast<std::size_t>(ox)]) dst[ox] = fill;
+            }
+            for (int64_t row = 1; row < k; ++row)
+              std::memcpy(dst + row * out_w, dst, static_cast<std::size_t>(out_w) * sizeof(U));
+          }
         }
-        if (++oy == out_h) {
+        line += k;
+        oy += k;
+        if (oy == out_h) {
           oy = 0;
           ++plane;
         }
