@@ -353,13 +353,28 @@ void repeat2_rows(const U* in, U* a, U* b, int64_t in_w) {
   int64_t i = 0;
 #if defined(__SSE2__)
   if constexpr (sizeof(U) == 4) {
+    auto put = [](U* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); };
+    for (; i + 8 <= in_w; i += 8) {
+      const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+      const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 4));
+      const __m128i a0 = _mm_unpacklo_epi32(v0, v0), a1 = _mm_unpackhi_epi32(v0, v0);
+      const __m128i a2 = _mm_unpacklo_epi32(v1, v1), a3 = _mm_unpackhi_epi32(v1, v1);
+      put(a + 2 * i, a0);
+      put(a + 2 * i + 4, a1);
+      put(a + 2 * i + 8, a2);
+      put(a + 2 * i + 12, a3);
+      put(b + 2 * i, a0);
+      put(b + 2 * i + 4, a1);
+      put(b + 2 * i + 8, a2);
+      put(b + 2 * i + 12, a3);
+    }
     for (; i + 4 <= in_w; i += 4) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
       const __m128i lo = _mm_unpacklo_epi32(v, v), hi = _mm_unpackhi_epi32(v, v);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(a + 2 * i), lo);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(a + 2 * i + 4), hi);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(b + 2 * i), lo);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(b + 2 * i + 4), hi);
+      put(a + 2 * i, lo);
+      put(a + 2 * i + 4, hi);
+      put(b + 2 * i, lo);
+      put(b + 2 * i + 4, hi);
     }
   }
 #endif
