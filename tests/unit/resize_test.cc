@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "kernels/element_traits.h"
 #include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel_table.h"
@@ -273,8 +274,13 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 std::vector<double> as_doubles(const Tensor& t) {
   std::vector<double> v;
   for (int64_t i = 0; i < t.element_count(); ++i) {
-    if (t.element_type() == ElementType::float32) v.push_back(t.data<float>()[i]);
-    else v.push_back(double(t.data<uint8_t>()[i]));
+    switch (t.element_type()) {
+      case ElementType::float32: v.push_back(t.data<float>()[i]); break;
+      case ElementType::float64: v.push_back(t.data<double>()[i]); break;
+      case ElementType::float16: v.push_back(kernels::half_to_float(t.data<uint16_t>()[i])); break;
+      case ElementType::bfloat16: v.push_back(kernels::bfloat16_to_float(t.data<uint16_t>()[i])); break;
+      default: v.push_back(double(t.data<uint8_t>()[i])); break;
+    }
   }
   return v;
 }
@@ -466,6 +472,36 @@ TEST_CASE("resize_nearest_uint8_is_a_gather_identical_across_threads") {
   REQUIRE(one.y.shape() == r.out);
   CHECK(as_doubles(one.y) == want);
   CHECK(same_bits(one.y, run_text(text, x, 2, registry.get()).y));
+}
+
+TEST_CASE("resize_double_float16_and_bfloat16_interpolate_in_their_compute_type") {
+  // double computes in double, the 16-bit floats in float and round once when stored.
+  auto registry = parallel_registry();
+  struct TypeCase {
+    const char* name;
+    ElementType type;
+    double tolerance;  // |got - reference| for values in [-1, 1)
+  };
+  for (const TypeCase& t : {TypeCase{"double", ElementType::float64, 1e-13}, TypeCase{"float16", ElementType::float16, 1e-3},
+                            TypeCase{"bfloat16", ElementType::bfloat16, 8e-3}})
+    for (const char* mode : {"linear", "cubic"})
+      for (const auto& scales : {std::vector<float>{1, 1, 1.7f, 0.6f}, std::vector<float>{1, 2, 1.5f, 1}}) {
+        Case c{fmt::format("{} {} {}", t.name, mode, scales), {1, 2, 5, 6}, mode};
+        c.scales = scales;
+        CAPTURE(c.name);
+        const Tensor x = random_tensor(t.type, c.x, 41);
+        const Reference r = reference_axes(c);
+        const std::vector<double> want = reference(c, r, as_doubles(x));
+        const std::string text = model_text(c, t.name);
+        const Result one = run_text(text, x, 1, registry.get());
+        REQUIRE(one.y.shape() == r.out);
+        CHECK(one.implementation == (scales[1] == 1 ? "interpolate_2d" : "interpolate_nd"));
+        const std::vector<double> got = as_doubles(one.y);
+        double worst = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+        CHECK(worst <= t.tolerance);
+        CHECK(same_bits(one.y, run_text(text, x, 2, registry.get()).y));
+      }
 }
 
 TEST_CASE("resize_large_2x_nchw_identical_at_1_and_2_threads") {

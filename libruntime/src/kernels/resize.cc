@@ -342,12 +342,11 @@ struct Plan {
   int64_t repeat_last = 0;
 };
 
-// out[i * f + r] = in[i] for r < f: the integer-factor nearest row (FPN upsampling). The factors
-// 2 and 4 are written out so that the compiler vectorises them (interleaving stores), rather than
-// gathering one element at a time through the index table.
 // Two output rows of a 2x nearest upsampling written from one read of the input row. With SSE2
-// (every x86-64) four elements of 4 bytes are loaded and stored twice interleaved: the element by
-// element loop does not vectorise (measured: 1.4x ONNX Runtime's time, 1.0x with this).
+// (every x86-64) elements of 4 bytes are loaded four at a time and stored twice interleaved.
+// Measured on [1,96,40,40]: the index-table gather took 118 us, repeat_row plus a row copy 54 us,
+// this 40 us (ONNX Runtime 37-39 us). A standalone AVX2 version of the loop was 5-8% faster only
+// (the stores are bound by L2/L3 bandwidth), not worth an implementation key of its own.
 template <typename U>
 void repeat2_rows(const U* in, U* a, U* b, int64_t in_w) {
   int64_t i = 0;
@@ -381,6 +380,8 @@ void repeat2_rows(const U* in, U* a, U* b, int64_t in_w) {
   for (; i < in_w; ++i) a[2 * i] = a[2 * i + 1] = b[2 * i] = b[2 * i + 1] = in[i];
 }
 
+// out[i * f + r] = in[i] for r < f: an integer-factor nearest row (FPN upsampling), instead of
+// gathering element by element through the index table.
 template <typename U>
 void repeat_row(const U* in, U* out, int64_t in_w, int64_t f) {
   if (f == 1) {
