@@ -340,6 +340,7 @@ struct Plan {
   bool two_d = false;  // every axis but the last two is an identity
   // Nearest along the last axis that repeats each input element f times (index o / f): f, else 0.
   int64_t repeat_last = 0;
+  std::vector<int64_t> in_strides;
 };
 
 // Two output rows of a 2x nearest upsampling written from one read of the input row. With SSE2
@@ -479,14 +480,24 @@ class ResizeKernel final : public ThresholdKernel {
       const Tensor* t = execution.input(static_cast<std::size_t>(index));
       return t != nullptr && t->element_count() > 0 ? t : nullptr;
     };
-    std::vector<double> scales, roi;
-    std::vector<int64_t> sizes;
+    // Member buffers: a steady-state run allocates nothing.
+    std::vector<double>& scales = scales_buf_;
+    std::vector<double>& roi = roi_buf_;
+    std::vector<int64_t>& sizes = sizes_buf_;
+    scales.clear();
+    roi.clear();
+    sizes.clear();
     if (!attrs_.scales_attr.empty()) {
       scales.assign(attrs_.scales_attr.begin(), attrs_.scales_attr.end());
     } else if (const Tensor* s = optional(attrs_.scales_input)) {
       for (int64_t i = 0; i < s->element_count(); ++i) scales.push_back(read_as_double(*s, i));
     }
-    if (const Tensor* s = optional(attrs_.sizes_input)) sizes = read_int64_values(*s, label, "input 'sizes'");
+    if (const Tensor* s = optional(attrs_.sizes_input)) {
+      if (s->element_type() != ElementType::int64 && s->element_type() != ElementType::int32)
+        throw InputError(fmt::format("{}: input 'sizes' must be int64, not {}", label, element_type_name(s->element_type())));
+      for (int64_t i = 0; i < s->element_count(); ++i)
+        sizes.push_back(s->element_type() == ElementType::int64 ? s->data<int64_t>()[i] : s->data<int32_t>()[i]);
+    }
     if (const Tensor* r = optional(attrs_.roi_input))
       for (int64_t i = 0; i < r->element_count(); ++i) roi.push_back(read_as_double(*r, i));
     // The cache key: everything the tables depend on.
@@ -589,6 +600,8 @@ class ResizeKernel final : public ThresholdKernel {
       plan_.axes.push_back(build_axis(attrs_, shape[d], out[d], axis_scale[d], length[d], start[d], end[d]));
     plan_.two_d = rank >= 2;
     for (int64_t d = 0; d + 2 < rank; ++d) plan_.two_d = plan_.two_d && plan_.axes[static_cast<std::size_t>(d)].identity;
+    Shape in_shape(shape.begin(), shape.end());
+    plan_.in_strides = row_major_strides(in_shape);
     plan_.repeat_last = 0;
     if (rank >= 1 && attrs_.mode == Mode::nearest) {
       const AxisTable& last = plan_.axes.back();
@@ -790,25 +803,31 @@ class ResizeKernel final : public ThresholdKernel {
     return false;
   }
 
+  // Per-block coordinates of the N-D paths, kept across runs.
+  int64_t* block_coordinates(int64_t n, int threads) {
+    const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(threads, n));
+    coords_.resize(static_cast<std::size_t>(blocks) * std::max<std::size_t>(1, plan_.axes.size()));
+    return coords_.data();
+  }
+
   template <typename U>
   void nearest_nd(KernelExecution& execution, const Plan& plan, const U* in, U* out, U fill, int threads) {
     const std::size_t rank = plan.axes.size();
-    Shape in_shape(rank);
-    for (std::size_t d = 0; d < rank; ++d) in_shape[d] = plan.axes[d].in;
-    const std::vector<int64_t> strides = row_major_strides(in_shape);
+    const int64_t* strides = plan.in_strides.data();
     const int64_t n = shape_element_count(plan.out);
-    execution.parallel_for(n, cache_line_grain<U>(), threads, [&](int64_t begin, int64_t end) {
-      std::vector<int64_t> coord(rank);
-      coordinates(plan.out, begin, coord.data());
+    int64_t* coords = block_coordinates(n, threads);
+    for_blocks(execution, n, threads, [&](int64_t b, int64_t begin, int64_t end) {
+      int64_t* coord = coords + b * static_cast<int64_t>(rank);
+      coordinates(plan.out, begin, coord);
       for (int64_t e = begin; e < end; ++e) {
-        if (outside(plan, coord.data())) {
+        if (outside(plan, coord)) {
           out[e] = fill;
         } else {
           int64_t offset = 0;
           for (std::size_t d = 0; d < rank; ++d) offset += plan.axes[d].index[static_cast<std::size_t>(coord[d])] * strides[d];
           out[e] = in[offset];
         }
-        advance(plan.out, coord.data());
+        advance(plan.out, coord);
       }
     });
   }
@@ -833,18 +852,16 @@ class ResizeKernel final : public ThresholdKernel {
   void interpolate_nd(KernelExecution& execution, const Plan& plan, const T* in, T* out, int threads) {
     using C = compute_t<T>;
     const std::size_t rank = plan.axes.size();
-    Shape in_shape(rank);
-    for (std::size_t d = 0; d < rank; ++d) in_shape[d] = plan.axes[d].in;
-    const std::vector<int64_t> strides = row_major_strides(in_shape);
+    const int64_t* strides = plan.in_strides.data();
     const int64_t n = shape_element_count(plan.out);
     const T fill = store<T>(static_cast<C>(attrs_.extrapolation));
-    execution.parallel_for(n, cache_line_grain<T>(), threads, [&](int64_t begin, int64_t end) {
-      std::vector<int64_t> coord(rank);
-      coordinates(plan.out, begin, coord.data());
+    int64_t* coords = block_coordinates(n, threads);
+    for_blocks(execution, n, threads, [&](int64_t b, int64_t begin, int64_t end) {
+      int64_t* coord = coords + b * static_cast<int64_t>(rank);
+      coordinates(plan.out, begin, coord);
       for (int64_t e = begin; e < end; ++e) {
-        out[e] = outside(plan, coord.data()) ? fill
-                                             : store<T>(static_cast<C>(nested(plan, strides.data(), coord.data(), in, 0, 0)));
-        advance(plan.out, coord.data());
+        out[e] = outside(plan, coord) ? fill : store<T>(static_cast<C>(nested(plan, strides, coord, in, 0, 0)));
+        advance(plan.out, coord);
       }
     });
   }
@@ -857,7 +874,8 @@ class ResizeKernel final : public ThresholdKernel {
   // Scratch kept across runs (the steady state allocates nothing): typed weights, row caches.
   std::vector<float> wx_f_, wy_f_, scratch_f_;
   std::vector<double> wx_d_, wy_d_, scratch_d_;
-  std::vector<int64_t> slot_keys_, slot_used_;
+  std::vector<int64_t> slot_keys_, slot_used_, coords_, sizes_buf_;
+  std::vector<double> scales_buf_, roi_buf_;
   std::string_view last_variant_;
 };
 
