@@ -509,6 +509,7 @@ class ResizeKernel final : public ThresholdKernel {
     key_.push_back(-3);
     if (attrs_.transform == Transform::tf_crop_and_resize) key_.insert(key_.end(), roi.begin(), roi.end());
     if (plan_.key == key_ && !plan_.out.empty()) return plan_;
+    plan_.key.clear();  // a rebuild that throws must not leave a half-built plan under a valid key
 
     if (!scales.empty() && !sizes.empty())
       throw InputError(fmt::format("{}: only one of 'scales' and 'sizes' may be given", label));
