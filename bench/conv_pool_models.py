@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Single-node depthwise Conv and pooling models on the shapes of the published CNNs (issue 15),
+"""Single-node depthwise Conv, pooling and Resize models on the shapes of the published CNNs (issue 15),
 with a manifest.tsv in the format of ../shared/peer, so that ONNX Runtime's ort_c_bench and our
 onnx-light-peer-bench time exactly the same models and inputs:
 
@@ -7,7 +7,9 @@ onnx-light-peer-bench time exactly the same models and inputs:
     $PEER_WORK/bin/ort_c_bench --models DIR --threads 1,2 --modes prealloc --min-time 0.3
     build/bench/onnx-light-peer-bench --models DIR --threads 1,2 --modes prealloc --min-time 0.3
 
-Weights and biases are initializers (as in the real models); X is the only input.
+Weights and biases are initializers (as in the real models); X is the only input. Resize's scales
+are an initializer too (its roi omitted). An optional second argument keeps only the models whose
+name starts with it (e.g. `resize_`).
 """
 import os
 import sys
@@ -26,6 +28,13 @@ MODELS = {
     "maxpool2x2s2_200x2x96": ("MaxPool", [1, 200, 2, 96], dict(kernel_shape=[2, 2], strides=[2, 2]), None),
     "maxpool3x3s2p1_64x112x112": ("MaxPool", [1, 64, 112, 112], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), None),
     "avgpool2x2s2_96x32x100": ("AveragePool", [1, 96, 32, 100], dict(kernel_shape=[2, 2], strides=[2, 2]), None),
+    # Resize: the 4th field holds the scales. PP-OCRv4 det's FPN upsampling (nearest, asymmetric,
+    # floor; 2x, 4x and 8x) and the common bilinear 2x of segmentation/detection necks.
+    "resize_nearest2x_96x40x40": ("Resize", [1, 96, 40, 40], dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"), [1, 1, 2, 2]),
+    "resize_nearest8x_24x10x10": ("Resize", [1, 24, 10, 10], dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"), [1, 1, 8, 8]),
+    "resize_nearest2x_64x80x80": ("Resize", [1, 64, 80, 80], dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"), [1, 1, 2, 2]),
+    "resize_bilinear2x_64x80x80": ("Resize", [1, 64, 80, 80], dict(mode="linear", coordinate_transformation_mode="half_pixel"), [1, 1, 2, 2]),
+    "resize_bilinear2x_ac_64x80x80": ("Resize", [1, 64, 80, 80], dict(mode="linear", coordinate_transformation_mode="align_corners"), [1, 1, 2, 2]),
 }
 
 
@@ -37,14 +46,21 @@ def out_shape(x, attrs, w):
     return [x[0], c] + [(x[2 + i] + p[i] + p[i + 2] - k[i]) // s[i] + 1 for i in range(2)]
 
 
-def main(out):
+def main(out, prefix=""):
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(7)
     lines = ["# name\tfile\tkind\tN\tbytes\tflops\tinputs\toutputs"]
     for name, (op, x, attrs, w) in MODELS.items():
-        y = out_shape(x, attrs, w)
-        inits, inputs = [], ["x"]
-        if w:
+        if not name.startswith(prefix):
+            continue
+        if op == "Resize":
+            y = [int(np.floor(d * s)) for d, s in zip(x, w)]
+            inits = [numpy_helper.from_array(np.array(w, dtype=np.float32), "scales")]
+            inputs = ["x", "", "scales"]
+        else:
+            y = out_shape(x, attrs, w)
+            inits, inputs = [], ["x"]
+        if w and op != "Resize":
             inits.append(numpy_helper.from_array(rng.uniform(-1, 1, w).astype(np.float32), "w"))
             inits.append(numpy_helper.from_array(rng.uniform(-1, 1, [w[0]]).astype(np.float32), "b"))
             inputs += ["w", "b"]
@@ -62,4 +78,4 @@ def main(out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/conv_pool_models")
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/conv_pool_models", sys.argv[2] if len(sys.argv) > 2 else "")

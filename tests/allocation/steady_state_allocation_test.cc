@@ -12,6 +12,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <malloc.h>
 
 #include <atomic>
@@ -252,6 +254,26 @@ TEST_CASE("matmul_and_softmax_steady_state_allocates_nothing") {
   for (int threads : {1, 2}) {
     CAPTURE(threads);
     CHECK(allocations_in_steady_state(model, {random({200, 150}, 1), random({150, 120}, 2)}, threads) == 0);
+  }
+}
+
+TEST_CASE("resize_steady_state_allocates_nothing") {
+  // The tables are cached per shape and scales, the row caches and coordinates kept in the kernel:
+  // nearest and bilinear on the 2-D path, linear over the channel axis on the N-D path.
+  for (const char* resize : {"Resize <mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", "
+                             "nearest_mode = \"floor\"> (x, , s)",
+                             "Resize <mode = \"linear\"> (x, , s)", "Resize <mode = \"linear\"> (x, , c)"}) {
+    const Model model = parse_model_text(fmt::format(
+        "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1, 8, 20, 24] x) => (float[1, {}, 40, 48] y) "
+        "{{ s = Constant <value = float[4] {{1, 1, 2, 2}}> ()\n c = Constant <value = float[4] {{1, 2, 2, 2}}> ()\n"
+        " y = {} }}",
+        std::string(resize).find("(x, , c)") != std::string::npos ? 16 : 8, resize));
+    const std::string node = resize;
+    for (int threads : {1, 2}) {
+      CAPTURE(node);
+      CAPTURE(threads);
+      CHECK(allocations_in_steady_state(model, {random({1, 8, 20, 24}, 1)}, threads) == 0);
+    }
   }
 }
 

@@ -15,6 +15,7 @@ void register_softmax_kernels(KernelTable& table);           // softmax.cc (Soft
 void register_reduce_kernels(KernelTable& table);            // reduce.cc (Reduce*, ArgMax/Min, global pools)
 void register_shape_kernels(KernelTable& table);             // shape_ops.cc
 void register_data_movement_kernels(KernelTable& table);     // data_movement.cc
+void register_resize_kernels(KernelTable& table);            // resize.cc (Resize, Upsample)
 void register_cast_kernels(KernelTable& table);              // cast.cc
 void register_gelu_kernels(KernelTable& table);              // gelu.cc (com.onnx_light Gelu)
 void register_elementwise_chain_kernels(KernelTable& table); // elementwise_chain.cc (com.onnx_light)
