@@ -10,6 +10,7 @@
 // Internally every geometry is 3-D: a 1-D or 2-D problem gets leading axes of size 1.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -515,9 +516,17 @@ class PackedConvTransposeKernel final : public Kernel {
 
 // Calibration: a 2x upsampling ConvTranspose (kernel 2, stride 2) over [1, c, 8, 8] with c maps
 // (256 c^2 multiply-accumulates).
+int64_t workload_channels(int64_t macs) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(macs) / 256.0))));
+}
+// Its largest tensor: Y (256 c) or W (4 c^2), not the multiply-accumulate count.
+int64_t workload_elements(int64_t macs) {
+  const int64_t c = workload_channels(macs);
+  return std::max(256 * c, 4 * c * c);
+}
 CalibrationWorkloadFunction transpose_workload(ElementType type) {
   return [type](int64_t macs, int, uint32_t seed) {
-    const auto c = std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(macs) / 256.0))));
+    const int64_t c = workload_channels(macs);
     return one_node_workload(
         "ConvTranspose", 11, "strides = [2, 2]",
         {{"x", random_tensor(type, {1, c, 8, 8}, seed)}, {"w", random_tensor(type, {c, c, 2, 2}, seed + 1)}},
@@ -537,6 +546,7 @@ void add_packed(KernelTable& table, const PackedGemmIsa* isa, std::string (*need
     return std::make_unique<PackedConvTransposeKernel>(info, *isa, defaults);
   };
   def.calibration_workload = transpose_workload(type);
+  def.calibration_elements = workload_elements;
   table.add(std::move(def));
 }
 
@@ -554,6 +564,7 @@ void register_conv_transpose_kernels(KernelTable& table) {
       return std::make_unique<PortableConvTransposeKernel<T>>(info);
     };
     def.calibration_workload = transpose_workload(type);
+    def.calibration_elements = workload_elements;
     table.add(std::move(def));
   });
 }
