@@ -109,6 +109,11 @@ std::vector<Case> cases() {
        1, {2, 2}, {1, 1}, {18, 26}, {0, 0}},
       {"kernel equals stride 3 (exact tiling, width 3)", "strides = [3, 3]", {1, 5, 4, 7}, {5, 3, 3, 3}, false, 1,
        {3, 3}, {1, 1}, {12, 21}, {0, 0}},
+      // col larger than the 512 KiB map block: per-thread blocks of maps, multiplied and added at once.
+      {"4x4 stride 2 pads 1, col in map blocks", "strides = [2, 2], pads = [1, 1, 1, 1]", {1, 8, 33, 35},
+       {8, 8, 4, 4}, true, 1, {2, 2}, {1, 1}, {66, 70}, {1, 1}},
+      {"2x2 stride 2, col in map blocks, batch 2, groups 2", "strides = [2, 2], group = 2", {2, 8, 40, 48},
+       {8, 24, 2, 2}, true, 2, {2, 2}, {1, 1}, {80, 96}, {0, 0}},
       {"kernel 1x1 stride 1 (a pointwise product)", "", {1, 7, 3, 5}, {7, 9, 1, 1}, true, 1, {1, 1}, {1, 1}, {3, 5},
        {0, 0}},
   };

@@ -10,6 +10,7 @@
 // Internally every geometry is 3-D: a 1-D or 2-D problem gets leading axes of size 1.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -357,10 +358,22 @@ InputRange tap_inputs(const Geometry& g, std::size_t a, int64_t k) {
 // Adds one map's col rows (kernel_size rows of in_size each) into output rows [row_begin, row_end)
 // of its plane over the bias. Per output row: the bias, then each tap (ascending) whose leading
 // coordinates reach it; along the last axis, a tap adds to every stride-th element.
+constexpr int64_t kPhaseFloats = 4096;  // col2im's phase buffer, on the stack
+
 void col2im_rows(const Geometry& g, const float* col, float bias, float* plane, int64_t row_begin, int64_t row_end) {
   const int64_t out_w = g.out[2], in_w = g.in[2], k_w = g.kernel[2], s_w = g.stride[2];
   // Whether one tap of the last axis covers a whole output row (k == stride, no dilation or pads).
   const bool exact_w = k_w == s_w && g.dilation[2] == 1 && g.pad[2] == 0 && out_w == in_w * s_w;
+  // Per tap of the last axis (at most 64, checked by the caller): its inputs inside the row, and
+  // its first output as (q, r): o = (i + q) * stride + r.
+  InputRange ranges[64];
+  int64_t tap_q[64], tap_r[64];
+  for (int64_t k = 0; k < k_w; ++k) {
+    ranges[k] = tap_inputs(g, 2, k);
+    const int64_t c = k * g.dilation[2] - g.pad[2];
+    tap_q[k] = floor_div(c, s_w);
+    tap_r[k] = c - tap_q[k] * s_w;
+  }
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int64_t o0 = row / g.out[1], o1 = row % g.out[1];
     float* y = plane + row * out_w;
@@ -399,13 +412,45 @@ void col2im_rows(const Geometry& g, const float* col, float bias, float* plane, 
       }
       continue;
     }
+    if (s_w > 1 && out_w + s_w <= kPhaseFloats) {
+      // Strided along the last axis: output o = j * stride + r sits at phase[r][j], where each tap
+      // adds one contiguous run (vectorised), then the phases interleave into Y. Same taps in the
+      // same order per element as the loop below, so the same bits.
+      float phase[kPhaseFloats];
+      const int64_t len = (out_w + s_w - 1) / s_w;
+      std::fill(phase, phase + len * s_w, bias);
+      for (int64_t a = 0; a < n0; ++a)
+        for (int64_t e = 0; e < n1; ++e) {
+          const int64_t tap_row = (k0s[a] * g.kernel[1] + k1s[e]) * k_w;
+          const int64_t in_row = (i0s[a] * g.in[1] + i1s[e]) * in_w;
+          for (int64_t k = 0; k < k_w; ++k) {
+            const InputRange range = ranges[k];
+            const float* src = col + (tap_row + k) * g.in_size + in_row;
+            float* d = phase + tap_r[k] * len + tap_q[k];
+            for (int64_t i = range.lo; i < range.hi; ++i) d[i] += src[i];
+          }
+        }
+      if (s_w == 2) {
+        const float* even = phase;
+        const float* odd = phase + len;
+        const int64_t pairs = out_w / 2;
+        for (int64_t j = 0; j < pairs; ++j) {
+          y[2 * j] = even[j];
+          y[2 * j + 1] = odd[j];
+        }
+        if (out_w % 2 != 0) y[out_w - 1] = even[pairs];
+      } else {
+        for (int64_t o = 0; o < out_w; ++o) y[o] = phase[(o % s_w) * len + o / s_w];
+      }
+      continue;
+    }
     std::fill(y, y + out_w, bias);
     for (int64_t a = 0; a < n0; ++a)
       for (int64_t e = 0; e < n1; ++e) {
         const int64_t tap_row = (k0s[a] * g.kernel[1] + k1s[e]) * k_w;
         const int64_t in_row = (i0s[a] * g.in[1] + i1s[e]) * in_w;
         for (int64_t k = 0; k < k_w; ++k) {
-          const InputRange range = tap_inputs(g, 2, k);
+          const InputRange range = ranges[k];
           const float* s = col + (tap_row + k) * g.in_size + in_row;
           float* d = y + k * g.dilation[2] - g.pad[2];
           if (s_w == 1) {
@@ -422,6 +467,9 @@ void col2im_rows(const Geometry& g, const float* col, float bias, float* plane, 
 
 // float32 on the packed GEMM driver of one ISA (see the file comment).
 class PackedConvTransposeKernel final : public Kernel {
+  // Floats of col per map block: 256 KiB, a quarter of this machine's 1 MiB L2, beside X's panels.
+  static constexpr int64_t kBlockFloats = int64_t{1} << 16;
+
  public:
   PackedConvTransposeKernel(const KernelCreateInfo& info, const PackedGemmIsa& isa, const GemmBlocking& defaults)
       : attrs_(info), isa_(isa), blocking_(defaults), fallback_(info) {
@@ -452,7 +500,7 @@ class PackedConvTransposeKernel final : public Kernel {
     last_variant_ = variant_;
     if (r.y->element_count() == 0) return;
     const Geometry& g = r.g;
-    if (g.kernel[0] > 64 || g.kernel[1] > 64 || r.g.in_size == 0 || r.group_channels == 0) {
+    if (g.kernel[0] > 64 || g.kernel[1] > 64 || g.kernel[2] > 64 || r.g.in_size == 0 || r.group_channels == 0) {
       // Kernels wider than col2im's tap lists, or nothing to multiply: the gather loop.
       fallback_.run(execution);
       last_variant_ = "portable";
@@ -460,9 +508,23 @@ class PackedConvTransposeKernel final : public Kernel {
     }
     const int64_t rows = r.group_maps * g.kernel_size, depth = r.group_channels, positions = g.in_size;
     const int admitted = admitted_threads_for(transpose_macs(r), minimum_macs_, execution.threads());
-    // Scratch sized here and kept: the GEMM's result (col) and X's packed panels of one (image, group).
-    col_.grow(static_cast<std::size_t>(checked_mul(rows, positions, "ConvTranspose's column buffer")));
-    const bool in_tasks = admitted > 1 && pack_b_in_tasks(blocking_, rows, depth);
+    const int64_t col_floats = checked_mul(rows, positions, "ConvTranspose's column buffer");
+    // Map blocks: when the whole col would leave the caches and there are maps enough for every
+    // thread, each task multiplies the W^T rows of a few maps (serially, into its own slot) and
+    // adds them into Y at once, while they are still in L2 (4x4 stride 2 over 64 maps of 40x40:
+    // col2im 650 -> see bench/RESULTS.md). Otherwise one GEMM over all rows, then col2im.
+    const int64_t map_floats = g.kernel_size * positions;
+    const int64_t block_maps = std::max<int64_t>(1, kBlockFloats / std::max<int64_t>(1, map_floats));
+    const int64_t threads = std::max(1, admitted);
+    int64_t blocks = (r.group_maps + block_maps - 1) / block_maps;
+    blocks = (blocks + threads - 1) / threads * threads;  // a whole number of blocks per thread
+    const bool blocked = col_floats > kBlockFloats && r.group_maps >= 2 * threads;
+    const int64_t maps_per_block = (r.group_maps + blocks - 1) / blocks;
+    if (blocked) blocks = (r.group_maps + maps_per_block - 1) / maps_per_block;
+    // Scratch sized here and kept: col (whole, or one block per thread) and X's packed panels.
+    col_.grow(static_cast<std::size_t>(blocked ? checked_mul(threads, maps_per_block * map_floats, "ConvTranspose's column buffer")
+                                               : col_floats));
+    const bool in_tasks = !blocked && admitted > 1 && pack_b_in_tasks(blocking_, rows, depth);
     packed_x_.grow(static_cast<std::size_t>(packed_b_floats(isa_, depth, positions)));
     const bool constant_w = !constant_wt_.empty() && r.w->shape() == constant_w_shape_;
     const float* px = r.x->data<float>();
@@ -478,20 +540,46 @@ class PackedConvTransposeKernel final : public Kernel {
         // A = W_g^T: the transposed constant in place, or W read with strides (packed per task).
         const MatrixView a = constant_w ? MatrixView{constant_wt_.data() + grp * rows * depth, depth, 1}
                                         : MatrixView{pw + grp * depth * rows, 1, rows};
+        float* maps = out + (image * r.maps + grp * r.group_maps) * g.out_size;
+        const float* group_bias = pb != nullptr ? pb + grp * r.group_maps : nullptr;
+        if (blocked) {
+          pack_b_matrices(&execution, admitted, isa_, 1, depth, positions, [&](int64_t) { return xg; }, packed);
+          // Every block runs the same serial product and col2im whichever thread takes it, and a
+          // region has at most `admitted` blocks: one slot each, claimed in turn.
+          std::atomic<int64_t> next_slot{0};
+          execution.parallel_for(blocks, 1, admitted, [&](int64_t begin, int64_t end) {
+            const int64_t slot = next_slot.fetch_add(1, std::memory_order_relaxed);
+            if (slot >= threads) throw InvalidValueError(fmt::format("{}: more parallel blocks than threads", execution.label()));
+            float* block_col = col + slot * maps_per_block * map_floats;
+            for (int64_t block = begin; block < end; ++block) {
+              const int64_t m0 = block * maps_per_block, m1 = std::min(r.group_maps, m0 + maps_per_block);
+              const int64_t block_rows = (m1 - m0) * g.kernel_size;
+              const MatrixView a_block{a.data + m0 * g.kernel_size * a.row_stride, a.row_stride, a.col_stride};
+              const PackedGemmPlan plan = plan_packed_gemm(isa_, blocking_, 1, block_rows, positions, depth, 1);
+              const PackedGemmOperands operands{a_block, packed, block_col, positions};
+              run_packed_gemm_tasks(
+                  isa_, plan, 0, plan.tasks(),
+                  [](const void* o, int64_t) { return static_cast<const PackedGemmOperands*>(o); }, &operands, nullptr);
+              for (int64_t m = m0; m < m1; ++m)
+                col2im_rows(g, block_col + (m - m0) * map_floats, group_bias != nullptr ? group_bias[m] : 0.0f,
+                            maps + m * g.out_size, 0, rows_per_map);
+            }
+          });
+          continue;
+        }
         if (!in_tasks) pack_b_matrices(&execution, admitted, isa_, 1, depth, positions, [&](int64_t) { return xg; }, packed);
         packed_gemm(
             execution, admitted, isa_, blocking_, 1, rows, positions, depth, nullptr,
             [&](int64_t) { return PackedGemmOperands{a, packed, col, positions, in_tasks ? packed : nullptr, xg}; },
             in_tasks);
-        float* maps = out + (image * r.maps + grp * r.group_maps) * g.out_size;
         const int64_t units = r.group_maps * rows_per_map;
         const int64_t grain = std::max<int64_t>(1, 1024 / std::max<int64_t>(1, g.out[2]));
         execution.parallel_for(units, grain, admitted, [&](int64_t begin, int64_t end) {
           for (int64_t u = begin; u < end;) {
             const int64_t m = u / rows_per_map, row0 = u % rows_per_map;
             const int64_t row1 = std::min(rows_per_map, row0 + (end - u));
-            const float b = pb != nullptr ? pb[grp * r.group_maps + m] : 0.0f;
-            col2im_rows(g, col + m * g.kernel_size * positions, b, maps + m * g.out_size, row0, row1);
+            const float b = group_bias != nullptr ? group_bias[m] : 0.0f;
+            col2im_rows(g, col + m * map_floats, b, maps + m * g.out_size, row0, row1);
             u += row1 - row0;
           }
         });
