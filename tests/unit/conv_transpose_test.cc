@@ -361,3 +361,18 @@ TEST_CASE("convtranspose_invalid_attributes_and_operands_give_errors_naming_the_
   refused("pads = [4, 4, 4, 4]", {1, 2, 3, 3}, {2, 2, 3, 3}, "larger than");
   refused("", {1, 2, 3, 3}, {3, 2, 3, 3}, "channels");
 }
+
+TEST_CASE("convtranspose_packed_hands_a_kernel_wider_than_64_taps_to_the_gather_and_reports_portable") {
+  auto registry = registry_with(96, 256, 256);
+  const Case c{"1-D kernel of 70 taps", "strides = [2]", {1, 2, 5}, {2, 3, 70}, true, 1, {2}, {1}, {78}, {0}};
+  for (const std::string implementation : {"avx512", "avx2"}) {
+    if (!test::host_runs("ConvTranspose float32", is_convt_f32, implementation)) continue;
+    CAPTURE(implementation);
+    std::string variant;
+    const Tensor got = run(c, implementation, 2, *registry, true, &variant);
+    CHECK(variant == "portable");
+    const double worst = worst_error(c, got);
+    CAPTURE(worst);
+    CHECK(worst <= bound(c));
+  }
+}

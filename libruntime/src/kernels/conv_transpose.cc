@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <limits>
 #include <optional>
 
@@ -296,7 +297,13 @@ class PortableConvTransposeKernel final : public Kernel {
     const TransposeRun r = check_transpose(execution, attrs_, ElementTraits<T>::type, out_shape_);
     if (r.y->element_count() == 0) return;
     const Geometry& g = r.g;
-    tables_.build(g);
+    try {
+      tables_.build(g);
+    } catch (const std::bad_alloc&) {
+      tables_ = TapTables{};
+      throw InputError(fmt::format("{}: cannot allocate the tap tables for output {}", execution.label(),
+                                   shape_to_string(r.y->shape())));
+    }
     using C = compute_t<T>;
     const T* px = r.x->data<T>();
     const T* pw = r.w->data<T>();
@@ -469,6 +476,8 @@ void col2im_rows(const Geometry& g, const float* col, float bias, float* plane, 
 class PackedConvTransposeKernel final : public Kernel {
   // Floats of col per map block: 256 KiB, a quarter of this machine's 1 MiB L2, beside X's panels.
   static constexpr int64_t kBlockFloats = int64_t{1} << 16;
+  // Largest col kept for one map (1 GiB), and the whole-col size past which only blocks are kept.
+  static constexpr int64_t kMaxMapFloats = int64_t{1} << 28;
 
  public:
   PackedConvTransposeKernel(const KernelCreateInfo& info, const PackedGemmIsa& isa, const GemmBlocking& defaults)
@@ -500,8 +509,11 @@ class PackedConvTransposeKernel final : public Kernel {
     last_variant_ = variant_;
     if (r.y->element_count() == 0) return;
     const Geometry& g = r.g;
-    if (g.kernel[0] > 64 || g.kernel[1] > 64 || g.kernel[2] > 64 || r.g.in_size == 0 || r.group_channels == 0) {
-      // Kernels wider than col2im's tap lists, or nothing to multiply: the gather loop.
+    const int64_t map_floats = checked_mul(g.kernel_size, g.in_size, "ConvTranspose's column buffer");
+    if (g.kernel[0] > 64 || g.kernel[1] > 64 || g.kernel[2] > 64 || r.g.in_size == 0 || r.group_channels == 0 ||
+        map_floats > kMaxMapFloats) {
+      // Kernels wider than col2im's tap lists, nothing to multiply, or one map's col larger than
+      // the scratch we keep (a model's shapes decide it): the gather loop, which needs none.
       fallback_.run(execution);
       last_variant_ = "portable";
       return;
@@ -513,19 +525,29 @@ class PackedConvTransposeKernel final : public Kernel {
     // thread, each task multiplies the W^T rows of a few maps (serially, into its own slot) and
     // adds them into Y at once, while they are still in L2 (4x4 stride 2 over 64 maps of 40x40:
     // col2im 650 -> see bench/RESULTS.md). Otherwise one GEMM over all rows, then col2im.
-    const int64_t map_floats = g.kernel_size * positions;
     const int64_t block_maps = std::max<int64_t>(1, kBlockFloats / std::max<int64_t>(1, map_floats));
     const int64_t threads = std::max(1, admitted);
     int64_t blocks = (r.group_maps + block_maps - 1) / block_maps;
     blocks = (blocks + threads - 1) / threads * threads;  // a whole number of blocks per thread
-    const bool blocked = col_floats > kBlockFloats && r.group_maps >= 2 * threads;
+    // (Also whenever the whole col would be large: then at most `threads` maps' worth is kept.)
+    const bool blocked = col_floats > kBlockFloats && (r.group_maps >= 2 * threads || col_floats > kMaxMapFloats);
     const int64_t maps_per_block = (r.group_maps + blocks - 1) / blocks;
     if (blocked) blocks = (r.group_maps + maps_per_block - 1) / maps_per_block;
     // Scratch sized here and kept: col (whole, or one block per thread) and X's packed panels.
-    col_.grow(static_cast<std::size_t>(blocked ? checked_mul(threads, maps_per_block * map_floats, "ConvTranspose's column buffer")
-                                               : col_floats));
     const bool in_tasks = !blocked && admitted > 1 && pack_b_in_tasks(blocking_, rows, depth);
-    packed_x_.grow(static_cast<std::size_t>(packed_b_floats(isa_, depth, positions)));
+    try {
+      col_.grow(static_cast<std::size_t>(
+          blocked ? checked_mul(threads, checked_mul(maps_per_block, map_floats, "ConvTranspose's column buffer"),
+                                "ConvTranspose's column buffer")
+                  : col_floats));
+      packed_x_.grow(static_cast<std::size_t>(
+          checked_mul(checked_mul((positions + isa_.nr - 1) / isa_.nr, depth, "X's packed panels"), isa_.nr,
+                      "X's packed panels")));
+    } catch (const std::bad_alloc&) {
+      throw InputError(fmt::format("{}: cannot allocate the scratch for X {} and W {} (col of {} floats)",
+                                   execution.label(), shape_to_string(r.x->shape()), shape_to_string(r.w->shape()),
+                                   col_floats));
+    }
     const bool constant_w = !constant_wt_.empty() && r.w->shape() == constant_w_shape_;
     const float* px = r.x->data<float>();
     const float* pw = r.w->data<float>();
