@@ -3,10 +3,12 @@
 // operator defines them. Two implementations:
 //   - portable (float32, float64, float16): a gather per output element over per-axis tap
 //     tables (which (kernel, input) pairs land on each output coordinate), exact for every case;
-//   - "avx512"/"avx2" (float32): per (image, group) the packed GEMM driver computes
+//   - "avx512"/"avx2" (float32): per (image, group), over all maps or per block of maps whose col
+//     stays in L2 (each block multiplied and added by one thread), the packed GEMM driver computes
 //     col = W_g^T [M/g * taps, C/g] x X_g [C/g, H*W], then col2im adds col's rows into Y over
 //     the bias (output row by output row, in parallel; taps in ascending order, so results do not
-//     depend on the thread count). A constant W is transposed to row-major W^T at creation.
+//     depend on the thread count). A constant W is transposed to row-major W^T at creation
+//     (W from an input, at every run into a kept buffer).
 // Internally every geometry is 3-D: a 1-D or 2-D problem gets leading axes of size 1.
 #include <algorithm>
 #include <array>
@@ -472,6 +474,16 @@ void col2im_rows(const Geometry& g, const float* col, float bias, float* plane, 
   }
 }
 
+// W [C, M/g * taps] -> per group W_g^T, row-major [M/g * taps, C/g] (the GEMM's A).
+void transpose_weights(const float* w, int64_t group, int64_t group_channels, int64_t rows, float* dst) {
+  for (int64_t grp = 0; grp < group; ++grp)
+    for (int64_t c = 0; c < group_channels; ++c) {
+      const float* src = w + (grp * group_channels + c) * rows;
+      float* d = dst + grp * rows * group_channels + c;
+      for (int64_t q = 0; q < rows; ++q) d[q * group_channels] = src[q];
+    }
+}
+
 // float32 on the packed GEMM driver of one ISA (see the file comment).
 class PackedConvTransposeKernel final : public Kernel {
   // Floats of col per map block: 256 KiB, a quarter of this machine's 1 MiB L2, beside X's panels.
@@ -490,12 +502,7 @@ class PackedConvTransposeKernel final : public Kernel {
       const int64_t channels = w->shape()[0], group_channels = channels / attrs_.group;
       const int64_t rows = w->element_count() / channels;  // M/g * taps
       constant_wt_.resize(static_cast<std::size_t>(w->element_count()));
-      const float* src = w->data<float>();
-      for (int64_t grp = 0; grp < attrs_.group; ++grp)
-        for (int64_t c = 0; c < group_channels; ++c)
-          for (int64_t q = 0; q < rows; ++q)
-            constant_wt_[static_cast<std::size_t>((grp * rows + q) * group_channels + c)] =
-                src[(grp * group_channels + c) * rows + q];
+      transpose_weights(w->data<float>(), attrs_.group, group_channels, rows, constant_wt_.data());
       constant_w_shape_ = w->shape();
     }
   }
@@ -549,8 +556,21 @@ class PackedConvTransposeKernel final : public Kernel {
                                    col_floats));
     }
     const bool constant_w = !constant_wt_.empty() && r.w->shape() == constant_w_shape_;
+    const float* wt = constant_wt_.data();
+    if (!constant_w) {
+      // W from an input: transposed here into a kept buffer, so that the micro-kernel reads A in
+      // place as for a constant (a strided A would be packed into each worker's own buffer, which
+      // grows on the first run a worker happens to take a task: an allocation in a steady state).
+      try {
+        run_wt_.grow(static_cast<std::size_t>(r.w->element_count()));
+      } catch (const std::bad_alloc&) {
+        throw InputError(fmt::format("{}: cannot allocate a transposed copy of W {}", execution.label(),
+                                     shape_to_string(r.w->shape())));
+      }
+      transpose_weights(r.w->data<float>(), attrs_.group, depth, rows, run_wt_.data());
+      wt = run_wt_.data();
+    }
     const float* px = r.x->data<float>();
-    const float* pw = r.w->data<float>();
     const float* pb = r.bias != nullptr ? r.bias->data<float>() : nullptr;
     float* out = r.y->data<float>();
     float* col = col_.data();
@@ -560,8 +580,7 @@ class PackedConvTransposeKernel final : public Kernel {
       for (int64_t grp = 0; grp < attrs_.group; ++grp) {
         const MatrixView xg{px + (image * r.channels + grp * r.group_channels) * positions, positions, 1};
         // A = W_g^T: the transposed constant in place, or W read with strides (packed per task).
-        const MatrixView a = constant_w ? MatrixView{constant_wt_.data() + grp * rows * depth, depth, 1}
-                                        : MatrixView{pw + grp * depth * rows, 1, rows};
+        const MatrixView a{wt + grp * rows * depth, depth, 1};
         float* maps = out + (image * r.maps + grp * r.group_maps) * g.out_size;
         const float* group_bias = pb != nullptr ? pb + grp * r.group_maps : nullptr;
         if (blocked) {
@@ -617,7 +636,7 @@ class PackedConvTransposeKernel final : public Kernel {
   int64_t minimum_macs_ = kDefaultMinimumMacs;
   std::vector<float> constant_wt_;
   Shape constant_w_shape_;
-  PackedBuffer col_, packed_x_;
+  PackedBuffer col_, packed_x_, run_wt_;
   Shape out_shape_;
   PortableConvTransposeKernel<float> fallback_;
   std::string variant_;
