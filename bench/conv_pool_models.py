@@ -3,13 +3,13 @@
 with a manifest.tsv in the format of ../shared/peer, so that ONNX Runtime's ort_c_bench and our
 onnx-light-peer-bench time exactly the same models and inputs:
 
-    /usr/bin/python3 bench/conv_pool_models.py DIR
+    /usr/bin/python3 bench/conv_pool_models.py DIR [NAME_SUBSTRING]   (e.g. convt: the ConvTranspose models only)
     $PEER_WORK/bin/ort_c_bench --models DIR --threads 1,2 --modes prealloc --min-time 0.3
     build/bench/onnx-light-peer-bench --models DIR --threads 1,2 --modes prealloc --min-time 0.3
 
 Weights and biases are initializers (as in the real models); X is the only input. Resize's scales
 are an initializer too (its roi omitted). An optional second argument keeps only the models whose
-name starts with it (e.g. `resize_`).
+name contains it (e.g. `resize_`, `convt`).
 """
 import os
 import sys
@@ -35,34 +35,43 @@ MODELS = {
     "resize_nearest2x_64x80x80": ("Resize", [1, 64, 80, 80], dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"), [1, 1, 2, 2]),
     "resize_bilinear2x_64x80x80": ("Resize", [1, 64, 80, 80], dict(mode="linear", coordinate_transformation_mode="half_pixel"), [1, 1, 2, 2]),
     "resize_bilinear2x_ac_64x80x80": ("Resize", [1, 64, 80, 80], dict(mode="linear", coordinate_transformation_mode="align_corners"), [1, 1, 2, 2]),
+    # ConvTranspose 2x upsampling heads: W is [C, M, k, k]. The two ppocrv4_det nodes at its 320x320 input,
+    # and the usual detector shapes (kernel 2 stride 2, kernel 4 stride 2 pads 1).
+    "convt2x2s2_24x80x80": ("ConvTranspose", [1, 24, 80, 80], dict(strides=[2, 2]), [24, 24, 2, 2]),
+    "convt2x2s2_24to1x160x160": ("ConvTranspose", [1, 24, 160, 160], dict(strides=[2, 2]), [24, 1, 2, 2]),
+    "convt2x2s2_64x40x40": ("ConvTranspose", [1, 64, 40, 40], dict(strides=[2, 2]), [64, 64, 2, 2]),
+    "convt4x4s2p1_64x40x40": ("ConvTranspose", [1, 64, 40, 40], dict(strides=[2, 2], pads=[1, 1, 1, 1]), [64, 64, 4, 4]),
 }
 
 
-def out_shape(x, attrs, w):
+def out_shape(x, attrs, w, op="Conv"):
     k = attrs.get("kernel_shape") or w[2:]
     s = attrs.get("strides", [1, 1])
     p = attrs.get("pads", [0, 0, 0, 0])
+    if op == "ConvTranspose":
+        return [x[0], w[1]] + [s[i] * (x[2 + i] - 1) + k[i] - p[i] - p[i + 2] for i in range(2)]
     c = w[0] if w else x[1]
     return [x[0], c] + [(x[2 + i] + p[i] + p[i + 2] - k[i]) // s[i] + 1 for i in range(2)]
 
 
-def main(out, prefix=""):
+def main(out, only=""):
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(7)
     lines = ["# name\tfile\tkind\tN\tbytes\tflops\tinputs\toutputs"]
     for name, (op, x, attrs, w) in MODELS.items():
-        if not name.startswith(prefix):
+        if only not in name:
             continue
         if op == "Resize":
             y = [int(np.floor(d * s)) for d, s in zip(x, w)]
             inits = [numpy_helper.from_array(np.array(w, dtype=np.float32), "scales")]
             inputs = ["x", "", "scales"]
         else:
-            y = out_shape(x, attrs, w)
+            y = out_shape(x, attrs, w, op)
             inits, inputs = [], ["x"]
         if w and op != "Resize":
             inits.append(numpy_helper.from_array(rng.uniform(-1, 1, w).astype(np.float32), "w"))
-            inits.append(numpy_helper.from_array(rng.uniform(-1, 1, [w[0]]).astype(np.float32), "b"))
+            maps = w[1] if op == "ConvTranspose" else w[0]
+            inits.append(numpy_helper.from_array(rng.uniform(-1, 1, [maps]).astype(np.float32), "b"))
             inputs += ["w", "b"]
         node = helper.make_node(op, inputs, ["y"], **attrs)
         graph = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x)],

@@ -343,3 +343,30 @@ TEST_CASE("counter_sees_allocations") {
   CHECK(g_allocations.load() >= 2);
   CHECK(g_bytes.load() >= 1000 * static_cast<long>(sizeof(int)));
 }
+
+TEST_CASE("convtranspose_steady_state_allocates_nothing") {
+  // Kernel 2 stride 2 (col2im writes each output once; one GEMM, then col2im) into kernel 4 stride 2
+  // pads 1 (accumulates; its col is past 256 KiB: blocks of maps per thread), constant weights
+  // (transposed at creation), then the same with W read from an input (transposed per run).
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1, 16, 32, 20] x, float[16, 8, 2, 2] w1, float[8] b1, "
+      "float[8, 6, 4, 4] w2) => (float[1, 6, 128, 80] y) "
+      "{ u = ConvTranspose <strides = [2, 2]> (x, w1, b1)\n"
+      "  y = ConvTranspose <strides = [2, 2], pads = [1, 1, 1, 1]> (u, w2) }";
+  const Model constant = with_initializers(parse_model_text(text),
+                                           {{"w1", random({16, 8, 2, 2}, 2)}, {"b1", random({8}, 3)},
+                                            {"w2", random({8, 6, 4, 4}, 4)}});
+  const Model inputs = parse_model_text(text);
+  // The portable gather alone (its tap tables are built once per shape).
+  KernelTable portable;
+  for (const auto& def : cpu_kernel_table().definitions())
+    if (def.op_type != "ConvTranspose" || def.implementation == "portable") portable.add(def);
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    CHECK(allocations_in_steady_state(constant, {random({1, 16, 32, 20}, 1)}, threads) == 0);
+    CHECK(allocations_in_steady_state(
+              inputs, {random({1, 16, 32, 20}, 1), random({16, 8, 2, 2}, 2), random({8}, 3), random({8, 6, 4, 4}, 4)},
+              threads) == 0);
+    CHECK(allocations_in_steady_state(constant, {random({1, 16, 32, 20}, 1)}, threads, 20, &portable) == 0);
+  }
+}

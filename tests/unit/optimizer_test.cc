@@ -216,6 +216,46 @@ g (float[1,3,6,6] x, float[4,3,3,3] w, float[4] b, float[4] s, float[4] bias, fl
   CHECK(applied(opt3.report, "conv_bn_folding") == 0);
 }
 
+TEST_CASE("optimizer: BatchNormalization folds into a grouped ConvTranspose (W [C, M/group, k...]: scale along axis 1 per group)") {
+  // group 2: C = 4 input channels, M/group = 3, M = 6 output channels; without a bias first.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,4,5,5] x, float[4,3,2,2] w, float[6] s, float[6] bias, float[6] mean, float[6] var) => (float[1,6,10,10] y) {
+  c = ConvTranspose <group = 2, strides = [2, 2]> (x, w)
+  y = BatchNormalization <epsilon = 0.001> (c, s, bias, mean, var)
+})";
+  Values weights{{"w", random_tensor(ElementType::float32, {4, 3, 2, 2}, 21)},
+                 {"s", random_tensor(ElementType::float32, {6}, 22)},
+                 {"bias", random_tensor(ElementType::float32, {6}, 23)},
+                 {"mean", random_tensor(ElementType::float32, {6}, 24)},
+                 {"var", positive({6}, 25)}};
+  Values in{{"x", random_tensor(ElementType::float32, {1, 4, 5, 5}, 26)}};
+  auto [opt, ref] = compare(text, weights, in);
+  CHECK(applied(opt.report, "conv_bn_folding") == 1);
+  CHECK(opt.ops == std::vector<std::string>{"ConvTranspose"});
+
+  // With a bias, 3-D, group 1, then Mul and Add by per-channel constants.
+  const std::string chain = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3,2,3,3] x, float[3,5,3,2,2] w, float[5] b, float[5] s, float[5] bias, float[5] mean, float[5] var, float[1,5,1,1,1] m, float[5,1,1,1] a) => (float[2,5,4,6,6] y) {
+  c = ConvTranspose <strides = [2, 2, 2], pads = [0, 0, 0, 1, 0, 0]> (x, w, b)
+  n = BatchNormalization(c, s, bias, mean, var)
+  d = Mul(n, m)
+  y = Add(a, d)
+})";
+  Values weights2{{"w", random_tensor(ElementType::float32, {3, 5, 3, 2, 2}, 31)},
+                  {"b", random_tensor(ElementType::float32, {5}, 32)},
+                  {"s", random_tensor(ElementType::float32, {5}, 33)},
+                  {"bias", random_tensor(ElementType::float32, {5}, 34)},
+                  {"mean", random_tensor(ElementType::float32, {5}, 35)},
+                  {"var", positive({5}, 36)},
+                  {"m", random_tensor(ElementType::float32, {1, 5, 1, 1, 1}, 37)},
+                  {"a", random_tensor(ElementType::float32, {5, 1, 1, 1}, 38)}};
+  Values in2{{"x", random_tensor(ElementType::float32, {2, 3, 2, 3, 3}, 39)}};
+  auto [opt2, ref2] = compare(chain, weights2, in2);
+  CHECK(applied(opt2.report, "conv_bn_folding") == 1);
+  CHECK(applied(opt2.report, "conv_mul_add_folding") == 2);
+  CHECK(opt2.ops == std::vector<std::string>{"ConvTranspose"});
+}
+
 TEST_CASE("optimizer: Mul and Add by per-channel constants fold into a Conv; a spatial constant does not") {
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
 g (float[2,3,5,5] x, float[4,3,1,1] w, float[4,1,1] m, float[1,4,1,1] a, float[1] sub) => (float[2,4,5,5] y) {

@@ -11,6 +11,7 @@ void RegisterCpuKernels(KernelTable& table) {
   kernels::register_variadic_kernels(table);
   kernels::register_matmul_gemm_kernels(table);
   kernels::register_conv_pool_kernels(table);
+  kernels::register_conv_transpose_kernels(table);
   kernels::register_normalization_kernels(table);
   kernels::register_softmax_kernels(table);
   kernels::register_reduce_kernels(table);

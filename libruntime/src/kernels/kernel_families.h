@@ -10,6 +10,7 @@ void register_comparison_logic_kernels(KernelTable& table);  // comparison_logic
 void register_variadic_kernels(KernelTable& table);          // variadic.cc (Sum, Mean, Max, Min, Where)
 void register_matmul_gemm_kernels(KernelTable& table);       // matmul_gemm.cc
 void register_conv_pool_kernels(KernelTable& table);         // conv_pool.cc
+void register_conv_transpose_kernels(KernelTable& table);    // conv_transpose.cc
 void register_normalization_kernels(KernelTable& table);     // normalization.cc
 void register_softmax_kernels(KernelTable& table);           // softmax.cc (Softmax, LogSoftmax, Hardmax)
 void register_reduce_kernels(KernelTable& table);            // reduce.cc (Reduce*, ArgMax/Min, global pools)

@@ -1,7 +1,9 @@
-// all: per-output-channel affine ops after a Conv folded into its weights and bias.
+// all: per-output-channel affine ops after a Conv or ConvTranspose folded into its weights and bias.
 // BatchNormalization (inference): W' = W * s, B' = (B - mean) * s + bias with s = scale / sqrt(var + eps)
 // (computed in double, rounded once); Mul by c: W' = W * c, B' = B * c; Add / Sub of c: B' = B +/- c.
 // These change bits: the scaled weights round before the products are summed.
+// Conv's W is [M, C/group, k...] (output channel on axis 0); ConvTranspose's is [C, M/group, k...],
+// so its output channel is (input channel's group) * M/group + the index on axis 1.
 #include <cmath>
 
 #include "optimizer/passes.h"
@@ -11,20 +13,39 @@ namespace onnx_light::runtime::optimizer {
 namespace {
 
 struct ConvWeights {
-  Tensor w;                  // float32 [C, ...]
-  std::optional<Tensor> b;   // float32 [C], when the Conv has one
-  int64_t channels = 0;
-  int64_t per_channel = 0;   // elements of W per output channel
+  Tensor w;                  // float32 [M, ...] (Conv) or [C, M/group, ...] (ConvTranspose)
+  std::optional<Tensor> b;   // float32 [M], when the node has one
+  int64_t channels = 0;      // output channels M
+  bool transposed = false;   // ConvTranspose
+  int64_t group_channels = 1, group_maps = 1, taps = 1;  // ConvTranspose: C/group, M/group, kernel positions
+
+  // The output channel of W's element k.
+  int64_t channel_of(int64_t k) const {
+    if (!transposed) return k / (w.element_count() / channels);
+    const int64_t input_channel = k / (group_maps * taps);
+    return (input_channel / group_channels) * group_maps + (k / taps) % group_maps;
+  }
 };
 
-// The constant float32 weights (and bias) of Conv node `conv`; nullopt when they are not constants.
+// The constant float32 weights (and bias) of Conv or ConvTranspose node `conv`; nullopt when they
+// are not constants.
 std::optional<ConvWeights> conv_weights(GraphEdit& g, const onnx::NodeProto& conv) {
-  if (!is_op(conv, "Conv") || conv.input_size() < 2 || conv.output_size() != 1) return std::nullopt;
+  const bool transposed = is_op(conv, "ConvTranspose");
+  if (!(is_op(conv, "Conv") || transposed) || conv.input_size() < 2 || conv.output_size() != 1) return std::nullopt;
   auto w = g.constant(conv.input(1));
-  if (!w || w->element_type() != ElementType::float32 || w->rank() < 3 || w->shape()[0] == 0) return std::nullopt;
+  if (!w || w->element_type() != ElementType::float32 || w->rank() < 3 || w->element_count() == 0) return std::nullopt;
   ConvWeights cw;
-  cw.channels = w->shape()[0];
-  cw.per_channel = w->element_count() / cw.channels;
+  cw.transposed = transposed;
+  if (transposed) {
+    const int64_t group = int_attribute(conv, "group", 1);
+    if (group < 1 || w->shape()[0] % group != 0) return std::nullopt;  // the kernel reports it
+    cw.group_channels = w->shape()[0] / group;
+    cw.group_maps = w->shape()[1];
+    cw.taps = w->element_count() / (w->shape()[0] * w->shape()[1]);
+    cw.channels = cw.group_maps * group;
+  } else {
+    cw.channels = w->shape()[0];
+  }
   cw.w = *w;
   if (conv.input_size() > 2 && !conv.input(2).empty()) {
     auto b = g.constant(conv.input(2));
@@ -41,11 +62,8 @@ void rewrite_conv(GraphEdit& g, int conv_index, const ConvWeights& cw, const std
   Tensor w(ElementType::float32, cw.w.shape());
   const float* src = cw.w.data<float>();
   float* dst = w.data<float>();
-  for (int64_t c = 0; c < cw.channels; ++c)
-    for (int64_t i = 0; i < cw.per_channel; ++i) {
-      const int64_t k = c * cw.per_channel + i;
-      dst[k] = static_cast<float>(static_cast<double>(src[k]) * scale[static_cast<std::size_t>(c)]);
-    }
+  for (int64_t k = 0; k < cw.w.element_count(); ++k)
+    dst[k] = static_cast<float>(static_cast<double>(src[k]) * scale[static_cast<std::size_t>(cw.channel_of(k))]);
   const std::string w_name = g.fresh_name(conv.input(1));
   g.add_initializer(w, w_name);
   conv.set_input(1, w_name);
