@@ -519,16 +519,27 @@ class PackedConvKernel final : public Kernel {
                                           g.out_size,
                                           in_tasks ? packed : nullptr,
                                           activation};
-        packed_gemm(execution, admitted, isa_, blocking_, 1, r.group_maps, g.out_size, r.depth,
-                    r.bias != nullptr || relu_only ? &bias : nullptr, [&](int64_t) { return operands; }, in_tasks);
-        if (!relu_only && !fusion_.plain(r)) {
-          // Other epilogues: over this (image, group)'s block just written (the driver has no
-          // per-task hook), in parallel over its rows.
-          const int64_t offset = result - out;
-          execution.parallel_for(r.group_maps, 1, admitted, [&](int64_t begin, int64_t end) {
-            fusion_.apply(r, result + begin * g.out_size, offset + begin * g.out_size, (end - begin) * g.out_size);
-          });
-        }
+        // Other epilogues (residual Z, non-Relu activations): on each register tile as soon as the
+        // micro-kernel stored it, still in L1; the same operations on the same values as a second
+        // pass over Y would do, so the same bits.
+        struct TileContext {
+          const ConvFusion* fusion;
+          const ConvRun* run;
+          const float* y;
+        } tile_context{&fusion_, &r, out};
+        const PackedGemmTileHook hook{[](const void* context, int64_t, int64_t, int64_t, int rows, int cols, float* c,
+                                         int64_t ldc) {
+                                        const auto& t = *static_cast<const TileContext*>(context);
+                                        for (int row = 0; row < rows; ++row) {
+                                          float* y = c + row * ldc;
+                                          t.fusion->apply(*t.run, y, y - t.y, cols);
+                                        }
+                                      },
+                                      &tile_context};
+        const bool hooked = !relu_only && !fusion_.plain(r);
+        packed_gemm_hooked(execution, admitted, isa_, blocking_, 1, r.group_maps, g.out_size, r.depth,
+                           r.bias != nullptr || relu_only ? &bias : nullptr, hooked ? &hook : nullptr,
+                           [&](int64_t) { return operands; }, in_tasks);
       }
   }
 

@@ -1,6 +1,7 @@
 #include "kernels/depthwise_conv.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <iterator>
 #include <vector>
@@ -14,6 +15,9 @@ namespace onnx_light::runtime::kernels {
 namespace {
 
 using Layout = DepthwiseWorkspace::Layout;
+
+// Output widths below which a stride-1 plane runs as one flat row (see run_depthwise_conv).
+constexpr int64_t kFlatBelowWidth = 64;
 
 // Fills `l` in place (its vectors keep their capacity across runs).
 void layout_of(const DepthwiseConv& c, Layout& l) {
@@ -44,25 +48,27 @@ void layout_of(const DepthwiseConv& c, Layout& l) {
   }
 }
 
-// Pads `plane` with zeros and splits it by column phase into dst (phase-major, then rows).
-void fill_phases(const DepthwiseConv& c, const Layout& l, const float* plane, float* dst) {
+// Pads `plane` with zeros and splits it by column phase into dst (phase-major, then rows). With
+// `pads_ready` dst already holds this layout's zeros (a slot reused for the same layout), and only
+// the input values are copied: on small planes the zero fills cost as much as the taps.
+void fill_phases(const DepthwiseConv& c, const Layout& l, const float* plane, float* dst, bool pads_ready) {
   for (int64_t p = 0; p < c.stride_w; ++p) {
     const int64_t begin = l.phase_begin[static_cast<std::size_t>(p)], end = l.phase_end[static_cast<std::size_t>(p)];
     for (int64_t r = 0; r < l.rows; ++r) {
       float* d = dst + (p * l.rows + r) * l.phase_width;
       const int64_t in_row = r - c.pad_top;
       if (in_row < 0 || in_row >= c.in_h || begin >= end) {
-        std::fill(d, d + l.phase_width, 0.0f);
+        if (!pads_ready) std::fill(d, d + l.phase_width, 0.0f);
         continue;
       }
-      std::fill(d, d + begin, 0.0f);
+      if (!pads_ready) std::fill(d, d + begin, 0.0f);
       const float* s = plane + in_row * c.in_w + c.stride_w * begin + p - c.pad_left;
       if (c.stride_w == 1) {
         std::memcpy(d + begin, s, static_cast<std::size_t>(end - begin) * sizeof(float));
       } else {
         for (int64_t i = begin; i < end; ++i) d[i] = s[(i - begin) * c.stride_w];
       }
-      std::fill(d + end, d + l.phase_width, 0.0f);
+      if (!pads_ready) std::fill(d + end, d + l.phase_width, 0.0f);
     }
   }
 }
@@ -124,13 +130,12 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
   void (*rows2_fn)(const simd::DwconvF32Row&, const float* const*, int64_t, const float*, float*) = nullptr;
 #if defined(ONNX_LIGHT_X86_SIMD)
   // Only reached after the kernel table found the host able to run the ISA.
-  if (isa == DepthwiseIsa::avx512) {
-    row_fn = simd::dwconv_f32_row_avx512;
-    rows2_fn = simd::dwconv_f32_rows2_avx512;
-  }
-  if (isa == DepthwiseIsa::avx2) {
-    row_fn = simd::dwconv_f32_row_avx2;
-    rows2_fn = simd::dwconv_f32_rows2_avx2;
+  // 3x3 takes the fixed-tap rows (same results, no per-tap pointer or weight reloads).
+  if (isa == DepthwiseIsa::avx512 || isa == DepthwiseIsa::avx2) {
+    const simd::DwconvF32Kernels k = isa == DepthwiseIsa::avx512 ? simd::dwconv_f32_kernels_avx512(c.kernel_h, c.kernel_w)
+                                                                 : simd::dwconv_f32_kernels_avx2(c.kernel_h, c.kernel_w);
+    row_fn = k.row;
+    rows2_fn = k.rows2;
   }
 #else
   isa = DepthwiseIsa::portable;
@@ -139,13 +144,27 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
   const bool activation_after = row_activation == simd::dwconv_f32_none && !c.epilogue.is_identity();
   // Pairs of rows share their input rows' loads where consecutive output rows are one input row apart.
   const bool pairs = rows2_fn != nullptr && c.stride_h == 1 && c.dilation_h == 1;
-  // Every participant's slot sized here, outside the region (grows only).
+  // Narrow planes at stride 1 without a residual: the whole plane as one long row over the padded
+  // pitch (the columns between output rows computed and dropped), then copied out row by row; one
+  // call per plane with full vectors instead of out_h short rows with masked tails. Each output's
+  // FMA chain and epilogue are those of its own row, so the bits are the same.
+  const bool flat = c.stride_h == 1 && c.stride_w == 1 && c.z == nullptr && c.out_h > 1 && c.out_w < kFlatBelowWidth;
+  const int64_t flat_n = (c.out_h - 1) * l.phase_width + c.out_w;
+  // Every participant's slot sized here, outside the region (grows only); a slot's pads are zeroed
+  // once per layout (the copies write only input values).
   ScratchSlots<DepthwiseWorkspace::Slot>& slots = workspace.slots;
   slots.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
   const std::size_t plane_floats = l.direct ? 0 : static_cast<std::size_t>(c.stride_w * l.rows * l.phase_width);
+  const std::array<int64_t, 8> signature{c.stride_w, l.rows, l.phase_width, c.pad_top, c.pad_left, c.in_h, c.in_w,
+                                         static_cast<int64_t>(plane_floats)};
   for (std::size_t i = 0; i < slots.size(); ++i) {
     DepthwiseWorkspace::Slot& s = slots[i];
     if (s.plane.size() < plane_floats) s.plane.resize(plane_floats);
+    if (s.signature != signature && plane_floats > 0) {
+      std::fill(s.plane.begin(), s.plane.begin() + static_cast<std::ptrdiff_t>(plane_floats), 0.0f);
+      s.signature = signature;
+    }
+    if (flat && s.flat.size() < static_cast<std::size_t>(flat_n)) s.flat.resize(static_cast<std::size_t>(flat_n));
     s.src.resize(static_cast<std::size_t>(l.taps));
     s.below.resize(static_cast<std::size_t>(c.kernel_w));
   }
@@ -159,12 +178,23 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
       const float* input = c.x + (image * c.channels + map / multiplier) * in_plane;
       const float* base = input;
       if (!l.direct) {
-        fill_phases(c, l, input, scratch);
+        fill_phases(c, l, input, scratch, /*pads_ready=*/true);
         base = scratch;
       }
       simd::DwconvF32Row row{src.data(), c.w + map * l.taps, l.taps, c.out_w,
                              c.bias != nullptr ? c.bias[map] : 0.0f, nullptr, row_activation,
                              c.epilogue.alpha, c.epilogue.beta, nullptr};
+      if (flat) {
+        for (std::size_t t = 0; t < src.size(); ++t) src[t] = base + l.tap_row[t] * l.phase_width + l.tap_column[t];
+        row.n = flat_n;
+        row.y = slot->flat.data();
+        row_fn(row);
+        float* y = c.y + plane * out_plane;
+        for (int64_t oy = 0; oy < c.out_h; ++oy)
+          std::memcpy(y + oy * c.out_w, row.y + oy * l.phase_width, static_cast<std::size_t>(c.out_w) * sizeof(float));
+        if (activation_after) apply_activation(c.epilogue, y, out_plane);
+        continue;
+      }
       for (int64_t oy = 0; oy < c.out_h;) {
         const int64_t r0 = oy * c.stride_h;
         for (std::size_t t = 0; t < src.size(); ++t)

@@ -6,6 +6,7 @@
 // division, no bounds test per output or per tap): the SIMD rows of simd/dwconv_f32.h, or a
 // portable loop. The fused epilogue (bias, residual Z, activation) runs on each row as it is
 // stored. Results are independent of the thread count (each output's sum has a fixed order).
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@ struct DepthwiseWorkspace {
   };
   struct Slot {
     std::vector<float> plane;  // the padded, phase-split plane
+    std::array<int64_t, 8> signature{};  // the layout whose pads `plane` holds as zeros
+    std::vector<float> flat;   // a narrow plane's outputs at the padded pitch
     std::vector<const float*> src, below;
   };
   Layout layout;
