@@ -229,6 +229,39 @@ TEST_CASE("depthwise_conv_matches_a_direct_convolution_on_every_edge") {
   }
 }
 
+TEST_CASE("depthwise_conv_reuses_its_scratch_across_shapes_without_stale_pads") {
+  // One session sees plane shapes that change the padded layout and back (its slots keep their
+  // zeroed pads per layout, and narrow stride-1 planes run flat): each run equals a fresh
+  // session's bits.
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[1, 4, H, W] x, float[4, 1, 3, 3] w) => (float[1, 4, OH, OW] y) {\n"
+      " y = Conv <group = 4, pads = [2, 1, 0, 1]> (x, w) }";
+  const Tensor w = random_tensor(ElementType::float32, {4, 1, 3, 3}, 5);
+  for (const std::string implementation : {"portable", "avx2", "avx512"}) {
+    if (implementation != "portable" && !test::host_runs("Conv float32", is_conv_f32, implementation)) continue;
+    RuntimeSessionOptions options;
+    options.parameters = RuntimeParameters(1);
+    options.kernels = &test::table_with_only("dwconv_f32", is_conv_f32, implementation);
+    RuntimeSession reused(test::parse(text), options);
+    for (const Shape& x_shape : std::vector<Shape>{{1, 4, 5, 7}, {1, 4, 9, 30}, {1, 4, 3, 70}, {1, 4, 5, 7}}) {
+      CAPTURE(implementation);
+      CAPTURE(x_shape[2]);
+      CAPTURE(x_shape[3]);
+      const Tensor x = random_tensor(ElementType::float32, x_shape, static_cast<uint32_t>(x_shape[3]));
+      RuntimeContext a, b;
+      a.set("x", x);
+      a.set("w", w);
+      b.set("x", x);
+      b.set("w", w);
+      reused.run(a);
+      RuntimeSession fresh(test::parse(text), options);
+      fresh.run(b);
+      CHECK(same_bits(a.get("y"), b.get("y")));
+    }
+  }
+}
+
 #if defined(__x86_64__) || defined(_M_X64)  // the simd folder is built on x86-64 (libruntime/CMakeLists.txt)
 namespace {
 
