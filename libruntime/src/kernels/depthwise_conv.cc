@@ -21,13 +21,9 @@ constexpr int64_t kFlatBelowWidth = 64;
 
 // Fills `l` in place (its vectors keep their capacity across runs).
 void layout_of(const DepthwiseConv& c, Layout& l) {
-  // Rows are split by the vertical stride's phase as columns are by the horizontal one: output row
-  // oy then reads row oy + ky * dilation_h / stride_h of its tap's sub-plane, so consecutive output
-  // rows read consecutive rows at any stride (a whole plane can run as one flat row).
-  l.rows = c.out_h + (c.kernel_h - 1) * c.dilation_h / c.stride_h;
+  l.rows = c.stride_h * (c.out_h - 1) + (c.kernel_h - 1) * c.dilation_h + 1;
   l.phase_width = c.out_w + (c.kernel_w - 1) * c.dilation_w / c.stride_w;
-  l.direct = c.stride_w == 1 && c.stride_h == 1 && c.pad_top == 0 && c.pad_left == 0 && l.rows <= c.in_h &&
-             l.phase_width <= c.in_w;
+  l.direct = c.stride_w == 1 && c.pad_top == 0 && c.pad_left == 0 && l.rows <= c.in_h && l.phase_width <= c.in_w;
   if (l.direct) l.phase_width = c.in_w;  // rows keep the input's stride
   l.taps = c.kernel_h * c.kernel_w;
   l.tap_phase.clear();
@@ -37,10 +33,9 @@ void layout_of(const DepthwiseConv& c, Layout& l) {
   l.phase_end.clear();
   for (int64_t ky = 0; ky < c.kernel_h; ++ky)
     for (int64_t kx = 0; kx < c.kernel_w; ++kx) {
-      // Sub-plane (column phase, row phase), then the row inside it and the column.
-      l.tap_phase.push_back(kx * c.dilation_w % c.stride_w * c.stride_h + ky * c.dilation_h % c.stride_h);
+      l.tap_phase.push_back(kx * c.dilation_w % c.stride_w);
       l.tap_column.push_back(kx * c.dilation_w / c.stride_w);
-      l.tap_row.push_back(ky * c.dilation_h / c.stride_h);
+      l.tap_row.push_back(ky * c.dilation_h);
     }
   // Column i of phase p is padded column stride_w * i + p, input column stride_w * i + p - pad_left.
   for (int64_t p = 0; p < c.stride_w; ++p) {
@@ -59,11 +54,9 @@ void layout_of(const DepthwiseConv& c, Layout& l) {
 void fill_phases(const DepthwiseConv& c, const Layout& l, const float* plane, float* dst, bool pads_ready) {
   for (int64_t p = 0; p < c.stride_w; ++p) {
     const int64_t begin = l.phase_begin[static_cast<std::size_t>(p)], end = l.phase_end[static_cast<std::size_t>(p)];
-    for (int64_t r = 0; r < c.stride_h * l.rows; ++r) {
-      // Row r of the column phase: row phase r / rows, its row r % rows (padded row stride_h * i + q).
-      const int64_t q = r / l.rows, row_in_phase = r % l.rows;
-      float* d = dst + (p * c.stride_h * l.rows + r) * l.phase_width;
-      const int64_t in_row = c.stride_h * row_in_phase + q - c.pad_top;
+    for (int64_t r = 0; r < l.rows; ++r) {
+      float* d = dst + (p * l.rows + r) * l.phase_width;
+      const int64_t in_row = r - c.pad_top;
       if (in_row < 0 || in_row >= c.in_h || begin >= end) {
         if (!pads_ready) std::fill(d, d + l.phase_width, 0.0f);
         continue;
@@ -151,20 +144,19 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
   const bool activation_after = row_activation == simd::dwconv_f32_none && !c.epilogue.is_identity();
   // Pairs of rows share their input rows' loads where consecutive output rows are one input row apart.
   const bool pairs = rows2_fn != nullptr && c.stride_h == 1 && c.dilation_h == 1;
-  // Narrow planes without a residual: the whole plane as one long row over the padded
+  // Narrow planes at stride 1 without a residual: the whole plane as one long row over the padded
   // pitch (the columns between output rows computed and dropped), then copied out row by row; one
   // call per plane with full vectors instead of out_h short rows with masked tails. Each output's
   // FMA chain and epilogue are those of its own row, so the bits are the same.
-  const bool flat = c.z == nullptr && c.out_h > 1 && c.out_w < kFlatBelowWidth;
+  const bool flat = c.stride_h == 1 && c.stride_w == 1 && c.z == nullptr && c.out_h > 1 && c.out_w < kFlatBelowWidth;
   const int64_t flat_n = (c.out_h - 1) * l.phase_width + c.out_w;
   // Every participant's slot sized here, outside the region (grows only); a slot's pads are zeroed
   // once per layout (the copies write only input values).
   ScratchSlots<DepthwiseWorkspace::Slot>& slots = workspace.slots;
   slots.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
-  const std::size_t plane_floats =
-      l.direct ? 0 : static_cast<std::size_t>(c.stride_w * c.stride_h * l.rows * l.phase_width);
-  const std::array<int64_t, 9> signature{c.stride_w, c.stride_h, l.rows, l.phase_width, c.pad_top, c.pad_left,
-                                         c.in_h, c.in_w, static_cast<int64_t>(plane_floats)};
+  const std::size_t plane_floats = l.direct ? 0 : static_cast<std::size_t>(c.stride_w * l.rows * l.phase_width);
+  const std::array<int64_t, 8> signature{c.stride_w, l.rows, l.phase_width, c.pad_top, c.pad_left, c.in_h, c.in_w,
+                                         static_cast<int64_t>(plane_floats)};
   for (std::size_t i = 0; i < slots.size(); ++i) {
     DepthwiseWorkspace::Slot& s = slots[i];
     if (s.plane.size() < plane_floats) s.plane.resize(plane_floats);
@@ -193,8 +185,7 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
                              c.bias != nullptr ? c.bias[map] : 0.0f, nullptr, row_activation,
                              c.epilogue.alpha, c.epilogue.beta, nullptr};
       if (flat) {
-        for (std::size_t t = 0; t < src.size(); ++t)
-          src[t] = base + (l.tap_phase[t] * l.rows + l.tap_row[t]) * l.phase_width + l.tap_column[t];
+        for (std::size_t t = 0; t < src.size(); ++t) src[t] = base + l.tap_row[t] * l.phase_width + l.tap_column[t];
         row.n = flat_n;
         row.y = slot->flat.data();
         row_fn(row);
@@ -205,7 +196,7 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
         continue;
       }
       for (int64_t oy = 0; oy < c.out_h;) {
-        const int64_t r0 = oy;  // rows of the stride phase's sub-plane
+        const int64_t r0 = oy * c.stride_h;
         for (std::size_t t = 0; t < src.size(); ++t)
           src[t] = base + (l.tap_phase[t] * l.rows + r0 + l.tap_row[t]) * l.phase_width + l.tap_column[t];
         const int64_t offset = plane * out_plane + oy * c.out_w;

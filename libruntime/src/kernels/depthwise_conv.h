@@ -1,12 +1,12 @@
 #pragma once
 // 2-D depthwise convolution over float32 NCHW (group == input channels, one input channel per
 // group, any channel multiplier): Conv's fast path for the groups too thin for the packed GEMM.
-// Each (image, output map) plane is padded with zeros and split by the row and column strides'
-// phases into a per-thread scratch once, so that every output row is a list of contiguous tap rows
-// (no division, no bounds test per output or per tap): the SIMD rows of simd/dwconv_f32.h, or a
-// portable loop; narrow planes without a residual run as one flat row over the padded pitch. The
-// fused epilogue (bias, residual Z, activation) runs on each row as it is stored. Results are
-// independent of the thread count (each output's sum has a fixed order).
+// Each (image, output map) plane is padded with zeros and split by the column stride's phase into
+// a per-thread scratch once, so that every output row is a list of contiguous tap rows (no
+// division, no bounds test per output or per tap): the SIMD rows of simd/dwconv_f32.h, or a
+// portable loop; narrow stride-1 planes without a residual run as one flat row over the padded
+// pitch. The fused epilogue (bias, residual Z, activation) runs on each row as it is
+// stored. Results are independent of the thread count (each output's sum has a fixed order).
 #include <array>
 #include <cstdint>
 #include <string>
@@ -37,7 +37,7 @@ enum class DepthwiseIsa { portable, avx2, avx512 };
 // run allocates nothing: the padded plane's geometry and one scratch slot per participant.
 struct DepthwiseWorkspace {
   struct Layout {
-    int64_t rows = 0;         // rows of one (row phase, column phase) sub-plane
+    int64_t rows = 0;         // padded rows any output reads
     int64_t phase_width = 0;  // columns of one stride phase
     bool direct = false;      // the input plane itself serves (stride 1 across, nothing padded)
     int64_t taps = 0;
@@ -46,7 +46,7 @@ struct DepthwiseWorkspace {
   };
   struct Slot {
     std::vector<float> plane;  // the padded, phase-split plane
-    std::array<int64_t, 9> signature{};  // the layout whose pads `plane` holds as zeros
+    std::array<int64_t, 8> signature{};  // the layout whose pads `plane` holds as zeros
     std::vector<float> flat;   // a narrow plane's outputs at the padded pitch
     std::vector<const float*> src, below;
   };
