@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -256,6 +257,22 @@ TEST_CASE("conv_variant_names_the_path_that_ran") {
     CHECK(variant_after_run(implementation, "pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {16, 4, 3, 3}) ==
           "packed_gemm_" + implementation);
     CHECK(variant_after_run(implementation, "group = 2", {1, 4, 6, 6}, {4, 2, 3, 3}) == "portable_loop");
+    // One group thinner than the register tile (a stem Conv 3 -> 5 maps, a 1x1 down to 5 maps):
+    // still one GEMM per image, so the packed path with a partial tile; it matches the portable loop.
+    for (const auto& [attributes, x, w, variant] :
+         std::vector<std::tuple<std::string, Shape, Shape, std::string>>{
+             {"strides = [2, 2], pads = [1, 1, 1, 1]", {1, 3, 11, 19}, {5, 3, 3, 3}, "packed_gemm_"},
+             {"", {2, 24, 5, 7}, {5, 24, 1, 1}, "pointwise_gemm_"}}) {
+      CAPTURE(w);
+      const DirectRun fast = direct_run(implementation, attributes, x, w);
+      CHECK(fast.variant == variant + implementation);
+      const DirectRun portable = direct_run("portable", attributes, x, w);
+      REQUIRE(fast.y.shape() == portable.y.shape());
+      double worst = 0;
+      for (int64_t i = 0; i < fast.y.element_count(); ++i)
+        worst = std::max(worst, double(std::fabs(fast.y.data<float>()[i] - portable.y.data<float>()[i])));
+      CHECK(worst <= 1e-5);  // sums of at most 27 products of values in [-1, 1), in another order
+    }
     // Depthwise (one input channel per group, any multiplier, 2-D) runs the depthwise rows.
     CHECK(variant_after_run(implementation, "group = 4, pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {4, 1, 3, 3}) ==
           "dwconv_3x3s1_" + implementation);
