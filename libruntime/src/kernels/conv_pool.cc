@@ -330,6 +330,10 @@ void gather_patches_rank(const Geometry& g, const T* planes, const int64_t* orig
         } else if (g.stride[kLast] == 1 && first >= 0 && last < g.in[kLast]) {
           const T* src = plane + base * g.in[kLast] + first;
           for (int64_t j = j0; j < j1; ++j) d[j] = static_cast<A>(load<T>(src[j - j0]));
+        } else if (g.stride[kLast] == 2 && first >= 0 && last < g.in[kLast]) {
+          // Stride 2 inside the row (a CNN stem's 3x3 s2): no bounds test, the step a constant.
+          const T* src = plane + base * g.in[kLast] + first;
+          for (int64_t j = j0; j < j1; ++j) d[j] = static_cast<A>(load<T>(src[2 * (j - j0)]));
         } else {
           const T* line = plane + base * g.in[kLast];
           for (int64_t j = j0; j < j1; ++j) {
