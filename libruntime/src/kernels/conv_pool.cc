@@ -346,6 +346,59 @@ void gather_patches_rank(const Geometry& g, const T* planes, const int64_t* orig
   }
 }
 
+// Rows [k0, k1) of a 2-D float im2col matrix (row = channel x (ky, kx), column = output position)
+// written straight into the packed B panels (panel q: depth x nr floats, position j at panel j / nr,
+// lane j % nr; lanes past the last position are zero). Per row, the columns whose taps lie inside
+// the input are found once; each output row is then a contiguous (stride 1) or constant-step copy
+// split at panel boundaries.
+void gather_rows_2d(const Geometry& g, const float* planes, int64_t k0, int64_t k1, int64_t depth, int64_t nr,
+                    float* packed) {
+  const int64_t out_h = g.out[0], out_w = g.out[1], in_h = g.in[0], in_w = g.in[1];
+  const int64_t sh = g.stride[0], sw = g.stride[1], kw = g.kernel[1];
+  const int64_t positions = out_h * out_w, panels = (positions + nr - 1) / nr;
+  for (int64_t kk = k0; kk < k1; ++kk) {
+    const int64_t channel = kk / g.kernel_size, tap = kk % g.kernel_size;
+    const int64_t dy = (tap / kw) * g.dilation[0] - g.pad_begin[0], dx = (tap % kw) * g.dilation[1] - g.pad_begin[1];
+    const float* plane = planes + channel * g.in_size;
+    // Output columns [lo, hi) read input columns ox * sw + dx inside [0, in_w).
+    const int64_t lo = dx >= 0 ? 0 : std::min(out_w, (-dx + sw - 1) / sw);
+    const int64_t hi = in_w - dx <= 0 ? 0 : std::max(lo, std::min(out_w, (in_w - dx + sw - 1) / sw));
+    float* row_base = packed + kk * nr;  // row kk of panel 0; panel q at + q * depth * nr
+    auto dst = [&](int64_t j) { return row_base + (j / nr) * depth * nr + j % nr; };
+    for (int64_t oy = 0; oy < out_h; ++oy) {
+      const int64_t iy = oy * sh + dy;
+      const bool inside = static_cast<uint64_t>(iy) < static_cast<uint64_t>(in_h);
+      const float* line = inside ? plane + iy * in_w + dx : plane;
+      // Column runs [a, b) of this output row, cut at panel boundaries.
+      for (int64_t a = 0; a < out_w;) {
+        const int64_t j = oy * out_w + a;
+        const int64_t b = std::min(out_w, a + (nr - j % nr));
+        float* d = dst(j);
+        if (!inside) {
+          std::fill(d, d + (b - a), 0.0f);
+        } else {
+          const int64_t c0 = std::clamp(lo, a, b), c1 = std::clamp(hi, c0, b);
+          std::fill(d, d + (c0 - a), 0.0f);
+          if (sw == 1) {
+            for (int64_t x = c0; x < c1; ++x) d[x - a] = line[x];
+          } else if (sw == 2) {
+            for (int64_t x = c0; x < c1; ++x) d[x - a] = line[2 * x];
+          } else {
+            for (int64_t x = c0; x < c1; ++x) d[x - a] = line[x * sw];
+          }
+          std::fill(d + (c1 - a), d + (b - a), 0.0f);
+        }
+        a = b;
+      }
+    }
+    // The last panel's lanes past the last position.
+    if (positions % nr != 0) {
+      float* d = row_base + (panels - 1) * depth * nr;
+      std::fill(d + positions % nr, d + nr, 0.0f);
+    }
+  }
+}
+
 template <typename T, typename A>
 void gather_patches(const Geometry& g, const T* planes, const int64_t* origins, int64_t k0, int64_t kc, int64_t nc,
                     A* dst, int64_t dst_stride) {
@@ -506,7 +559,13 @@ class PackedConvKernel final : public Kernel {
         const bool in_tasks = pointwise && pack_b_in_tasks(blocking_, r.group_maps, r.depth);
         if (pointwise && !in_tasks) pack_b_matrices(&execution, admitted, isa_, 1, r.depth, g.out_size,
                                                      [&](int64_t) { return activation; }, packed);
-        if (!pointwise) execution.parallel_for(panels, 1, admitted, [&](int64_t begin, int64_t end) {
+        if (!pointwise && g.rank == 2) {
+          // 2-D: im2col row by row across all panels (per (row, output row) bookkeeping, not per
+          // (row, panel)), in parallel over rows; the same values in the same places.
+          execution.parallel_for(r.depth, 8, admitted, [&](int64_t begin, int64_t end) {
+            gather_rows_2d(g, planes, begin, end, r.depth, nr, packed);
+          });
+        } else if (!pointwise) execution.parallel_for(panels, 1, admitted, [&](int64_t begin, int64_t end) {
           int64_t origins[kMaxSpatial * 64];  // NR <= 64 window origins
           for (int64_t q = begin; q < end; ++q) {
             const int64_t j0 = q * nr, nc = std::min(nr, g.out_size - j0);
