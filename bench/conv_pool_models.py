@@ -25,6 +25,12 @@ MODELS = {
     "dw3x3s2_144x56x56": ("Conv", [1, 144, 56, 56], dict(group=144, pads=[1, 1, 1, 1], strides=[2, 2]), [144, 1, 3, 3]),
     "dw3x3s1_576x7x7": ("Conv", [1, 576, 7, 7], dict(group=576, pads=[1, 1, 1, 1]), [576, 1, 3, 3]),
     "dw5x5s2_120x24x160": ("Conv", [1, 120, 24, 160], dict(group=120, pads=[2, 2, 2, 2], strides=[2, 2]), [120, 1, 5, 5]),
+    # Small planes of the PaddleOCR models (ppocr_cls 48x192 input, ppocrv4_rec 48x320).
+    "dw3x3s1_120x12x48": ("Conv", [1, 120, 12, 48], dict(group=120, pads=[1, 1, 1, 1]), [120, 1, 3, 3]),
+    "dw3x3s1_288x6x24": ("Conv", [1, 288, 6, 24], dict(group=288, pads=[1, 1, 1, 1]), [288, 1, 3, 3]),
+    "dw3x3s2_64x24x96": ("Conv", [1, 64, 24, 96], dict(group=64, pads=[1, 1, 1, 1], strides=[2, 2]), [64, 1, 3, 3]),
+    "dw5x5s1_480x6x80": ("Conv", [1, 480, 6, 80], dict(group=480, pads=[2, 2, 2, 2]), [480, 1, 5, 5]),
+    "dw5x5s2x1_480x6x80": ("Conv", [1, 480, 6, 80], dict(group=480, pads=[2, 2, 2, 2], strides=[2, 1]), [480, 1, 5, 5]),
     "maxpool2x2s2_200x2x96": ("MaxPool", [1, 200, 2, 96], dict(kernel_shape=[2, 2], strides=[2, 2]), None),
     "maxpool3x3s2p1_64x112x112": ("MaxPool", [1, 64, 112, 112], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), None),
     "avgpool2x2s2_96x32x100": ("AveragePool", [1, 96, 32, 100], dict(kernel_shape=[2, 2], strides=[2, 2]), None),

@@ -280,7 +280,6 @@ TEST_CASE("resize_steady_state_allocates_nothing") {
 TEST_CASE("values_of_many_sizes_released_at_last_use_allocate_nothing") {
   // Values of several sizes released mid-run and taken again (best fit) by later, differently
   // shaped values: the take/give sequence repeats each run, so the pool serves every request.
-  // (Conv and the 2-D pools still allocate small per-run scratch of their own: issue 15.)
   const Model model = with_initializers(parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[64, 96] x, float[96, 128] w1, float[128, 40] w2, "
       "float[40, 200] w3) => (float[64, 200] y) "
@@ -290,6 +289,42 @@ TEST_CASE("values_of_many_sizes_released_at_last_use_allocate_nothing") {
   for (int threads : {1, 2}) {
     CAPTURE(threads);
     CHECK(allocations_in_steady_state(model, {random({64, 96}, 1)}, threads) == 0);
+  }
+}
+
+TEST_CASE("conv_block_steady_state_allocates_nothing") {
+  // Issue 15: a CNN block as the real models have it: a dense 3x3 Conv fused with HardSwish
+  // (FusedConv), a stride-2 depthwise 3x3 with Relu, MaxPool, a 5x5 depthwise with a residual Add,
+  // a pointwise Conv, AveragePool with pads and GlobalAveragePool. Their per-participant scratch,
+  // window tables, shapes and variant labels are kept by the kernels across runs.
+  const Model model = with_initializers(parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1, 8, 24, 48] x, float[16, 8, 3, 3] w1, float[16] b1, "
+      "float[16, 1, 3, 3] wd, float[16] bd, float[16, 1, 5, 5] wd2, float[32, 16, 1, 1] w3) => (float[1, 32, 1, 1] y) "
+      "{ c1 = Conv<pads = [1, 1, 1, 1]>(x, w1, b1)\n h = HardSwish(c1)\n"
+      "  d = Conv<group = 16, strides = [2, 2], pads = [1, 1, 1, 1]>(h, wd, bd)\n r = Relu(d)\n"
+      "  m = MaxPool<kernel_shape = [2, 2], strides = [2, 2]>(r)\n"
+      "  d2 = Conv<group = 16, pads = [2, 2, 2, 2]>(m, wd2)\n a = Add(d2, m)\n p = Conv(a, w3)\n"
+      "  ap = AveragePool<kernel_shape = [3, 3], pads = [1, 1, 1, 1]>(p)\n y = GlobalAveragePool(ap) }"),
+      {{"w1", random({16, 8, 3, 3}, 2)}, {"b1", random({16}, 3)}, {"wd", random({16, 1, 3, 3}, 4)},
+       {"bd", random({16}, 5)}, {"wd2", random({16, 1, 5, 5}, 6)}, {"w3", random({32, 16, 1, 1}, 7)}});
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    CHECK(allocations_in_steady_state(model, {random({1, 8, 24, 48}, 1)}, threads) == 0);
+  }
+}
+
+TEST_CASE("portable_conv_and_pools_steady_state_allocate_nothing") {
+  // The portable kernels (the table without SIMD entries is not needed: a grouped Conv whose groups
+  // are thinner than the register tile but not depthwise runs the portable loop), and MaxPool with
+  // Indices through the generic window loop.
+  const Model model = with_initializers(parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1, 8, 10, 14] x, float[8, 2, 3, 3] w) => "
+      "(float[1, 8, 5, 7] y, int64[1, 8, 5, 7] i) "
+      "{ c = Conv<group = 4, pads = [1, 1, 1, 1]>(x, w)\n y, i = MaxPool<kernel_shape = [2, 2], strides = [2, 2]>(c) }"),
+      {{"w", random({8, 2, 3, 3}, 2)}});
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    CHECK(allocations_in_steady_state(model, {random({1, 8, 10, 14}, 1)}, threads) == 0);
   }
 }
 

@@ -73,6 +73,14 @@ std::vector<Case> cases() {
        {1, 1}, {1, 1}, {1, 1}},
       {"1x1, positions not a multiple of the tile", "", {1, 32, 7, 5}, {20, 32, 1, 1}, false, 1, {1, 1}, {1, 1}, {0, 0}},
       {"fewer positions than the tile", "", {1, 3, 2, 3}, {12, 3, 1, 1}, true, 1, {1, 1}, {1, 1}, {0, 0}},
+      // The 2-D row-wise im2col (gather_rows_2d): output rows that straddle panels, pads wider than
+      // the kernel (whole rows and columns of zeros), stride 3 across, dilation 3 across.
+      {"2-D stride 1x3, dilation 2x3, pads larger than the kernel", "strides = [1, 3], dilations = [2, 3], pads = [3, 4, 2, 5]",
+       {1, 3, 7, 40}, {16, 3, 3, 3}, true, 1, {1, 3}, {2, 3}, {3, 4}},
+      {"2-D stem 3x3 s2, odd width, batch 2", "strides = [2, 2], pads = [1, 1, 1, 1]", {2, 3, 11, 37}, {14, 3, 3, 3},
+       true, 1, {2, 2}, {1, 1}, {1, 1}},
+      {"2-D one output column wider rows", "pads = [0, 2, 1, 0]", {1, 4, 5, 1}, {13, 4, 2, 3}, false, 1, {1, 1}, {1, 1},
+       {0, 2}},
   };
 }
 

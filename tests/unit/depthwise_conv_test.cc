@@ -21,6 +21,8 @@
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
 #include "implementation_tables.h"
+#include "kernels/simd/dwconv_f32.h"
+#include "onnx_light/runtime/cpu_features.h"
 #include "test_models.h"
 
 using namespace onnx_light;
@@ -226,3 +228,104 @@ TEST_CASE("depthwise_conv_matches_a_direct_convolution_on_every_edge") {
     }
   }
 }
+
+TEST_CASE("depthwise_conv_reuses_its_scratch_across_shapes_without_stale_pads") {
+  // One session sees plane shapes that change the padded layout and back (its slots keep their
+  // zeroed pads per layout, and narrow stride-1 planes run flat): each run equals a fresh
+  // session's bits.
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[1, 4, H, W] x, float[4, 1, 3, 3] w) => (float[1, 4, OH, OW] y) {\n"
+      " y = Conv <group = 4, pads = [2, 1, 0, 1]> (x, w) }";
+  const Tensor w = random_tensor(ElementType::float32, {4, 1, 3, 3}, 5);
+  for (const std::string implementation : {"portable", "avx2", "avx512"}) {
+    if (implementation != "portable" && !test::host_runs("Conv float32", is_conv_f32, implementation)) continue;
+    RuntimeSessionOptions options;
+    options.parameters = RuntimeParameters(1);
+    options.kernels = &test::table_with_only("dwconv_f32", is_conv_f32, implementation);
+    RuntimeSession reused(test::parse(text), options);
+    for (const Shape& x_shape : std::vector<Shape>{{1, 4, 5, 7}, {1, 4, 9, 30}, {1, 4, 3, 70}, {1, 4, 5, 7}}) {
+      CAPTURE(implementation);
+      CAPTURE(x_shape[2]);
+      CAPTURE(x_shape[3]);
+      const Tensor x = random_tensor(ElementType::float32, x_shape, static_cast<uint32_t>(x_shape[3]));
+      RuntimeContext a, b;
+      a.set("x", x);
+      a.set("w", w);
+      b.set("x", x);
+      b.set("w", w);
+      reused.run(a);
+      RuntimeSession fresh(test::parse(text), options);
+      fresh.run(b);
+      CHECK(same_bits(a.get("y"), b.get("y")));
+    }
+  }
+}
+
+#if defined(__x86_64__) || defined(_M_X64)  // the simd folder is built on x86-64 (libruntime/CMakeLists.txt)
+namespace {
+
+namespace simd = onnx_light::runtime::kernels::simd;
+
+// The fixed-tap rows (3x3) against the generic rows of the same ISA, bit for bit: one row
+// and two rows at once, every activation, with and without the residual, widths across the
+// vector and the 4-vector block edges.
+void check_fixed_rows(const simd::DwconvF32Kernels& fixed, void (*row)(const simd::DwconvF32Row&),
+                      void (*rows2)(const simd::DwconvF32Row&, const float* const*, int64_t, const float*, float*),
+                      int64_t kh, int64_t kw) {
+  REQUIRE(fixed.fixed);
+  const int64_t stride = 130;  // input row pitch; every tap reads within it
+  std::vector<float> input(static_cast<std::size_t>((kh + 1) * stride + 8));
+  uint32_t state = 12345;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return static_cast<float>(state % 20001) / 10000.0f - 1.0f;
+  };
+  for (float& v : input) v = next();
+  std::vector<float> weights(static_cast<std::size_t>(kh * kw)), z(256);
+  for (float& v : weights) v = next();
+  for (float& v : z) v = next();
+  std::vector<const float*> src(static_cast<std::size_t>(kh * kw)), below(static_cast<std::size_t>(kw));
+  for (int64_t ky = 0; ky < kh; ++ky)
+    for (int64_t kx = 0; kx < kw; ++kx) src[static_cast<std::size_t>(ky * kw + kx)] = input.data() + ky * stride + kx;
+  for (int64_t kx = 0; kx < kw; ++kx) below[static_cast<std::size_t>(kx)] = input.data() + kh * stride + kx;
+  for (int activation = simd::dwconv_f32_none; activation <= simd::dwconv_f32_hard_swish; ++activation)
+    for (bool with_z : {false, true})
+      for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 24, 31, 33, 48, 63, 64, 65, 80, 96, 120}) {
+        CAPTURE(activation);
+        CAPTURE(with_z);
+        CAPTURE(n);
+        std::vector<float> expect(static_cast<std::size_t>(2 * n), 7.0f), got(expect);
+        simd::DwconvF32Row r{src.data(), weights.data(), kh * kw, n, 0.25f, with_z ? z.data() : nullptr,
+                             activation, 0.2f, 0.6f, expect.data()};
+        row(r);
+        r.y = got.data();
+        fixed.row(r);
+        CHECK(std::memcmp(expect.data(), got.data(), static_cast<std::size_t>(n) * sizeof(float)) == 0);
+        r.y = expect.data();
+        rows2(r, below.data(), kw, with_z ? z.data() + 100 : nullptr, expect.data() + n);
+        r.y = got.data();
+        fixed.rows2(r, below.data(), kw, with_z ? z.data() + 100 : nullptr, got.data() + n);
+        CHECK(std::memcmp(expect.data(), got.data(), static_cast<std::size_t>(2 * n) * sizeof(float)) == 0);
+      }
+}
+
+}  // namespace
+
+TEST_CASE("depthwise_fixed_tap_rows_are_bit_identical_to_the_generic_rows") {
+  const CpuFeatures& f = host_cpu_features();
+  for (int64_t k : {3}) {
+    CAPTURE(k);
+    if (f.avx2 && f.fma3)
+      check_fixed_rows(simd::dwconv_f32_kernels_avx2(k, k), simd::dwconv_f32_row_avx2, simd::dwconv_f32_rows2_avx2, k, k);
+    if (f.avx512f)
+      check_fixed_rows(simd::dwconv_f32_kernels_avx512(k, k), simd::dwconv_f32_row_avx512, simd::dwconv_f32_rows2_avx512,
+                       k, k);
+  }
+  // Other sizes keep the generic rows.
+  if (f.avx2 && f.fma3) CHECK_FALSE(simd::dwconv_f32_kernels_avx2(5, 5).fixed);
+  if (f.avx512f) CHECK_FALSE(simd::dwconv_f32_kernels_avx512(3, 5).fixed);
+}
+#endif

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -59,6 +61,9 @@ std::vector<ConvCase> conv_cases() {
       {"group 2, stride 2, batch 2", "group = 2, strides = [2, 2]", {2, 4, 9, 8}, {26, 2, 3, 3}, {2, 26, 4, 3}},
       {"depthwise 5x5", "group = 8, pads = [2, 2, 2, 2]", {1, 8, 6, 21}, {8, 1, 5, 5}, {1, 8, 6, 21}},
       {"1x1", "", {1, 24, 5, 5}, {13, 24, 1, 1}, {1, 13, 5, 5}},
+      // Depth 360 > block_k 256: the epilogue runs on each tile once, after its last k-block.
+      {"dense 3x3 two k-blocks, stride 2", "strides = [2, 2], pads = [1, 0, 1, 1]", {1, 40, 9, 13}, {20, 40, 3, 3},
+       {1, 20, 5, 6}},
   };
 }
 
@@ -70,9 +75,10 @@ Tensor scalar(float v) {
   return t;
 }
 
-Tensor run_model(const std::string& text, const std::string& implementation, const ConvCase& c, bool bias, bool z) {
+Tensor run_model(const std::string& text, const std::string& implementation, const ConvCase& c, bool bias, bool z,
+                 int threads = 2) {
   RuntimeSessionOptions options;
-  options.parameters = RuntimeParameters(2);
+  options.parameters = RuntimeParameters(threads);
   options.kernels = &test::table_with_only("conv_fused_f32", is_conv_f32, implementation);
   // The graphs as written: the unfused reference must not be fused by the graph optimizer.
   options.optimization = OptimizationLevel::none;
@@ -251,6 +257,22 @@ TEST_CASE("conv_variant_names_the_path_that_ran") {
     CHECK(variant_after_run(implementation, "pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {16, 4, 3, 3}) ==
           "packed_gemm_" + implementation);
     CHECK(variant_after_run(implementation, "group = 2", {1, 4, 6, 6}, {4, 2, 3, 3}) == "portable_loop");
+    // One group thinner than the register tile (a stem Conv 3 -> 5 maps, a 1x1 down to 5 maps):
+    // still one GEMM per image, so the packed path with a partial tile; it matches the portable loop.
+    for (const auto& [attributes, x, w, variant] :
+         std::vector<std::tuple<std::string, Shape, Shape, std::string>>{
+             {"strides = [2, 2], pads = [1, 1, 1, 1]", {1, 3, 11, 19}, {5, 3, 3, 3}, "packed_gemm_"},
+             {"", {2, 24, 5, 7}, {5, 24, 1, 1}, "pointwise_gemm_"}}) {
+      CAPTURE(w);
+      const DirectRun fast = direct_run(implementation, attributes, x, w);
+      CHECK(fast.variant == variant + implementation);
+      const DirectRun portable = direct_run("portable", attributes, x, w);
+      REQUIRE(fast.y.shape() == portable.y.shape());
+      double worst = 0;
+      for (int64_t i = 0; i < fast.y.element_count(); ++i)
+        worst = std::max(worst, double(std::fabs(fast.y.data<float>()[i] - portable.y.data<float>()[i])));
+      CHECK(worst <= 1e-5);  // sums of at most 27 products of values in [-1, 1), in another order
+    }
     // Depthwise (one input channel per group, any multiplier, 2-D) runs the depthwise rows.
     CHECK(variant_after_run(implementation, "group = 4, pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {4, 1, 3, 3}) ==
           "dwconv_3x3s1_" + implementation);
@@ -274,5 +296,27 @@ TEST_CASE("conv_variant_names_the_path_that_ran") {
           "packed_gemm_" + implementation);
     // A 1-D depthwise Conv is not one the 2-D rows handle.
     CHECK(variant_after_run(implementation, "group = 4", {1, 4, 9}, {4, 1, 3}) == "portable_loop");
+  }
+}
+
+TEST_CASE("fused_conv_tile_epilogue_is_bit_identical_across_thread_counts") {
+  // The residual and the activation run on each register tile in the packed GEMM's store: the
+  // tiles a thread gets change with the thread count, the bits must not.
+  for (const std::string implementation : {"avx2", "avx512"}) {
+    if (!test::host_runs("FusedConv float32", is_conv_f32, implementation)) continue;
+    const ConvCase c{"dense 3x3", "pads = [1, 1, 1, 1]", {1, 24, 13, 37}, {40, 24, 3, 3}, {1, 40, 13, 37}};
+    for (const std::string activation :
+         {"activation = \"HardSwish\"", "activation = \"SiLU\"", "activation = \"Clip\", activation_params = [-0.5, 0.75]"}) {
+      CAPTURE(implementation);
+      CAPTURE(activation);
+      const std::string fused = fmt::format(
+          "<ir_version: 8, opset_import: [\"\" : 17, \"com.onnx_light\" : 1]>\ng ({}) => (float[{}] y) {{\n"
+          " y = com.onnx_light.FusedConv <{}> (x, w, b, z) }}",
+          inputs_decl(c, true, true, false), dims(c.y), with(c.attributes, activation));
+      const Tensor one = run_model(fused, implementation, c, true, true, 1);
+      const Tensor two = run_model(fused, implementation, c, true, true, 2);
+      REQUIRE(one.shape() == two.shape());
+      CHECK(std::memcmp(one.data<float>(), two.data<float>(), static_cast<std::size_t>(one.element_count()) * sizeof(float)) == 0);
+    }
   }
 }

@@ -16,6 +16,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/epilogue.h"
 #include "kernels/depthwise_conv.h"
+#include "kernels/scratch_slots.h"
 #include "kernels/gemm_core.h"
 #include "kernels/isa_requirements.h"
 #include "kernels/kernel_families.h"
@@ -71,8 +72,9 @@ struct Geometry {
   int64_t in_size = 1, out_size = 1, kernel_size = 1;
 };
 
-Geometry resolve(const SpatialAttributes& attrs, const Shape& x, const std::vector<int64_t>& kernel,
-                 const std::string& label) {
+// `kernel`: the window's spatial dims (a view, so that a run builds no vector for it).
+template <typename Kernel>
+Geometry resolve(const SpatialAttributes& attrs, const Shape& x, const Kernel& kernel, const std::string& label) {
   Geometry g;
   if (x.size() < 3 || x.size() - 2 > kMaxSpatial)
     throw InputError(fmt::format("{}: input {} must have 1 to {} spatial dims after N and C", label, shape_to_string(x),
@@ -188,7 +190,9 @@ struct ConvFusion {
   }
 };
 
-ConvRun check_conv(KernelExecution& execution, const SpatialAttributes& attrs, int64_t group, ElementType type) {
+// `out_shape`: the caller's (kept across runs, so that a repeated shape allocates nothing).
+ConvRun check_conv(KernelExecution& execution, const SpatialAttributes& attrs, int64_t group, ElementType type,
+                   Shape& out_shape) {
   ConvRun r;
   const Tensor& x = execution.required_input(0);
   const Tensor& w = execution.required_input(1);
@@ -206,14 +210,20 @@ ConvRun check_conv(KernelExecution& execution, const SpatialAttributes& attrs, i
   if (r.group_channels * group != r.channels || r.maps % group != 0)
     throw InputError(fmt::format("{}: X {} and W {} do not fit group = {}", label, shape_to_string(x.shape()),
                                  shape_to_string(w.shape()), group));
-  const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-  if (!attrs.kernel_shape.empty() && attrs.kernel_shape != kernel)
+  struct {
+    const int64_t* b;
+    const int64_t* e;
+    std::size_t size() const { return static_cast<std::size_t>(e - b); }
+    int64_t operator[](std::size_t i) const { return b[i]; }
+  } kernel{w.shape().data() + std::min<std::size_t>(2, w.rank()), w.shape().data() + w.rank()};
+  if (!attrs.kernel_shape.empty() &&
+      !std::equal(attrs.kernel_shape.begin(), attrs.kernel_shape.end(), kernel.b, kernel.e))
     throw InputError(fmt::format("{}: kernel_shape {} does not match W {}", label, attrs.kernel_shape,
                                  shape_to_string(w.shape())));
   if (bias != nullptr && (bias->rank() != 1 || bias->shape()[0] != r.maps))
     throw InputError(fmt::format("{}: B {} must have shape [{}]", label, shape_to_string(bias->shape()), r.maps));
   r.g = resolve(attrs, x.shape(), kernel, label);
-  Shape out_shape{r.batch, r.maps};
+  out_shape.assign({r.batch, r.maps});
   for (std::size_t i = 0; i < r.g.rank; ++i) out_shape.push_back(r.g.out[i]);
   // Every path writes every element of Y: no zero-fill first.
   r.y = &checked_output(execution, 0, type, out_shape, /*zero=*/false);
@@ -265,9 +275,9 @@ std::optional<DepthwiseConv> depthwise_of(const ConvRun& r, int64_t group, const
 
 // Runs a depthwise Conv and returns its variant label, kept in `label`.
 std::string_view run_depthwise(KernelExecution& execution, const DepthwiseConv& c, DepthwiseIsa isa, int admitted,
-                               std::string& label) {
-  run_depthwise_conv(execution, c, isa, admitted);
-  label = depthwise_variant(c, isa);
+                               DepthwiseWorkspace& workspace, std::string& label) {
+  run_depthwise_conv(execution, c, isa, admitted, workspace);
+  depthwise_variant(c, isa, label);
   return label;
 }
 
@@ -320,6 +330,10 @@ void gather_patches_rank(const Geometry& g, const T* planes, const int64_t* orig
         } else if (g.stride[kLast] == 1 && first >= 0 && last < g.in[kLast]) {
           const T* src = plane + base * g.in[kLast] + first;
           for (int64_t j = j0; j < j1; ++j) d[j] = static_cast<A>(load<T>(src[j - j0]));
+        } else if (g.stride[kLast] == 2 && first >= 0 && last < g.in[kLast]) {
+          // Stride 2 inside the row (a CNN stem's 3x3 s2): no bounds test, the step a constant.
+          const T* src = plane + base * g.in[kLast] + first;
+          for (int64_t j = j0; j < j1; ++j) d[j] = static_cast<A>(load<T>(src[2 * (j - j0)]));
         } else {
           const T* line = plane + base * g.in[kLast];
           for (int64_t j = j0; j < j1; ++j) {
@@ -328,6 +342,59 @@ void gather_patches_rank(const Geometry& g, const T* planes, const int64_t* orig
           }
         }
       }
+    }
+  }
+}
+
+// Rows [k0, k1) of a 2-D float im2col matrix (row = channel x (ky, kx), column = output position)
+// written straight into the packed B panels (panel q: depth x nr floats, position j at panel j / nr,
+// lane j % nr; lanes past the last position are zero). Per row, the columns whose taps lie inside
+// the input are found once; each output row is then a contiguous (stride 1) or constant-step copy
+// split at panel boundaries.
+void gather_rows_2d(const Geometry& g, const float* planes, int64_t k0, int64_t k1, int64_t depth, int64_t nr,
+                    float* packed) {
+  const int64_t out_h = g.out[0], out_w = g.out[1], in_h = g.in[0], in_w = g.in[1];
+  const int64_t sh = g.stride[0], sw = g.stride[1], kw = g.kernel[1];
+  const int64_t positions = out_h * out_w, panels = (positions + nr - 1) / nr;
+  for (int64_t kk = k0; kk < k1; ++kk) {
+    const int64_t channel = kk / g.kernel_size, tap = kk % g.kernel_size;
+    const int64_t dy = (tap / kw) * g.dilation[0] - g.pad_begin[0], dx = (tap % kw) * g.dilation[1] - g.pad_begin[1];
+    const float* plane = planes + channel * g.in_size;
+    // Output columns [lo, hi) read input columns ox * sw + dx inside [0, in_w).
+    const int64_t lo = dx >= 0 ? 0 : std::min(out_w, (-dx + sw - 1) / sw);
+    const int64_t hi = in_w - dx <= 0 ? 0 : std::max(lo, std::min(out_w, (in_w - dx + sw - 1) / sw));
+    float* row_base = packed + kk * nr;  // row kk of panel 0; panel q at + q * depth * nr
+    auto dst = [&](int64_t j) { return row_base + (j / nr) * depth * nr + j % nr; };
+    for (int64_t oy = 0; oy < out_h; ++oy) {
+      const int64_t iy = oy * sh + dy;
+      const bool inside = static_cast<uint64_t>(iy) < static_cast<uint64_t>(in_h);
+      const float* line = inside ? plane + iy * in_w + dx : plane;
+      // Column runs [a, b) of this output row, cut at panel boundaries.
+      for (int64_t a = 0; a < out_w;) {
+        const int64_t j = oy * out_w + a;
+        const int64_t b = std::min(out_w, a + (nr - j % nr));
+        float* d = dst(j);
+        if (!inside) {
+          std::fill(d, d + (b - a), 0.0f);
+        } else {
+          const int64_t c0 = std::clamp(lo, a, b), c1 = std::clamp(hi, c0, b);
+          std::fill(d, d + (c0 - a), 0.0f);
+          if (sw == 1) {
+            for (int64_t x = c0; x < c1; ++x) d[x - a] = line[x];
+          } else if (sw == 2) {
+            for (int64_t x = c0; x < c1; ++x) d[x - a] = line[2 * x];
+          } else {
+            for (int64_t x = c0; x < c1; ++x) d[x - a] = line[x * sw];
+          }
+          std::fill(d + (c1 - a), d + (b - a), 0.0f);
+        }
+        a = b;
+      }
+    }
+    // The last panel's lanes past the last position.
+    if (positions % nr != 0) {
+      float* d = row_base + (panels - 1) * depth * nr;
+      std::fill(d + positions % nr, d + nr, 0.0f);
     }
   }
 }
@@ -352,12 +419,12 @@ class ConvKernel final : public TiledKernel {
   }
 
   void run(KernelExecution& execution) override {
-    const ConvRun r = check_conv(execution, attrs_, group_, ElementTraits<T>::type);
+    const ConvRun r = check_conv(execution, attrs_, group_, ElementTraits<T>::type, out_shape_);
     last_variant_ = "portable_loop";
     if constexpr (std::is_same_v<T, float>) {
       if (const auto dw = depthwise_of(r, group_, fusion_)) {
         const int threads = admitted_macs(r.batch * r.maps * r.g.out_size * r.g.kernel_size, execution);
-        last_variant_ = run_depthwise(execution, *dw, DepthwiseIsa::portable, threads, label_);
+        last_variant_ = run_depthwise(execution, *dw, DepthwiseIsa::portable, threads, dw_workspace_, label_);
         return;
       }
     }
@@ -374,9 +441,18 @@ class ConvKernel final : public TiledKernel {
     const GemmTiling tiling(group_maps, g.out_size, tile_m_, tile_n_);
     const int64_t tasks = r.batch * group_ * tiling.tasks_per_batch();
     const int threads = admitted_macs(r.batch * r.maps * g.out_size * depth, execution);
+    // Per-participant tiles kept across runs (sized here, outside the region).
+    slots_.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      s.scratch.acc.resize(static_cast<std::size_t>(tiling.tile_m * tiling.tile_n));
+      s.scratch.panel.resize(static_cast<std::size_t>(tile_k_ * tiling.tile_n));
+      s.origins.resize(static_cast<std::size_t>(tiling.tile_n) * g.rank);
+    }
     execution.parallel_for(tasks, 1, threads, [&](int64_t begin, int64_t end) {
-      GemmScratch<A> scratch(tiling.tile_m, tiling.tile_n, tile_k_);
-      std::vector<int64_t> origins(static_cast<std::size_t>(tiling.tile_n) * g.rank);
+      typename ScratchSlots<Slot>::Lease slot(slots_);
+      GemmScratch<A>& scratch = slot->scratch;
+      std::vector<int64_t>& origins = slot->origins;
       for (int64_t t = begin; t < end; ++t) {
         const auto task = tiling.task(t);
         const int64_t image = task.batch / group_, grp = task.batch % group_;
@@ -405,11 +481,18 @@ class ConvKernel final : public TiledKernel {
   std::string_view variant() const override { return last_variant_; }
 
  private:
+  struct Slot {
+    GemmScratch<gemm_acc_t<T>> scratch{0, 0, 0};
+    std::vector<int64_t> origins;
+  };
   SpatialAttributes attrs_;
   ConvFusion fusion_;
   int64_t group_ = 1;
+  ScratchSlots<Slot> slots_;
   std::string_view last_variant_;
   std::string label_;  // the depthwise path's variant
+  DepthwiseWorkspace dw_workspace_;
+  Shape out_shape_;
 };
 
 // Conv float32 on the packed GEMM driver (implementations "avx2", "avx512"): per (image, group)
@@ -435,20 +518,25 @@ class PackedConvKernel final : public Kernel {
     if (execution.required_input(1).rank() >= 1 && execution.required_input(1).shape()[0] / group_ < isa_.mr) {
       // Depthwise and other thin groups: a GEMM with fewer rows than the register tile wastes most
       // of it, and one GEMM per (image, group) would mean two parallel regions each; the portable
-      // loop (default tiles) runs all groups in one region.
-      const ConvRun r = check_conv(execution, attrs_, group_, ElementType::float32);
+      // loop (default tiles) runs all groups in one region. A single group (group = 1, e.g. a
+      // CNN's stem 3 -> 8 maps or a 1x1 down to 8 maps) is one GEMM per image: the packed path
+      // with a partly filled register tile still beats the scalar loop (ppocr_cls's stem
+      // Conv [1,3,48,192] -> 8 maps: 206 us in the portable loop, 18% of the model).
+      const ConvRun r = check_conv(execution, attrs_, group_, ElementType::float32, out_shape_);
       if (const auto dw = depthwise_of(r, group_, fusion_)) {
         const int admitted =
             admitted_threads_for(r.batch * r.maps * r.g.out_size * r.g.kernel_size, minimum_macs_, execution.threads());
         last_variant_ = run_depthwise(execution, *dw, std::string_view(isa_.name) == "avx512" ? DepthwiseIsa::avx512 : DepthwiseIsa::avx2,
-                                      admitted, label_);
+                                      admitted, dw_workspace_, label_);
         return;
       }
-      thin_groups_.run(execution);
-      last_variant_ = thin_groups_.variant();
-      return;
+      if (group_ > 1) {
+        thin_groups_.run(execution);
+        last_variant_ = thin_groups_.variant();
+        return;
+      }
     }
-    const ConvRun r = check_conv(execution, attrs_, group_, ElementType::float32);
+    const ConvRun r = check_conv(execution, attrs_, group_, ElementType::float32, out_shape_);
     if (r.y->element_count() == 0) return;
     const Geometry& g = r.g;
     // 1x1, stride 1, no pads: the im2col matrix is X's rows themselves, packed by the ISA's own
@@ -471,7 +559,13 @@ class PackedConvKernel final : public Kernel {
         const bool in_tasks = pointwise && pack_b_in_tasks(blocking_, r.group_maps, r.depth);
         if (pointwise && !in_tasks) pack_b_matrices(&execution, admitted, isa_, 1, r.depth, g.out_size,
                                                      [&](int64_t) { return activation; }, packed);
-        if (!pointwise) execution.parallel_for(panels, 1, admitted, [&](int64_t begin, int64_t end) {
+        if (!pointwise && g.rank == 2) {
+          // 2-D: im2col row by row across all panels (per (row, output row) bookkeeping, not per
+          // (row, panel)), in parallel over rows; the same values in the same places.
+          execution.parallel_for(r.depth, 8, admitted, [&](int64_t begin, int64_t end) {
+            gather_rows_2d(g, planes, begin, end, r.depth, nr, packed);
+          });
+        } else if (!pointwise) execution.parallel_for(panels, 1, admitted, [&](int64_t begin, int64_t end) {
           int64_t origins[kMaxSpatial * 64];  // NR <= 64 window origins
           for (int64_t q = begin; q < end; ++q) {
             const int64_t j0 = q * nr, nc = std::min(nr, g.out_size - j0);
@@ -493,16 +587,27 @@ class PackedConvKernel final : public Kernel {
                                           g.out_size,
                                           in_tasks ? packed : nullptr,
                                           activation};
-        packed_gemm(execution, admitted, isa_, blocking_, 1, r.group_maps, g.out_size, r.depth,
-                    r.bias != nullptr || relu_only ? &bias : nullptr, [&](int64_t) { return operands; }, in_tasks);
-        if (!relu_only && !fusion_.plain(r)) {
-          // Other epilogues: over this (image, group)'s block just written (the driver has no
-          // per-task hook), in parallel over its rows.
-          const int64_t offset = result - out;
-          execution.parallel_for(r.group_maps, 1, admitted, [&](int64_t begin, int64_t end) {
-            fusion_.apply(r, result + begin * g.out_size, offset + begin * g.out_size, (end - begin) * g.out_size);
-          });
-        }
+        // Other epilogues (residual Z, non-Relu activations): on each register tile as soon as the
+        // micro-kernel stored it, still in L1; the same operations on the same values as a second
+        // pass over Y would do, so the same bits.
+        struct TileContext {
+          const ConvFusion* fusion;
+          const ConvRun* run;
+          const float* y;
+        } tile_context{&fusion_, &r, out};
+        const PackedGemmTileHook hook{[](const void* context, int64_t, int64_t, int64_t, int rows, int cols, float* c,
+                                         int64_t ldc) {
+                                        const auto& t = *static_cast<const TileContext*>(context);
+                                        for (int row = 0; row < rows; ++row) {
+                                          float* y = c + row * ldc;
+                                          t.fusion->apply(*t.run, y, y - t.y, cols);
+                                        }
+                                      },
+                                      &tile_context};
+        const bool hooked = !relu_only && !fusion_.plain(r);
+        packed_gemm_hooked(execution, admitted, isa_, blocking_, 1, r.group_maps, g.out_size, r.depth,
+                           r.bias != nullptr || relu_only ? &bias : nullptr, hooked ? &hook : nullptr,
+                           [&](int64_t) { return operands; }, in_tasks);
       }
   }
 
@@ -520,6 +625,8 @@ class PackedConvKernel final : public Kernel {
   std::string variant_, pointwise_variant_;
   std::string_view last_variant_;
   std::string label_;  // the depthwise path's variant
+  DepthwiseWorkspace dw_workspace_;
+  Shape out_shape_;
 };
 
 // One spatial axis of a 2-D pool, precomputed per run so that no output or tap divides: for
@@ -529,7 +636,8 @@ struct PoolAxis {
   std::vector<int64_t> start, first, last, padded;
   int64_t interior_begin = 0, interior_end = 0;  // outputs whose every tap lies inside
 
-  PoolAxis(const Geometry& g, std::size_t axis) {
+  // Recomputed in place each run: the vectors keep their capacity, so a repeated shape allocates nothing.
+  void reset(const Geometry& g, std::size_t axis) {
     const int64_t in = g.in[axis], k = g.kernel[axis], s = g.stride[axis], d = g.dilation[axis];
     const int64_t n = g.out[axis];
     start.resize(static_cast<std::size_t>(n));
@@ -580,7 +688,8 @@ class PoolKernel final : public ThresholdKernel {
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
     const Geometry g = resolve(attrs_, x.shape(), attrs_.kernel_shape, execution.label());
-    Shape out_shape{x.shape()[0], x.shape()[1]};
+    Shape& out_shape = out_shape_;
+    out_shape.assign({x.shape()[0], x.shape()[1]});
     for (std::size_t i = 0; i < g.rank; ++i) out_shape.push_back(g.out[i]);
     Tensor& y = checked_output(execution, 0, ElementTraits<T>::type, out_shape, /*zero=*/false);
     int64_t* indices = nullptr;
@@ -652,13 +761,19 @@ class PoolKernel final : public ThresholdKernel {
   // generic loop above, so results are identical; interior columns run tap by tap over the whole
   // interior span, a loop the compiler vectorises along W.
   void run_2d(KernelExecution& execution, const Geometry& g, const T* in, T* out, int64_t* indices,
-              const int64_t* index_stride, int64_t lines, int threads) const {
+              const int64_t* index_stride, int64_t lines, int threads) {
     using C = compute_t<T>;
-    const PoolAxis rows(g, 0), cols(g, 1);
+    rows_.reset(g, 0);
+    cols_.reset(g, 1);
+    const PoolAxis& rows = rows_;
+    const PoolAxis& cols = cols_;
+    acc_.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
+    for (std::size_t i = 0; i < acc_.size(); ++i) acc_[i].resize(static_cast<std::size_t>(g.out[1]));
     const int64_t out_h = g.out[0], out_w = g.out[1], in_w = g.in[1];
     const int64_t sx = g.stride[1], dy = g.dilation[0], dx = g.dilation[1];
     execution.parallel_for(lines, 1, threads, [&](int64_t begin, int64_t end) {
-      std::vector<C> acc(static_cast<std::size_t>(out_w));
+      typename ScratchSlots<std::vector<C>>::Lease slot(acc_);
+      std::vector<C>& acc = *slot;
       for (int64_t line = begin; line < end; ++line) {
         const int64_t plane = line / out_h, oy = line % out_h;
         const auto r = static_cast<std::size_t>(oy);
@@ -749,6 +864,10 @@ class PoolKernel final : public ThresholdKernel {
   SpatialAttributes attrs_;
   bool column_major_ = false;
   bool count_include_pad_ = false;
+  // run_2d's per-axis windows and per-participant accumulator rows, kept across runs.
+  PoolAxis rows_, cols_;
+  Shape out_shape_;
+  ScratchSlots<std::vector<compute_t<T>>> acc_;
 };
 
 // Calibration: 3x3 windows, stride 1, pads 1 over [1, c, 16, 16]; the threshold counts output

@@ -1,7 +1,9 @@
 #include "kernels/depthwise_conv.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,23 +14,23 @@ namespace onnx_light::runtime::kernels {
 
 namespace {
 
-// The padded plane's geometry, shared by every plane of a run.
-struct Layout {
-  int64_t rows = 0;         // padded rows any output reads
-  int64_t phase_width = 0;  // columns of one stride phase
-  bool direct = false;      // the input plane itself serves (stride 1 across, nothing padded)
-  int64_t taps = 0;
-  std::vector<int64_t> tap_phase, tap_column, tap_row;  // per tap (ky, kx) row-major
-  std::vector<int64_t> phase_begin, phase_end;          // per phase: columns that hold input values
-};
+using Layout = DepthwiseWorkspace::Layout;
 
-Layout layout_of(const DepthwiseConv& c) {
-  Layout l;
+// Output widths below which a stride-1 plane runs as one flat row (see run_depthwise_conv).
+constexpr int64_t kFlatBelowWidth = 64;
+
+// Fills `l` in place (its vectors keep their capacity across runs).
+void layout_of(const DepthwiseConv& c, Layout& l) {
   l.rows = c.stride_h * (c.out_h - 1) + (c.kernel_h - 1) * c.dilation_h + 1;
   l.phase_width = c.out_w + (c.kernel_w - 1) * c.dilation_w / c.stride_w;
   l.direct = c.stride_w == 1 && c.pad_top == 0 && c.pad_left == 0 && l.rows <= c.in_h && l.phase_width <= c.in_w;
   if (l.direct) l.phase_width = c.in_w;  // rows keep the input's stride
   l.taps = c.kernel_h * c.kernel_w;
+  l.tap_phase.clear();
+  l.tap_column.clear();
+  l.tap_row.clear();
+  l.phase_begin.clear();
+  l.phase_end.clear();
   for (int64_t ky = 0; ky < c.kernel_h; ++ky)
     for (int64_t kx = 0; kx < c.kernel_w; ++kx) {
       l.tap_phase.push_back(kx * c.dilation_w % c.stride_w);
@@ -44,28 +46,29 @@ Layout layout_of(const DepthwiseConv& c) {
     l.phase_begin.push_back(std::min(begin, l.phase_width));
     l.phase_end.push_back(std::clamp(end, std::min(begin, l.phase_width), l.phase_width));
   }
-  return l;
 }
 
-// Pads `plane` with zeros and splits it by column phase into dst (phase-major, then rows).
-void fill_phases(const DepthwiseConv& c, const Layout& l, const float* plane, float* dst) {
+// Pads `plane` with zeros and splits it by column phase into dst (phase-major, then rows). With
+// `pads_ready` dst already holds this layout's zeros (a slot reused for the same layout), and only
+// the input values are copied: on small planes the zero fills cost as much as the taps.
+void fill_phases(const DepthwiseConv& c, const Layout& l, const float* plane, float* dst, bool pads_ready) {
   for (int64_t p = 0; p < c.stride_w; ++p) {
     const int64_t begin = l.phase_begin[static_cast<std::size_t>(p)], end = l.phase_end[static_cast<std::size_t>(p)];
     for (int64_t r = 0; r < l.rows; ++r) {
       float* d = dst + (p * l.rows + r) * l.phase_width;
       const int64_t in_row = r - c.pad_top;
       if (in_row < 0 || in_row >= c.in_h || begin >= end) {
-        std::fill(d, d + l.phase_width, 0.0f);
+        if (!pads_ready) std::fill(d, d + l.phase_width, 0.0f);
         continue;
       }
-      std::fill(d, d + begin, 0.0f);
+      if (!pads_ready) std::fill(d, d + begin, 0.0f);
       const float* s = plane + in_row * c.in_w + c.stride_w * begin + p - c.pad_left;
       if (c.stride_w == 1) {
         std::memcpy(d + begin, s, static_cast<std::size_t>(end - begin) * sizeof(float));
       } else {
         for (int64_t i = begin; i < end; ++i) d[i] = s[(i - begin) * c.stride_w];
       }
-      std::fill(d + end, d + l.phase_width, 0.0f);
+      if (!pads_ready) std::fill(d + end, d + l.phase_width, 0.0f);
     }
   }
 }
@@ -97,29 +100,42 @@ void portable_row(const simd::DwconvF32Row& r) {
 
 }  // namespace
 
-std::string depthwise_variant(const DepthwiseConv& c, DepthwiseIsa isa) {
+void depthwise_variant(const DepthwiseConv& c, DepthwiseIsa isa, std::string& out) {
   const char* name = isa == DepthwiseIsa::avx512 ? "avx512" : isa == DepthwiseIsa::avx2 ? "avx2" : "portable";
-  std::string stride = c.stride_h == c.stride_w ? fmt::format("s{}", c.stride_h) : fmt::format("s{}x{}", c.stride_h, c.stride_w);
-  if (c.dilation_h != 1 || c.dilation_w != 1)
-    stride += c.dilation_h == c.dilation_w ? fmt::format("d{}", c.dilation_h) : fmt::format("d{}x{}", c.dilation_h, c.dilation_w);
-  return fmt::format("dwconv_{}x{}{}_{}", c.kernel_h, c.kernel_w, stride, name);
+  out.clear();
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "dwconv_{}x{}", c.kernel_h, c.kernel_w);
+  if (c.stride_h == c.stride_w) fmt::format_to(it, "s{}", c.stride_h);
+  else fmt::format_to(it, "s{}x{}", c.stride_h, c.stride_w);
+  if (c.dilation_h != 1 || c.dilation_w != 1) {
+    if (c.dilation_h == c.dilation_w) fmt::format_to(it, "d{}", c.dilation_h);
+    else fmt::format_to(it, "d{}x{}", c.dilation_h, c.dilation_w);
+  }
+  fmt::format_to(it, "_{}", name);
 }
 
-void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, DepthwiseIsa isa, int admitted) {
-  const Layout l = layout_of(c);
+std::string depthwise_variant(const DepthwiseConv& c, DepthwiseIsa isa) {
+  std::string out;
+  depthwise_variant(c, isa, out);
+  return out;
+}
+
+void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, DepthwiseIsa isa, int admitted,
+                        DepthwiseWorkspace& workspace) {
+  layout_of(c, workspace.layout);
+  const Layout& l = workspace.layout;
   const int64_t planes = c.batch * c.maps, multiplier = c.maps / c.channels;
   const int64_t in_plane = c.in_h * c.in_w, out_plane = c.out_h * c.out_w;
   void (*row_fn)(const simd::DwconvF32Row&) = portable_row;
   void (*rows2_fn)(const simd::DwconvF32Row&, const float* const*, int64_t, const float*, float*) = nullptr;
 #if defined(ONNX_LIGHT_X86_SIMD)
   // Only reached after the kernel table found the host able to run the ISA.
-  if (isa == DepthwiseIsa::avx512) {
-    row_fn = simd::dwconv_f32_row_avx512;
-    rows2_fn = simd::dwconv_f32_rows2_avx512;
-  }
-  if (isa == DepthwiseIsa::avx2) {
-    row_fn = simd::dwconv_f32_row_avx2;
-    rows2_fn = simd::dwconv_f32_rows2_avx2;
+  // 3x3 takes the fixed-tap rows (same results, no per-tap pointer or weight reloads).
+  if (isa == DepthwiseIsa::avx512 || isa == DepthwiseIsa::avx2) {
+    const simd::DwconvF32Kernels k = isa == DepthwiseIsa::avx512 ? simd::dwconv_f32_kernels_avx512(c.kernel_h, c.kernel_w)
+                                                                 : simd::dwconv_f32_kernels_avx2(c.kernel_h, c.kernel_w);
+    row_fn = k.row;
+    rows2_fn = k.rows2;
   }
 #else
   isa = DepthwiseIsa::portable;
@@ -128,20 +144,57 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
   const bool activation_after = row_activation == simd::dwconv_f32_none && !c.epilogue.is_identity();
   // Pairs of rows share their input rows' loads where consecutive output rows are one input row apart.
   const bool pairs = rows2_fn != nullptr && c.stride_h == 1 && c.dilation_h == 1;
+  // Narrow planes at stride 1 without a residual: the whole plane as one long row over the padded
+  // pitch (the columns between output rows computed and dropped), then copied out row by row; one
+  // call per plane with full vectors instead of out_h short rows with masked tails. Each output's
+  // FMA chain and epilogue are those of its own row, so the bits are the same.
+  const bool flat = c.stride_h == 1 && c.stride_w == 1 && c.z == nullptr && c.out_h > 1 && c.out_w < kFlatBelowWidth;
+  const int64_t flat_n = (c.out_h - 1) * l.phase_width + c.out_w;
+  // Every participant's slot sized here, outside the region (grows only); a slot's pads are zeroed
+  // once per layout (the copies write only input values).
+  ScratchSlots<DepthwiseWorkspace::Slot>& slots = workspace.slots;
+  slots.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
+  const std::size_t plane_floats = l.direct ? 0 : static_cast<std::size_t>(c.stride_w * l.rows * l.phase_width);
+  const std::array<int64_t, 8> signature{c.stride_w, l.rows, l.phase_width, c.pad_top, c.pad_left, c.in_h, c.in_w,
+                                         static_cast<int64_t>(plane_floats)};
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    DepthwiseWorkspace::Slot& s = slots[i];
+    if (s.plane.size() < plane_floats) s.plane.resize(plane_floats);
+    if (s.signature != signature && plane_floats > 0) {
+      std::fill(s.plane.begin(), s.plane.begin() + static_cast<std::ptrdiff_t>(plane_floats), 0.0f);
+      s.signature = signature;
+    }
+    if (flat && s.flat.size() < static_cast<std::size_t>(flat_n)) s.flat.resize(static_cast<std::size_t>(flat_n));
+    s.src.resize(static_cast<std::size_t>(l.taps));
+    s.below.resize(static_cast<std::size_t>(c.kernel_w));
+  }
   execution.parallel_for(planes, 1, admitted, [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(l.direct ? 0 : static_cast<std::size_t>(c.stride_w * l.rows * l.phase_width));
-    std::vector<const float*> src(static_cast<std::size_t>(l.taps)), below(static_cast<std::size_t>(c.kernel_w));
+    ScratchSlots<DepthwiseWorkspace::Slot>::Lease slot(slots);
+    float* scratch = slot->plane.data();
+    std::vector<const float*>& src = slot->src;
+    std::vector<const float*>& below = slot->below;
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t image = plane / c.maps, map = plane % c.maps;
       const float* input = c.x + (image * c.channels + map / multiplier) * in_plane;
       const float* base = input;
       if (!l.direct) {
-        fill_phases(c, l, input, scratch.data());
-        base = scratch.data();
+        fill_phases(c, l, input, scratch, /*pads_ready=*/true);
+        base = scratch;
       }
       simd::DwconvF32Row row{src.data(), c.w + map * l.taps, l.taps, c.out_w,
                              c.bias != nullptr ? c.bias[map] : 0.0f, nullptr, row_activation,
                              c.epilogue.alpha, c.epilogue.beta, nullptr};
+      if (flat) {
+        for (std::size_t t = 0; t < src.size(); ++t) src[t] = base + l.tap_row[t] * l.phase_width + l.tap_column[t];
+        row.n = flat_n;
+        row.y = slot->flat.data();
+        row_fn(row);
+        float* y = c.y + plane * out_plane;
+        for (int64_t oy = 0; oy < c.out_h; ++oy)
+          std::memcpy(y + oy * c.out_w, row.y + oy * l.phase_width, static_cast<std::size_t>(c.out_w) * sizeof(float));
+        if (activation_after) apply_activation(c.epilogue, y, out_plane);
+        continue;
+      }
       for (int64_t oy = 0; oy < c.out_h;) {
         const int64_t r0 = oy * c.stride_h;
         for (std::size_t t = 0; t < src.size(); ++t)

@@ -4,12 +4,16 @@
 // Each (image, output map) plane is padded with zeros and split by the column stride's phase into
 // a per-thread scratch once, so that every output row is a list of contiguous tap rows (no
 // division, no bounds test per output or per tap): the SIMD rows of simd/dwconv_f32.h, or a
-// portable loop. The fused epilogue (bias, residual Z, activation) runs on each row as it is
+// portable loop; narrow stride-1 planes without a residual run as one flat row over the padded
+// pitch. The fused epilogue (bias, residual Z, activation) runs on each row as it is
 // stored. Results are independent of the thread count (each output's sum has a fixed order).
+#include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/epilogue.h"
+#include "kernels/scratch_slots.h"
 #include "onnx_light/runtime/kernel.h"
 
 namespace onnx_light::runtime::kernels {
@@ -29,10 +33,34 @@ struct DepthwiseConv {
 
 enum class DepthwiseIsa { portable, avx2, avx512 };
 
+// What a run needs besides its operands, kept by the kernel across runs so that a steady-state
+// run allocates nothing: the padded plane's geometry and one scratch slot per participant.
+struct DepthwiseWorkspace {
+  struct Layout {
+    int64_t rows = 0;         // padded rows any output reads
+    int64_t phase_width = 0;  // columns of one stride phase
+    bool direct = false;      // the input plane itself serves (stride 1 across, nothing padded)
+    int64_t taps = 0;
+    std::vector<int64_t> tap_phase, tap_column, tap_row;  // per tap (ky, kx) row-major
+    std::vector<int64_t> phase_begin, phase_end;          // per phase: columns that hold input values
+  };
+  struct Slot {
+    std::vector<float> plane;  // the padded, phase-split plane
+    std::array<int64_t, 8> signature{};  // the layout whose pads `plane` holds as zeros
+    std::vector<float> flat;   // a narrow plane's outputs at the padded pitch
+    std::vector<const float*> src, below;
+  };
+  Layout layout;
+  ScratchSlots<Slot> slots;
+};
+
 // Runs it in parallel over (image, map) planes with up to `admitted` threads.
-void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& conv, DepthwiseIsa isa, int admitted);
+void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& conv, DepthwiseIsa isa, int admitted,
+                        DepthwiseWorkspace& workspace);
 
 // "dwconv_3x3s1_avx512", "dwconv_5x5s2_portable": what run_depthwise_conv ran, for Kernel::variant().
 std::string depthwise_variant(const DepthwiseConv& conv, DepthwiseIsa isa);
+// The same written into `out` (no allocation once `out` has held a label as long).
+void depthwise_variant(const DepthwiseConv& conv, DepthwiseIsa isa, std::string& out);
 
 }  // namespace onnx_light::runtime::kernels

@@ -98,6 +98,12 @@ PackedGemmPlan plan_packed_gemm(const PackedGemmIsa& isa, const GemmBlocking& bl
 void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan, int64_t begin, int64_t end,
                            const PackedGemmOperands* (*operands_of)(const void*, int64_t), const void* context,
                            const simd::GemmF32Epilogue* epilogue) {
+  run_packed_gemm_tasks(isa, plan, begin, end, operands_of, context, epilogue, nullptr);
+}
+
+void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan, int64_t begin, int64_t end,
+                           const PackedGemmOperands* (*operands_of)(const void*, int64_t), const void* context,
+                           const simd::GemmF32Epilogue* epilogue, const PackedGemmTileHook* hook) {
   const int64_t mr = isa.mr, nr = isa.nr, k = plan.k;
   const int64_t max_rows = ceil_div(plan.row_panels, plan.row_blocks) * mr;
   const bool whole_depth = max_rows * k <= kWholeDepthAFloats;
@@ -147,6 +153,7 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
             }
             isa.kernel_direct_a(kc, a.data + i * a.row_stride + k0, a.row_stride, pb, ops->c + i * ops->ldc + j,
                                 ops->ldc, rows, cols, k0 > 0 ? 1 : 0, tile_last != nullptr ? &tile_epilogue : nullptr);
+            if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
           }
         }
         if (last) break;
@@ -183,6 +190,7 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
           }
           isa.kernel(kc, a_buffer + p * panel_stride + a_offset, pb, ops->c + i * ops->ldc + j, ops->ldc, rows, cols,
                      k0 > 0 ? 1 : 0, tile_last != nullptr ? &tile_epilogue : nullptr);
+          if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
         }
       }
       if (last) break;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/simd/gemm_f32.h"
@@ -137,17 +138,30 @@ inline bool pack_b_in_tasks(const GemmBlocking& blocking, int64_t m, int64_t k) 
   return m * std::min(k, blocking.k) <= kMaxAFloats;
 }
 
+// Called on each finished register tile right after the micro-kernel stored it (last k-block,
+// bias and Relu applied), while it is still in L1: a FusedConv's residual and non-Relu activation
+// (issue 15 §3) instead of a second pass over C. Rows [i, i + rows) x columns [j, j + cols) of
+// batch `batch`'s C, the tile at c (row stride ldc). Must touch only that tile.
+struct PackedGemmTileHook {
+  void (*fn)(const void* context, int64_t batch, int64_t i, int64_t j, int rows, int cols, float* c, int64_t ldc);
+  const void* context;
+};
+
 // Runs tasks [begin, end) of `plan`; operands_of(batch) -> PackedGemmOperands. `epilogue` (nullptr
 // for a plain product) has its bias relative to C's element (0, 0).
 void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan, int64_t begin, int64_t end,
                            const PackedGemmOperands* (*operands_of)(const void*, int64_t), const void* context,
                            const simd::GemmF32Epilogue* epilogue);
+// The same with a tile hook (nullptr: none).
+void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan, int64_t begin, int64_t end,
+                           const PackedGemmOperands* (*operands_of)(const void*, int64_t), const void* context,
+                           const simd::GemmF32Epilogue* epilogue, const PackedGemmTileHook* hook);
 
-// The whole product: plans, then runs the tasks in parallel with up to `admitted` threads.
+// The whole product with a tile hook (packed_gemm below without one).
 template <typename OperandsOf>
-void packed_gemm(KernelExecution& execution, int admitted, const PackedGemmIsa& isa, const GemmBlocking& blocking,
-                 int64_t batches, int64_t m, int64_t n, int64_t k, const simd::GemmF32Epilogue* epilogue,
-                 OperandsOf&& operands_of, bool single_row_block = false) {
+void packed_gemm_hooked(KernelExecution& execution, int admitted, const PackedGemmIsa& isa, const GemmBlocking& blocking,
+                        int64_t batches, int64_t m, int64_t n, int64_t k, const simd::GemmF32Epilogue* epilogue,
+                        const PackedGemmTileHook* hook, OperandsOf&& operands_of, bool single_row_block = false) {
   const PackedGemmPlan plan = plan_packed_gemm(isa, blocking, batches, m, n, k, admitted, single_row_block);
   struct Context {
     OperandsOf* f;
@@ -160,8 +174,17 @@ void packed_gemm(KernelExecution& execution, int admitted, const PackedGemmIsa& 
   };
   execution.parallel_for(plan.tasks(), 1, admitted, [&](int64_t begin, int64_t end) {
     Context context{&operands_of, {}};
-    run_packed_gemm_tasks(isa, plan, begin, end, thunk, &context, epilogue);
+    run_packed_gemm_tasks(isa, plan, begin, end, thunk, &context, epilogue, hook);
   });
+}
+
+// The whole product: plans, then runs the tasks in parallel with up to `admitted` threads.
+template <typename OperandsOf>
+void packed_gemm(KernelExecution& execution, int admitted, const PackedGemmIsa& isa, const GemmBlocking& blocking,
+                 int64_t batches, int64_t m, int64_t n, int64_t k, const simd::GemmF32Epilogue* epilogue,
+                 OperandsOf&& operands_of, bool single_row_block = false) {
+  packed_gemm_hooked(execution, admitted, isa, blocking, batches, m, n, k, epilogue, nullptr,
+                     std::forward<OperandsOf>(operands_of), single_row_block);
 }
 
 }  // namespace onnx_light::runtime::kernels

@@ -255,7 +255,10 @@ class ReduceKernel final : public ThresholdKernel {
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
     const int64_t rank = static_cast<int64_t>(x.rank());
-    std::vector<int64_t> axes = axes_;
+    // Members rather than locals, and the layout rebuilt only when the shape or the axes change:
+    // a steady-state run (GlobalAveragePool in a CNN) allocates nothing.
+    std::vector<int64_t>& axes = run_axes_;
+    axes.assign(axes_.begin(), axes_.end());
     bool noop = false;
     if (source_ == AxesSource::input) {
       if (const Tensor* a = execution.input(1)) axes = read_int64_values(*a, execution.label(), "axes");
@@ -271,13 +274,20 @@ class ReduceKernel final : public ThresholdKernel {
       std::copy_n(x.data<T>(), x.element_count(), y.data<T>());
       return;
     }
-    std::vector<bool> reduced(static_cast<std::size_t>(rank), axes.empty() && source_ != AxesSource::spatial);
+    std::vector<bool>& reduced = run_reduced_;
+    reduced.assign(static_cast<std::size_t>(rank), axes.empty() && source_ != AxesSource::spatial);
     for (int64_t axis : axes) {
       auto d = static_cast<std::size_t>(normalize_axis(axis, rank, execution.label(), "axes"));
       if (reduced[d]) throw InputError(fmt::format("{}: axis {} is listed twice in {}", execution.label(), axis, axes));
       reduced[d] = true;
     }
-    const ReduceLayout layout = make_layout(x.shape(), reduced, keepdims_);
+    if (!layout_valid_ || layout_input_ != x.shape() || layout_reduced_ != reduced) {
+      layout_ = make_layout(x.shape(), reduced, keepdims_);
+      layout_input_ = x.shape();
+      layout_reduced_ = reduced;
+      layout_valid_ = true;
+    }
+    const ReduceLayout& layout = layout_;
     Tensor& y = execution.output(0, ElementTraits<T>::type, layout.output_shape);
     const T* in = x.data<T>();
     T* out = y.data<T>();
@@ -347,6 +357,11 @@ class ReduceKernel final : public ThresholdKernel {
 
   AxesSource source_;
   std::vector<int64_t> axes_;
+  std::vector<int64_t> run_axes_;
+  std::vector<bool> run_reduced_, layout_reduced_;
+  Shape layout_input_;
+  ReduceLayout layout_;
+  bool layout_valid_ = false;
   bool keepdims_ = true;
   bool noop_with_empty_axes_ = false;
 };

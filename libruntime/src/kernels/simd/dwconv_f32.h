@@ -44,4 +44,15 @@ void dwconv_f32_rows2_avx2(const DwconvF32Row& first, const float* const* below_
 void dwconv_f32_rows2_avx512(const DwconvF32Row& first, const float* const* below_src, int64_t kernel_w,
                              const float* below_z, float* below_y);
 
+// The row functions to use for a kernel size: for 3x3 the taps are compile-time constants
+// (unrolled, weights held in registers; `fixed` set), else dwconv_f32_row/rows2 above. Same
+// contracts and bit-identical results.
+struct DwconvF32Kernels {
+  void (*row)(const DwconvF32Row&);
+  void (*rows2)(const DwconvF32Row&, const float* const*, int64_t, const float*, float*);
+  bool fixed;
+};
+DwconvF32Kernels dwconv_f32_kernels_avx2(int64_t kernel_h, int64_t kernel_w);
+DwconvF32Kernels dwconv_f32_kernels_avx512(int64_t kernel_h, int64_t kernel_w);
+
 }  // namespace onnx_light::runtime::kernels::simd

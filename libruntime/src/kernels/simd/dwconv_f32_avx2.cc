@@ -45,4 +45,8 @@ void dwconv_f32_rows2_avx2(const DwconvF32Row& first, const float* const* below_
   dwconv_rows2<Avx2>(first, below_src, kernel_w, below_z, below_y);
 }
 
+DwconvF32Kernels dwconv_f32_kernels_avx2(int64_t kernel_h, int64_t kernel_w) {
+  return dwconv_kernels_for<Avx2>(kernel_h, kernel_w);
+}
+
 }  // namespace onnx_light::runtime::kernels::simd

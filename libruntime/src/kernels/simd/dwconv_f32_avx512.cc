@@ -48,4 +48,8 @@ void dwconv_f32_rows2_avx512(const DwconvF32Row& first, const float* const* belo
   dwconv_rows2<Avx512>(first, below_src, kernel_w, below_z, below_y);
 }
 
+DwconvF32Kernels dwconv_f32_kernels_avx512(int64_t kernel_h, int64_t kernel_w) {
+  return dwconv_kernels_for<Avx512>(kernel_h, kernel_w);
+}
+
 }  // namespace onnx_light::runtime::kernels::simd
