@@ -223,7 +223,8 @@ SequentialSearchResult run_threshold_search(const CalibrationOptions& options, C
   SequentialSearchSettings s;
   s.margin = options.search.margin;
   s.consecutive_wins = options.search.consecutive_wins;
-  s.minimum_pairs = std::max(1, options.minimum_repetitions);
+  // Five pairs is the fewest whose full range covers the median with >= 93.75%.
+  s.minimum_pairs = std::max(5, options.minimum_repetitions);
   s.maximum_pairs = std::max(s.minimum_pairs, options.maximum_repetitions);
   s.first_size = std::max<int64_t>(1, options.first_size);
   s.minimum_value = min_value;
