@@ -132,14 +132,23 @@ class PairSource {
                                         size, bytes, options_.maximum_memory_bytes);
         return batch;
       }
+    if (!warmed_) {
+      // Discarded first pass: the first case of a process pays one-off costs (kernel and pool
+      // start-up, first-touch pages) that would bias its ratios and inflate every cost prediction.
+      warmed_ = true;
+      for (int v = 0; v < bench_.variants(); ++v) bench_.measure(size, v, configurations_, deadline_ns_, 1, 1);
+    }
     const int64_t now = clock_.now_ns();
-    // Predicted cost: the last batch's cost per run (pairs + the warm-up pair), scaled up with
-    // the size; warm-ups and minimum pairs count against the budget.
-    if (last_size_ > 0) {
-      double per_run = static_cast<double>(last_cost_ns_) / (last_pairs_ + 1);
-      double scale = std::max(1.0, static_cast<double>(size) / static_cast<double>(last_size_));
-      auto predicted = static_cast<int64_t>(per_run * (pairs + 1) * scale);
-      if (now + predicted > deadline_ns_) {
+    // Predicted cost, warm-ups and minimum pairs included: a size's first batch (inputs, sessions,
+    // warm-ups, validation) scales with the size from the last first batch; a further batch at a
+    // measured size costs its pairs at that size's rate. A 25% allowance absorbs jitter.
+    const bool known = size == current_size_ && current_pair_ns_ > 0;
+    if (known || last_first_cost_ns_ > 0) {
+      double predicted = known ? current_pair_ns_ * pairs
+                               : static_cast<double>(last_first_cost_ns_) *
+                                     std::max(1.0, static_cast<double>(size) / static_cast<double>(last_first_size_)) *
+                                     (pairs + 2.0) / (last_first_pairs_ + 2.0);
+      if (static_cast<double>(now) + predicted * 1.25 > static_cast<double>(deadline_ns_)) {
         batch.stop_reason = fmt::format("the time budget ran out after {} batch{} of pairs", batches_, batches_ == 1 ? "" : "es");
         return batch;
       }
@@ -180,9 +189,16 @@ class PairSource {
     candidate.resize(complete);
     batch.serial_ns = median(serial);
     batch.candidate_ns = median(candidate);
-    last_cost_ns_ = clock_.now_ns() - now;
-    last_size_ = size;
-    last_pairs_ = pairs;
+    const int64_t cost = clock_.now_ns() - now;
+    if (!known) {
+      last_first_cost_ns_ = std::max<int64_t>(cost, 1);
+      last_first_size_ = size;
+      last_first_pairs_ = pairs;
+      current_size_ = size;
+      current_pair_ns_ = 0;
+    }
+    // Per pair at this size, the batch's overhead spread over its pairs (on the safe side).
+    current_pair_ns_ = static_cast<double>(cost) / std::max(1, pairs);
     ++batches_;
     if (batch.ratios.empty()) batch.stop_reason = "the time budget ran out during a case";
     return batch;
@@ -202,10 +218,13 @@ class PairSource {
   CaseBenchmark& bench_;
   int64_t deadline_ns_;
   std::vector<TuningValues> configurations_;
-  int64_t last_cost_ns_ = 0;
-  int64_t last_size_ = 0;
-  int last_pairs_ = 0;
+  int64_t last_first_cost_ns_ = 0;  // the last first batch at a new size
+  int64_t last_first_size_ = 1;
+  int last_first_pairs_ = 0;
+  int64_t current_size_ = 0;
+  double current_pair_ns_ = 0;  // per pair at current_size_, overhead included
   int batches_ = 0;
+  bool warmed_ = false;
 };
 
 SequentialSearchResult run_threshold_search(const CalibrationOptions& options, CalibrationClock& clock, CaseBenchmark& bench,
