@@ -132,10 +132,10 @@ class PairSource {
                                         size, bytes, options_.maximum_memory_bytes);
         return batch;
       }
-    if (!warmed_) {
+    if (warm_up) {
       // Discarded first pass: the first case of a process pays one-off costs (kernel and pool
       // start-up, first-touch pages) that would bias its ratios and inflate every cost prediction.
-      warmed_ = true;
+      warm_up = false;
       for (int v = 0; v < bench_.variants(); ++v) bench_.measure(size, v, configurations_, deadline_ns_, 1, 1);
     }
     const int64_t now = clock_.now_ns();
@@ -206,6 +206,7 @@ class PairSource {
 
   CalibrationProgress progress;
   int64_t progress_start_ns = 0;
+  bool warm_up = false;  // run one discarded pass before the first batch
 
  private:
   static double median(std::vector<double> v) {
@@ -224,12 +225,12 @@ class PairSource {
   int64_t current_size_ = 0;
   double current_pair_ns_ = 0;  // per pair at current_size_, overhead included
   int batches_ = 0;
-  bool warmed_ = false;
 };
 
 SequentialSearchResult run_threshold_search(const CalibrationOptions& options, CalibrationClock& clock, CaseBenchmark& bench,
                                             int64_t deadline_ns, const runtime::ParameterSpec& spec, const TuningValues& base,
-                                            int64_t default_value, const CalibrationProgress& progress, int64_t start_ns) {
+                                            int64_t default_value, const CalibrationProgress& progress, int64_t start_ns,
+                                            bool warm_up) {
   TuningValues serial = base;
   TuningValues candidate = base;
   const int64_t max_value = spec.maximum ? static_cast<int64_t>(*spec.maximum) : std::numeric_limits<int64_t>::max() / 4;
@@ -239,6 +240,7 @@ SequentialSearchResult run_threshold_search(const CalibrationOptions& options, C
   PairSource source(options, clock, bench, deadline_ns, {serial, candidate});
   source.progress = progress;
   source.progress_start_ns = start_ns;
+  source.warm_up = warm_up;
   SequentialSearchSettings s;
   s.margin = options.search.margin;
   s.consecutive_wins = options.search.consecutive_wins;
@@ -511,8 +513,9 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
           for (int r = 0; r < options.repeat; ++r) {
             progress.repeat = r;
             int64_t run_deadline = clock->now_ns() + (key_deadline - clock->now_ns()) / (options.repeat - r);
+            // The first run of a key warms the process up (later runs reuse the same pool).
             runs.push_back(run_threshold_search(options, *clock, *bench, run_deadline, spec, base, default_value, progress,
-                                                start_ns));
+                                                start_ns, r == 0));
             result.picks.push_back(runs.back().pick.value_or(default_value));
           }
           // The saved value is the median pick (a kept default counts as its value).
