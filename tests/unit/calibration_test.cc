@@ -722,6 +722,19 @@ TEST_CASE("engine_time_budget_is_hard_when_warmups_and_minimum_pairs_cost_time")
   }
 }
 
+TEST_CASE("engine_first_pass_of_a_process_is_discarded_so_the_first_search_is_not_biased_high") {
+  Fixture f;
+  // The first measure() of the benchmark is cold: parallel looks 3x slower. Later calls are
+  // clean, with parallel winning from the first size on.
+  int calls = 0;
+  f.script.before_measure = [&](int64_t) { ++calls; };
+  f.script.pair_ratio = [&](int64_t, int) { return calls == 1 ? 3.0 : 0.5; };
+  CalibrationReport r = calibrate_kernel_tuning(f.options({"Fast"}), f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(threshold(r.calibrated[0]) == 1024);  // a counted cold pass would have made it 2048
+  CHECK(r.calibrated[0].cases.front().verdict == "win");
+}
+
 TEST_CASE("engine_save_writes_profiles_with_calibrate_provenance") {
   Fixture f;
   f.script.medians = crossover_at(2048);

@@ -132,12 +132,6 @@ class PairSource {
                                         size, bytes, options_.maximum_memory_bytes);
         return batch;
       }
-    if (warm_up) {
-      // Discarded first pass: the first case of a process pays one-off costs (kernel and pool
-      // start-up, first-touch pages) that would bias its ratios and inflate every cost prediction.
-      warm_up = false;
-      for (int v = 0; v < bench_.variants(); ++v) bench_.measure(size, v, configurations_, deadline_ns_, 1, 1);
-    }
     const int64_t now = clock_.now_ns();
     // Predicted cost, warm-ups and minimum pairs included: a size's first batch (inputs, sessions,
     // warm-ups, validation) scales with the size from the last first batch; a further batch at a
@@ -206,7 +200,6 @@ class PairSource {
 
   CalibrationProgress progress;
   int64_t progress_start_ns = 0;
-  bool warm_up = false;  // run one discarded pass before the first batch
 
  private:
   static double median(std::vector<double> v) {
@@ -227,20 +220,35 @@ class PairSource {
   int batches_ = 0;
 };
 
-SequentialSearchResult run_threshold_search(const CalibrationOptions& options, CalibrationClock& clock, CaseBenchmark& bench,
-                                            int64_t deadline_ns, const runtime::ParameterSpec& spec, const TuningValues& base,
-                                            int64_t default_value, const CalibrationProgress& progress, int64_t start_ns,
-                                            bool warm_up) {
+// Config 0 never runs parallel (the reference), config 1 always does (the candidate).
+std::vector<TuningValues> threshold_configurations(const runtime::ParameterSpec& spec, const TuningValues& base) {
   TuningValues serial = base;
   TuningValues candidate = base;
+  serial[spec.name] = spec.maximum ? static_cast<int64_t>(*spec.maximum) : std::numeric_limits<int64_t>::max() / 4;
+  candidate[spec.name] = spec.minimum ? std::max<int64_t>(1, static_cast<int64_t>(*spec.minimum)) : 1;
+  return {serial, candidate};
+}
+
+// One discarded pass at the first size before any timed pair: the first case of a process pays
+// one-off costs (pool start-up, first-touch pages, a CPU still ramping) that would bias its
+// ratios and inflate the cost predictions. It runs inside the key's budget, before the budget
+// is split between --repeat runs, so the first run is not shortchanged either.
+void warm_up(const CalibrationOptions& options, CaseBenchmark& bench, int64_t deadline_ns,
+             const std::vector<TuningValues>& configurations) {
+  const int64_t size = std::max<int64_t>(1, options.first_size);
+  for (int v = 0; v < bench.variants(); ++v)
+    if (bench.memory_bytes(size, v, configurations.size()) > options.maximum_memory_bytes) return;
+  for (int v = 0; v < bench.variants(); ++v) bench.measure(size, v, configurations, deadline_ns, 1, 1);
+}
+
+SequentialSearchResult run_threshold_search(const CalibrationOptions& options, CalibrationClock& clock, CaseBenchmark& bench,
+                                            int64_t deadline_ns, const runtime::ParameterSpec& spec, const TuningValues& base,
+                                            int64_t default_value, const CalibrationProgress& progress, int64_t start_ns) {
   const int64_t max_value = spec.maximum ? static_cast<int64_t>(*spec.maximum) : std::numeric_limits<int64_t>::max() / 4;
   const int64_t min_value = spec.minimum ? std::max<int64_t>(1, static_cast<int64_t>(*spec.minimum)) : 1;
-  serial[spec.name] = max_value;     // never parallel
-  candidate[spec.name] = min_value;  // always parallel
-  PairSource source(options, clock, bench, deadline_ns, {serial, candidate});
+  PairSource source(options, clock, bench, deadline_ns, threshold_configurations(spec, base));
   source.progress = progress;
   source.progress_start_ns = start_ns;
-  source.warm_up = warm_up;
   SequentialSearchSettings s;
   s.margin = options.search.margin;
   s.consecutive_wins = options.search.consecutive_wins;
@@ -432,7 +440,9 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
                                 : CaseBenchmarkFactory([&table](const runtime::KernelDef& kernel, int pool_threads, uint32_t seed) {
                                     return make_session_benchmark(kernel, pool_threads, seed, &table);
                                   });
-  const int64_t budget_ns = options.maximum_duration_ms * kNsPerMs;
+  // Searches plan to end at 85% of the budget: on a shared machine one batch can be preempted
+  // for tens of ms after its prediction was made, and the budget is a hard limit.
+  const int64_t budget_ns = options.maximum_duration_ms * kNsPerMs * 85 / 100;
   for (std::size_t index = 0; index < work.size(); ++index) {
     const runtime::KernelDef& def = *work[index];
     const TuningKey& key = def.schema.key;
@@ -510,12 +520,12 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
         } else {
           const int64_t default_value = std::get<int64_t>(base.at(spec.name));
           std::vector<SequentialSearchResult> runs;
+          warm_up(options, *bench, key_deadline, threshold_configurations(spec, base));
           for (int r = 0; r < options.repeat; ++r) {
             progress.repeat = r;
             int64_t run_deadline = clock->now_ns() + (key_deadline - clock->now_ns()) / (options.repeat - r);
-            // The first run of a key warms the process up (later runs reuse the same pool).
             runs.push_back(run_threshold_search(options, *clock, *bench, run_deadline, spec, base, default_value, progress,
-                                                start_ns, r == 0));
+                                                start_ns));
             result.picks.push_back(runs.back().pick.value_or(default_value));
           }
           // The saved value is the median pick (a kept default counts as its value).
