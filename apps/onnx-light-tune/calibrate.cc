@@ -140,6 +140,15 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
   for (const auto& key : report.skipped) table.add({key_label(key), "", "", "", "", paint("skipped (cached)", Tone::dim, color)});
   for (const auto& key : report.unsupported) table.add({key_label(key), "", "", "", "", paint("unsupported", Tone::dim, color)});
   if (!table.empty()) table.print(out, color, 2);
+  // The evidence per size: median parallel/serial pair ratio, its interval and verdict.
+  for (const auto& k : report.calibrated) {
+    if (!k.comparison.empty() || k.cases.empty()) continue;
+    out << fmt::format("evidence {} (parallel/serial time, median [interval] of pairs):\n", key_label(k.key));
+    for (const auto& c : k.cases)
+      out << fmt::format("  {:>9} {:.3f} [{:.3f}, {:.3f}] {:<9} {:>2} pairs{}{}\n", c.size, c.ratio, c.ratio_low,
+                         c.ratio_high, c.verdict, c.pairs, c.retested ? ", measured again" : "",
+                         c.refined ? ", refinement" : "");
+  }
   print_diagnostics(out, report.diagnostics, color);
   if (report.cache_update) {
     const auto& u = *report.cache_update;
