@@ -3,10 +3,14 @@
 //
 // Threshold search: for seeded inputs of doubling sizes, run the kernel forced serial (the
 // reference) and always parallel (the candidate), check the candidate's output bytes equal the
-// reference's, time alternating repetitions, and choose the crossover after consecutive wins.
+// reference's, and decide each size from interleaved pairs (sequential_threshold_search in
+// threshold_search.h: interval per size, retests, refinement, evidence-following picks and a
+// confidence verdict). Low-confidence or unmeasured results are published but not saved unless
+// `force_save`.
 // Comparison mode (`parameters`): run given values of one parameter interleaved on the same cases
 // and pick the lowest summed median. Budgets are hard: a case that would pass the memory budget
-// is not built, and the time budget is checked between cases and repetitions.
+// is not built, and the time budget is checked before every batch of pairs against its predicted
+// cost (set-up and warm-ups included) and between repetitions.
 #include <cstdint>
 #include <functional>
 #include <map>
