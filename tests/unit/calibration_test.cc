@@ -289,9 +289,9 @@ TEST_CASE("sequential_straddling_margin_measures_more_pairs_than_clear_sizes") {
   CHECK(at(r, 8192).ratios.size() == 5);
   CHECK(at(r, 65536).ratios.size() == 5);
   // 16384 leans towards a loss (median 1.10 of 11 vs 10), so the bracket is 16384..32768,
-  // decided by an undecided size: medium confidence and a noise warning naming the dispersion.
+  // decided by an undecided size: low confidence and a noise warning naming the dispersion.
   CHECK(*r.pick == 32768);
-  CHECK(r.confidence == Confidence::medium);
+  CHECK(r.confidence == Confidence::low);
   CHECK(r.noisy);
   CHECK(mentions(r, "too noisy for the 5% margin"));
   CHECK(mentions(r, "dispersion"));
