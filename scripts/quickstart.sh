@@ -9,4 +9,5 @@ TOOL="$ROOT/build-release/apps/onnx-light-tune/onnx-light-tune"
 echo "== onnx-light-tune calibrate Abs --save" >&2
 "$TOOL" calibrate Abs --save
 echo "== onnx-light-tune inspect" >&2
-"$TOOL" inspect
+# A low-confidence calibration (a noisy machine) is not saved, so the cache may not exist yet.
+"$TOOL" inspect || echo "nothing saved: see the calibrate diagnostics above (--force saves a low-confidence result)" >&2

@@ -28,6 +28,7 @@ struct CalibrateVerbOptions {
   int repeat = 1;
   std::string report_path;
   bool prune_stale = false;
+  bool force = false;
 };
 
 // One status line on stderr, redrawn in place; only on a terminal and not with -q.
@@ -75,6 +76,7 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
   options.num_threads = o.filters.thread_count();
   options.repeat = o.repeat;
   options.prune_stale = o.prune_stale;
+  options.force_save = o.force;
   for (const auto& p : o.parameters) {
     auto eq = p.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
@@ -102,6 +104,15 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
     if (!svg) throw IoError(fmt::format("{}: cannot write the SVG report", o.report_path));
   }
   const int code = report.ok() ? kExitOk : kExitFailed;
+  // Warnings go to stderr too (also under --json), so that CI logs show an untrustworthy result.
+  for (const auto& k : report.calibrated) {
+    if (!k.comparison.empty()) continue;
+    if (k.noisy || k.confidence == tune::Confidence::low)
+      *context.err << fmt::format("onnx-light-tune calibrate: warning: {} confidence {}{}{}\n", key_label(k.key),
+                                  tune::confidence_name(k.confidence),
+                                  k.noisy ? "; the machine is too noisy for the margin (see diagnostics)" : "",
+                                  o.save && !k.saved ? "; not saved (--force saves it anyway)" : "");
+  }
   if (o.filters.json) {
     print_json(*context.out, report.to_json());
     return code;
@@ -112,19 +123,32 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
                      report.calibrated.size() == 1 ? "" : "s", report.elapsed_ms, report.effective_threads,
                      report.effective_threads == 1 ? "" : "s", report.maximum_duration_ms,
                      report.repeat > 1 ? fmt::format(", {} runs each", report.repeat) : "");
-  Table table({"KEY", "PARAMETER", "VALUE", "BRACKET", "RESULT"});
+  Table table({"KEY", "PARAMETER", "VALUE", "BRACKET", "CONFIDENCE", "RESULT"});
   for (const auto& k : report.calibrated) {
     std::string bracket = k.bracket_high ? fmt::format("{}..{}", k.bracket_low ? std::to_string(*k.bracket_low) : "", *k.bracket_high)
                                          : "-";
     std::string result = k.changed_default ? paint("chosen", Tone::good, color) : paint("kept", Tone::warn, color);
     if (report.repeat > 1 && k.comparison.empty())
       result += fmt::format(" ({}/{} agree)", k.agreement, report.repeat);
-    table.add({key_label(k.key), k.parameter, runtime::format_value(k.values.at(k.parameter)), bracket, result});
+    const std::string confidence = k.comparison.empty() ? std::string(tune::confidence_name(k.confidence)) : "-";
+    const Tone tone = k.confidence == tune::Confidence::high ? Tone::good
+                      : k.confidence == tune::Confidence::medium ? Tone::warn : Tone::bad;
+    table.add({key_label(k.key), k.parameter, runtime::format_value(k.values.at(k.parameter)), bracket,
+               paint(confidence, tone, color), result});
   }
-  for (const auto& key : report.failed) table.add({key_label(key), "", "", "", paint("failed", Tone::bad, color)});
-  for (const auto& key : report.skipped) table.add({key_label(key), "", "", "", paint("skipped (cached)", Tone::dim, color)});
-  for (const auto& key : report.unsupported) table.add({key_label(key), "", "", "", paint("unsupported", Tone::dim, color)});
+  for (const auto& key : report.failed) table.add({key_label(key), "", "", "", "", paint("failed", Tone::bad, color)});
+  for (const auto& key : report.skipped) table.add({key_label(key), "", "", "", "", paint("skipped (cached)", Tone::dim, color)});
+  for (const auto& key : report.unsupported) table.add({key_label(key), "", "", "", "", paint("unsupported", Tone::dim, color)});
   if (!table.empty()) table.print(out, color, 2);
+  // The evidence per size: median parallel/serial pair ratio, its interval and verdict.
+  for (const auto& k : report.calibrated) {
+    if (!k.comparison.empty() || k.cases.empty()) continue;
+    out << fmt::format("evidence {} (parallel/serial time, median [interval] of pairs):\n", key_label(k.key));
+    for (const auto& c : k.cases)
+      out << fmt::format("  {:>9} {:.3f} [{:.3f}, {:.3f}] {:<9} {:>2} pairs{}{}\n", c.size, c.ratio, c.ratio_low,
+                         c.ratio_high, c.verdict, c.pairs, c.retested ? ", measured again" : "",
+                         c.refined ? ", refinement" : "");
+  }
   print_diagnostics(out, report.diagnostics, color);
   if (report.cache_update) {
     const auto& u = *report.cache_update;
@@ -165,8 +189,13 @@ void register_calibrate(CLI::App& app, AppContext& context) {
   verb->add_option("--report", o->report_path, "Write an SVG plot per key (times against size, crossover marked)")
       ->type_name("FILE.svg");
   verb->add_flag("--prune-stale", o->prune_stale, "Drop profiles of older tuning ABIs while saving");
+  verb->add_flag("--force", o->force,
+                 "Save results of low confidence (measurements disagree or too noisy) or with nothing measured; "
+                 "without it they are published in-process only");
   verb->footer(
       "Without --element-type a named kernel means its float key; --all means every element type.\n"
+      "Each size is decided from interleaved serial/parallel pairs (median ratio with an order-statistic\n"
+      "interval); confidence is high, medium or low. Low-confidence picks are not saved without --force.\n"
       "Exit status: 0 when every selected key was calibrated or kept with a diagnostic, 1 on errors\n"
       "(output mismatch, invalid result, cache write failure), 2 on usage errors.\n"
       "Examples:\n"

@@ -457,14 +457,19 @@ def calibrate_kernel_tuning(
     repeat: int = 1,
     seed: Optional[int] = None,
     prune_stale: bool = False,
+    force_save: bool = False,
 ) -> dict:
     """Measures where parallel execution pays off and publishes (and by default saves) the result.
 
     For each selected key: seeded inputs of doubling sizes run forced serial (the reference)
     and parallel (the candidate); every candidate output is checked against the reference
-    bytes; alternating repetitions are timed and the crossover is chosen after consecutive
-    wins. Without a stable crossover the default is kept, with a diagnostic saying why; the key
-    is still listed in ``calibrated``. The GIL is released while measuring.
+    bytes; each size is decided from interleaved serial/parallel pairs (median pair ratio with
+    an order-statistic interval, more pairs while it straddles the 5% margin) and the crossover
+    is chosen after consecutive wins, then refined inside its bracket. When the budget ends
+    first, the pick follows the measurements (a default is kept only when they agree with it).
+    The key is always listed in ``calibrated``; ``measurements[i]["confidence"]`` is ``high``,
+    ``medium`` or ``low``. A low-confidence pick, or one from no measurement, is published but
+    not saved unless ``force_save=True``. The GIL is released while measuring.
 
     Args:
         kernel: An ONNX op type or several (``kernels=`` is the plural spelling); give kernels
@@ -487,6 +492,7 @@ def calibrate_kernel_tuning(
         repeat: Run the whole search this many times and keep the median pick.
         seed: Seed of the generated inputs (default: the library's fixed seed).
         prune_stale: Drop profiles of older tuning ABIs while saving.
+        force_save: Save low-confidence (or unmeasured) results too.
 
     Returns:
         ``{calibrated, skipped, unsupported, diagnostics, published_generation, cache_update}``
@@ -526,6 +532,7 @@ def calibrate_kernel_tuning(
         repeat=_integer("repeat", repeat),
         seed=_seed(seed),
         prune_stale=_boolean("prune_stale", prune_stale),
+        force_save=_boolean("force_save", force_save),
     )
 
 

@@ -253,7 +253,9 @@ def case_calibrate(ctx):
         "measurements.*.agreement", "measurements.*.bracket", "measurements.*.changed_default",
         "measurements.*.elapsed_ms", "measurements.*.picks.*", "measurements.*.cases.*.candidate_wins",
         "measurements.*.cases.*.descriptions.*", "measurements.*.cases.*.median_ns.*",
-        "measurements.*.cases.*.size",
+        "measurements.*.cases.*.size", "measurements.*.confidence", "measurements.*.noisy",
+        "measurements.*.cases.*.ratio", "measurements.*.cases.*.ratio_interval.*", "measurements.*.cases.*.verdict",
+        "measurements.*.cases.*.pairs", "measurements.*.cases.*.retested", "measurements.*.cases.*.refined",
     ), measured_lists=("diagnostics", "measurements.*.cases", "measurements.*.picks"))
 
 

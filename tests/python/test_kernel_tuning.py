@@ -456,8 +456,9 @@ def test_calibrate_one_key_without_saving(cache_path):
 
 
 def test_calibrate_saves_and_only_missing_skips(cache_path):
+    # force_save: this test is about saving, not about how noisy the machine is.
     report = kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=60, maximum_memory_bytes=4 << 20,
-                                                   path=cache_path, num_threads=2)
+                                                   path=cache_path, num_threads=2, force_save=True)
     assert len(report["calibrated"]) == 1  # a named kernel without element types means float
     assert report["calibrated"][0]["element_type"] == 1
     assert report["cache_update"]["status"] == "updated"
@@ -466,6 +467,28 @@ def test_calibrate_saves_and_only_missing_skips(cache_path):
     skipped = kernel_tuning.calibrate_kernel_tuning(kernels=["Abs"], element_type="float", maximum_duration_ms=60,
                                                     path=cache_path, num_threads=2, only_missing=True, save=False)
     assert skipped["calibrated"] == [] and len(skipped["skipped"]) == 1
+
+
+def test_calibrate_reports_confidence_and_saves_low_confidence_only_when_forced(cache_path):
+    report = kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=60, maximum_memory_bytes=4 << 20,
+                                                   path=cache_path, num_threads=2)
+    (m,) = report["measurements"]
+    assert m["confidence"] in ("high", "medium", "low") and m["measured"] is True
+    for case in m["cases"]:
+        low, high = case["ratio_interval"]
+        assert low <= case["ratio"] <= high and case["verdict"] in ("win", "loss", "undecided")
+    if m["confidence"] == "low":
+        assert m["saved"] is False and report["cache_update"] is None and not os.path.exists(cache_path)
+        assert any("not saved: confidence is low" in d["message"] for d in report["diagnostics"])
+    else:
+        assert m["saved"] is True and report["cache_update"]["status"] == "updated"
+    # Nothing measured (the memory budget is below the first case): never saved unless forced.
+    empty = kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=60, maximum_memory_bytes=64,
+                                                  path=cache_path + ".empty", num_threads=2)
+    assert empty["measurements"][0]["measured"] is False and empty["cache_update"] is None
+    forced = kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=60, maximum_memory_bytes=64,
+                                                   path=cache_path + ".empty", num_threads=2, force_save=True)
+    assert forced["cache_update"]["status"] == "updated" and forced["measurements"][0]["saved"] is True
 
 
 @pytest.mark.parametrize("arguments, error, match", [

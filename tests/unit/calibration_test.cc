@@ -6,6 +6,7 @@
 #include <functional>
 #include <unistd.h>
 #include <map>
+#include <stdexcept>
 
 #include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/error.h"
@@ -97,6 +98,226 @@ struct FakeClock final : CalibrationClock {
   int64_t now_ns() override { return now; }
 };
 
+// --- sequential_threshold_search: driven by synthetic pair-ratio sequences ------------------
+
+// A measurement source: `ratio(size, pair_index_at_that_size)` per pair; refuses (like a budget)
+// sizes above `largest` and any batch once `pair_budget` pairs were given.
+struct SyntheticPairs {
+  std::function<double(int64_t size, int index)> ratio;
+  int64_t largest = int64_t{1} << 40;
+  int pair_budget = 1 << 30;
+  int given = 0;
+  std::map<int64_t, int> per_size;  // pairs given per size
+  std::vector<int64_t> batches;     // size of each batch, in order
+  PairBatch operator()(int64_t size, int pairs) {
+    PairBatch b;
+    if (size > largest) {
+      b.stop_reason = "the next case would pass the memory budget";
+      return b;
+    }
+    if (given + pairs > pair_budget) {
+      b.stop_reason = "the time budget ran out";
+      return b;
+    }
+    batches.push_back(size);
+    for (int i = 0; i < pairs; ++i) b.ratios.push_back(ratio(size, per_size[size]++));
+    given += pairs;
+    return b;
+  }
+  PairMeasure fn() {
+    return [this](int64_t size, int pairs) { return (*this)(size, pairs); };
+  }
+};
+
+std::function<double(int64_t, int)> step_at(int64_t crossover, double win = 0.6, double lose = 1.3) {
+  return [=](int64_t size, int) { return size >= crossover ? win : lose; };
+}
+
+SequentialSearchSettings no_refine() {
+  SequentialSearchSettings s;
+  s.refine_steps = 0;
+  return s;
+}
+
+bool mentions(const SequentialSearchResult& r, const std::string& text) {
+  return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+const SizeEvidence& at(const SequentialSearchResult& r, int64_t size) {
+  for (const auto& e : r.sizes)
+    if (e.size == size) return e;
+  throw std::runtime_error("size not measured: " + std::to_string(size));
+}
+
+TEST_CASE("median_interval_is_full_range_below_six_pairs_and_trims_order_statistics_above") {
+  CHECK(median_interval({5, 1, 3, 2, 4}) == std::pair<double, double>{1, 5});
+  // n = 9: P(Bin(9, 1/2) <= 1) = 10/512 <= 2.5%, P(<= 2) = 46/512 > 2.5%: the 2nd and 8th values.
+  CHECK(median_interval({9, 1, 8, 2, 7, 3, 6, 4, 5}) == std::pair<double, double>{2, 8});
+}
+
+TEST_CASE("sequential_clean_step_function_gives_exact_bracket_with_high_confidence") {
+  SyntheticPairs m;
+  m.ratio = step_at(65536);
+  auto r = sequential_threshold_search(no_refine(), 32768, m.fn());
+  CHECK(r.stop_rule_met);
+  REQUIRE(r.pick.has_value());
+  CHECK(*r.pick == 65536);
+  CHECK(*r.bracket_low == 32768);
+  CHECK(r.confidence == Confidence::high);
+  CHECK_FALSE(r.noisy);
+  // Clearly decided sizes cost only the first batch each.
+  for (const auto& e : r.sizes) CHECK(e.ratios.size() == 5);
+  CHECK(r.sizes.back().size == 131072);
+}
+
+TEST_CASE("sequential_refinement_picks_between_powers_of_two_inside_the_bracket") {
+  SyntheticPairs m;
+  m.ratio = step_at(50000);
+  SequentialSearchSettings s;
+  s.refine_steps = 2;
+  auto r = sequential_threshold_search(s, 32768, m.fn());
+  REQUIRE(r.pick.has_value());
+  // Bracket 32768..65536 -> midpoint 46336 loses -> 55040 wins.
+  CHECK(*r.pick == 55040);
+  CHECK(*r.bracket_low == 46336);
+  CHECK(at(r, 46336).refined);
+  CHECK(r.confidence == Confidence::high);
+}
+
+TEST_CASE("sequential_refinement_respects_the_parameters_validation") {
+  SyntheticPairs m;
+  m.ratio = step_at(50000);
+  SequentialSearchSettings s;
+  s.valid = [](int64_t v) { return v % 4096 == 0; };  // midpoints 46336 is not valid
+  auto r = sequential_threshold_search(s, 32768, m.fn());
+  CHECK(*r.pick == 65536);
+  CHECK(r.sizes.size() == 8);  // 1024 .. 131072, no midpoint
+}
+
+TEST_CASE("sequential_outlier_pair_batch_is_retested_and_the_pick_is_unchanged") {
+  SyntheticPairs m;
+  // 16384's first batch is a 10x outlier (a preempted run); measured again it is a clean win.
+  m.ratio = [](int64_t size, int index) {
+    if (size == 16384 && index < 5) return 6.0;
+    return step_at(8192)(size, index);
+  };
+  auto r = sequential_threshold_search(no_refine(), 32768, m.fn());
+  CHECK(*r.pick == 8192);
+  CHECK(at(r, 16384).retested);
+  CHECK(at(r, 16384).wins);
+  CHECK(mentions(r, "10x outlier"));
+}
+
+TEST_CASE("sequential_loss_between_two_wins_is_retested_before_it_counts") {
+  SyntheticPairs m;
+  m.ratio = [](int64_t size, int index) {
+    if (size == 16384 && index < 5) return 1.3;  // one transient loss
+    return step_at(8192)(size, index);
+  };
+  SequentialSearchSettings s = no_refine();
+  s.consecutive_wins = 3;  // so that 8192, (16384), 32768 does not stop the search first
+  auto r = sequential_threshold_search(s, 32768, m.fn());
+  CHECK(at(r, 16384).retested);
+  CHECK(*r.pick == 8192);  // without the retest the streak would start at 32768
+  CHECK(mentions(r, "a loss between two wins"));
+}
+
+TEST_CASE("sequential_budget_ends_after_one_win_pick_follows_evidence_not_default") {
+  // The issue's case: serial as fast or faster up to 1048576, one win at 2097152, then the
+  // memory budget. The default 32768 is contradicted by every measurement.
+  SyntheticPairs m;
+  m.ratio = step_at(2097152, 0.5, 1.0);
+  m.largest = 2097152;
+  auto r = sequential_threshold_search(no_refine(), 32768, m.fn());
+  CHECK_FALSE(r.stop_rule_met);
+  REQUIRE(r.pick.has_value());
+  CHECK(*r.pick == 2097152);
+  CHECK(*r.bracket_low == 1048576);
+  CHECK(r.confidence == Confidence::medium);
+  CHECK(mentions(r, "the pick follows the evidence"));
+  CHECK(mentions(r, "1048576, the largest size where serial won or tied"));
+}
+
+TEST_CASE("sequential_budget_ends_after_one_win_keeps_a_default_the_measurements_agree_with") {
+  SyntheticPairs m;
+  m.ratio = step_at(65536);
+  m.largest = 65536;
+  auto r = sequential_threshold_search(no_refine(), 50000, m.fn());  // 32768 < 50000 <= 65536
+  CHECK_FALSE(r.pick.has_value());
+  CHECK(mentions(r, "kept the default 50000"));
+}
+
+TEST_CASE("sequential_time_budget_after_one_win_stops_with_reason") {
+  SyntheticPairs m;
+  m.ratio = step_at(8192);
+  m.pair_budget = 20;  // 1024, 2048, 4096, 8192 then nothing
+  auto r = sequential_threshold_search(no_refine(), 32768, m.fn());
+  CHECK(*r.pick == 8192);
+  CHECK(r.stop_reason.find("time budget") != std::string::npos);
+}
+
+TEST_CASE("sequential_parallel_never_wins_pick_is_above_largest_measured") {
+  SyntheticPairs m;
+  m.ratio = step_at(int64_t{1} << 40);
+  m.largest = 262144;
+  auto r = sequential_threshold_search(no_refine(), 32768, m.fn());
+  REQUIRE(r.pick.has_value());
+  CHECK(*r.pick == 524288);
+  CHECK(mentions(r, "never won up to the largest size measured, 262144"));
+  CHECK(mentions(r, "above it"));
+  // A default above every measured loss agrees with them and is kept.
+  SyntheticPairs m2;
+  m2.ratio = step_at(int64_t{1} << 40);
+  m2.largest = 16384;
+  auto kept = sequential_threshold_search(no_refine(), 32768, m2.fn());
+  CHECK_FALSE(kept.pick.has_value());
+  CHECK(mentions(kept, "kept the default 32768"));
+}
+
+TEST_CASE("sequential_straddling_margin_measures_more_pairs_than_clear_sizes") {
+  SyntheticPairs m;
+  // 16384 alternates 1.10 / 0.80: its median interval straddles 0.95 until the pair limit.
+  m.ratio = [](int64_t size, int index) {
+    if (size == 16384) return index % 2 ? 0.80 : 1.10;
+    return step_at(32768)(size, index);
+  };
+  SequentialSearchSettings s = no_refine();
+  s.maximum_pairs = 21;
+  auto r = sequential_threshold_search(s, 32768, m.fn());
+  CHECK(at(r, 16384).ratios.size() == 21);
+  CHECK(at(r, 16384).verdict == SizeVerdict::undecided);
+  CHECK(at(r, 8192).ratios.size() == 5);
+  CHECK(at(r, 65536).ratios.size() == 5);
+  // 16384 leans towards a loss (median 1.10 of 11 vs 10), so the bracket is 16384..32768,
+  // decided by an undecided size: low confidence and a noise warning naming the dispersion.
+  CHECK(*r.pick == 32768);
+  CHECK(r.confidence == Confidence::low);
+  CHECK(r.noisy);
+  CHECK(mentions(r, "too noisy for the 5% margin"));
+  CHECK(mentions(r, "dispersion"));
+}
+
+TEST_CASE("sequential_confidence_is_low_when_nothing_was_measured_or_a_partial_search_is_noisy") {
+  SyntheticPairs none;
+  none.ratio = step_at(1024);
+  none.largest = 512;
+  auto r = sequential_threshold_search(no_refine(), 32768, none.fn());
+  CHECK(r.sizes.empty());
+  CHECK_FALSE(r.pick.has_value());
+  CHECK(r.confidence == Confidence::low);
+
+  SyntheticPairs noisy;
+  noisy.ratio = [](int64_t size, int index) {
+    if (size == 8192) return index % 2 ? 1.10 : 0.80;  // leans to a win, undecided
+    return 1.3;
+  };
+  noisy.largest = 8192;  // budget ends after that one (undecided) win
+  auto partial = sequential_threshold_search(no_refine(), 32768, noisy.fn());
+  CHECK(*partial.pick == 8192);
+  CHECK(partial.confidence == Confidence::low);
+  CHECK(partial.noisy);
+}
+
 // Scripted timings: per size, the medians of each configuration; each measure() call costs
 // `cost_ns` of fake time.
 struct Script {
@@ -106,19 +327,35 @@ struct Script {
   int variants = 1;
   std::function<void(int64_t size)> before_measure;
   std::vector<int64_t> measured_sizes;
+  // When set: per-pair samples (serial = size ns, candidate = size * ratio) instead of medians.
+  std::function<double(int64_t size, int index)> pair_ratio;
+  std::map<int64_t, int> pairs_given;
+  // Fake time per timed repetition per 1024 elements, on top of cost_ns (warm-ups, setup).
+  int64_t repetition_ns_per_1024 = 0;
 };
 
 struct FakeBenchmark final : CaseBenchmark {
   FakeBenchmark(Script& script, FakeClock& clock) : script_(script), clock_(clock) {}
   int variants() const override { return script_.variants; }
   int64_t memory_bytes(int64_t size, int, std::size_t) const override { return size * script_.bytes_per_element; }
-  CaseTiming measure(int64_t size, int variant, const std::vector<TuningValues>& configurations, int64_t, int, int) override {
+  CaseTiming measure(int64_t size, int variant, const std::vector<TuningValues>& configurations, int64_t, int minimum,
+                     int) override {
     if (script_.before_measure) script_.before_measure(size);
     if (variant == 0) script_.measured_sizes.push_back(size);
-    clock_.now += script_.cost_ns;
+    clock_.now += script_.cost_ns + script_.repetition_ns_per_1024 * minimum * std::max<int64_t>(1, size / 1024);
     CaseTiming t;
-    t.median_ns = script_.medians(size, configurations);
     t.repetitions = 3;
+    if (script_.pair_ratio) {
+      t.repetitions = minimum;
+      t.samples_ns.resize(2);
+      for (int i = 0; i < minimum; ++i) {
+        t.samples_ns[0].push_back(static_cast<double>(size));
+        t.samples_ns[1].push_back(static_cast<double>(size) * script_.pair_ratio(size, script_.pairs_given[size]++));
+      }
+      t.median_ns = {static_cast<double>(size), static_cast<double>(size)};
+    } else {
+      t.median_ns = script_.medians(size, configurations);
+    }
     t.description = "fake[" + std::to_string(size) + "]";
     return t;
   }
@@ -201,18 +438,24 @@ TEST_CASE("engine_chooses_crossover_and_reports_bracket_like_the_seed") {
   CalibrationReport r = calibrate_kernel_tuning(f.options({"Fast"}), f.context);
   REQUIRE(r.calibrated.size() == 1);
   CHECK(threshold(r.calibrated[0]) == 65536);
-  CHECK(*r.calibrated[0].bracket_low == 32768);
+  // 32768..65536 refined at geometric midpoints 46336 and 55040 (both lose).
+  CHECK(*r.calibrated[0].bracket_low == 55040);
   CHECK(std::get<int64_t>(r.calibrated[0].values.at("tile.width")) == 8);  // untouched parameter kept
-  REQUIRE(r.diagnostics.size() == 2);
+  REQUIRE(r.diagnostics.size() == 3);
   CHECK(r.diagnostics[0].message == "Fast selected parallel.minimum_elements=65536.");
-  CHECK(r.diagnostics[1].message == "Fast crossover is bracketed by measured sizes 32768 and 65536.");
-  // Search stops after the second consecutive win: 1024 .. 131072.
+  CHECK(r.diagnostics[1].message == "Fast crossover is bracketed by measured sizes 55040 and 65536.");
+  CHECK(r.diagnostics[2].message.find("Fast confidence: high") == 0);
+  CHECK(r.calibrated[0].confidence == Confidence::high);
+  // Search stops after the second consecutive win: 1024 .. 131072, then the two midpoints.
   CHECK(f.script.measured_sizes.front() == 1024);
-  CHECK(f.script.measured_sizes.back() == 131072);
+  CHECK(*std::max_element(f.script.measured_sizes.begin(), f.script.measured_sizes.end()) == 131072);
   auto json = r.to_json();
   CHECK(json["calibrated"][0]["kernel"] == "Fast");
   CHECK(json["calibrated"][0]["values"]["parallel.minimum_elements"] == 65536);
   CHECK(json["cache_update"].is_null());
+  CHECK(json["measurements"][0]["confidence"] == "high");
+  CHECK(json["measurements"][0]["cases"][0]["verdict"] == "loss");
+  CHECK(json["measurements"][0]["cases"][0]["ratio_interval"].size() == 2);
   CHECK(r.ok());
 }
 
@@ -244,8 +487,9 @@ TEST_CASE("engine_time_budget_exhaustion_keeps_default_with_reason") {
   // Cases predicted to pass the deadline are not started: elapsed stays within the budget.
   CHECK(r.elapsed_ms <= 100);
   CHECK(f.script.measured_sizes.size() <= 3);
-  REQUIRE(r.diagnostics.size() == 1);
-  CHECK(r.diagnostics[0].message.find("kept parallel.minimum_elements=32768") != std::string::npos);
+  // Parallel never won at the sizes measured, all below the default: the default agrees, kept.
+  REQUIRE(r.diagnostics.size() == 2);
+  CHECK(r.diagnostics[0].message.find("kept the default 32768") != std::string::npos);
   CHECK(r.diagnostics[0].message.find("time budget") != std::string::npos);
 }
 
@@ -257,7 +501,7 @@ TEST_CASE("engine_memory_budget_bounds_case_sizes") {
   o.maximum_memory_bytes = 16 * 8192;  // sizes up to 8192 fit
   CalibrationReport r = calibrate_kernel_tuning(o, f.context);
   CHECK(f.script.measured_sizes.back() == 8192);
-  REQUIRE(r.diagnostics.size() == 1);
+  REQUIRE(r.diagnostics.size() == 2);
   CHECK(r.diagnostics[0].message.find("memory budget") != std::string::npos);
 }
 
@@ -367,10 +611,11 @@ TEST_CASE("engine_repeat_saves_median_pick_and_counts_agreement") {
   f.script.medians = [&](int64_t size, const std::vector<TuningValues>& c) {
     return crossover_at(crossovers[run])(size, c);
   };
-  // A new run starts whenever the size sequence restarts at the first size.
-  f.script.before_measure = [&, first = true](int64_t size) mutable {
-    if (size == 1024 && !first) ++run;
-    first = false;
+  // A new run starts whenever the size sequence restarts at the first size (the first run's
+  // discarded warm-up pass measures 1024 twice in a row).
+  f.script.before_measure = [&, previous = int64_t{0}](int64_t size) mutable {
+    if (size == 1024 && previous != 0 && previous != 1024) ++run;
+    previous = size;
   };
   auto o = f.options({"Fast"});
   o.repeat = 5;
@@ -379,8 +624,12 @@ TEST_CASE("engine_repeat_saves_median_pick_and_counts_agreement") {
   REQUIRE(r.calibrated.size() == 1);
   CHECK(r.calibrated[0].picks == std::vector<int64_t>{4096, 8192, 4096, 16384, 4096});
   CHECK(threshold(r.calibrated[0]) == 4096);
-  CHECK(r.calibrated[0].agreement == 3);
-  CHECK(r.diagnostics.back().message.find("3 of 5 runs agreed") != std::string::npos);
+  // 16384 is two doublings from 4096: the runs disagree, so the confidence is low.
+  CHECK(r.calibrated[0].agreement == 4);
+  CHECK(r.calibrated[0].confidence == Confidence::low);
+  CHECK(std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& d) {
+    return d.message.find("4 of 5 runs picked within one doubling of 4096") != std::string::npos;
+  }));
 }
 
 TEST_CASE("engine_unsupported_and_only_missing") {
@@ -404,6 +653,86 @@ TEST_CASE("engine_unsupported_and_only_missing") {
   CHECK(r.skipped[0].kernel == "Fast");
   REQUIRE(r.calibrated.size() == 1);
   CHECK(r.calibrated[0].key.kernel == "Slow");
+}
+
+TEST_CASE("engine_low_confidence_pick_is_published_but_not_saved_unless_forced") {
+  Fixture f;
+  // 8192 leans to a win but straddles the margin, and the memory budget ends the search there.
+  f.script.pair_ratio = [](int64_t size, int index) {
+    if (size == 8192) return index % 2 ? 1.10 : 0.80;
+    return 1.3;
+  };
+  f.script.bytes_per_element = 16;
+  auto o = f.options({"Fast"});
+  o.save = true;
+  o.maximum_memory_bytes = 16 * 8192;
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(r.calibrated[0].confidence == Confidence::low);
+  CHECK(threshold(r.calibrated[0]) == 8192);
+  CHECK_FALSE(r.calibrated[0].saved);
+  CHECK_FALSE(r.cache_update.has_value());
+  CHECK_FALSE(std::filesystem::exists(o.path));
+  CHECK(std::any_of(r.diagnostics.begin(), r.diagnostics.end(),
+                    [](const Diagnostic& d) { return d.message.find("not saved: confidence is low") != std::string::npos; }));
+  // Published in-process all the same.
+  const TuningValues* published = f.registry.snapshot()->find(r.calibrated[0].key, 2);
+  REQUIRE(published != nullptr);
+  CHECK(std::get<int64_t>(published->at("parallel.minimum_elements")) == 8192);
+  CHECK(r.to_json()["measurements"][0]["saved"] == false);
+
+  f.script.pairs_given.clear();
+  o.force_save = true;
+  CalibrationReport forced = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(forced.cache_update.has_value());
+  CHECK(forced.cache_update->status == UpdateStatus::updated);
+  CHECK(forced.calibrated[0].saved);
+}
+
+TEST_CASE("engine_nothing_measured_is_not_saved") {
+  Fixture f;
+  f.script.medians = crossover_at(1);
+  auto o = f.options({"Fast"});
+  o.save = true;
+  o.maximum_memory_bytes = 100;  // not even the first case fits
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK_FALSE(r.calibrated[0].measured);
+  CHECK_FALSE(r.cache_update.has_value());
+  CHECK(std::any_of(r.diagnostics.begin(), r.diagnostics.end(),
+                    [](const Diagnostic& d) { return d.message.find("not saved: nothing was measured") != std::string::npos; }));
+}
+
+TEST_CASE("engine_time_budget_is_hard_when_warmups_and_minimum_pairs_cost_time") {
+  // Each batch costs a fixed 2 ms (sessions, warm-ups) plus 0.1 ms per pair per 1024 elements:
+  // doubling sizes soon make one batch a large share of the budget. The pair source predicts
+  // each batch (warm-ups and minimum pairs included) and does not start one past the deadline.
+  for (int64_t budget_ms : {30, 100, 250}) {
+    Fixture f;
+    f.script.medians = crossover_at(int64_t{1} << 40);
+    f.script.pair_ratio = [](int64_t, int) { return 1.3; };
+    f.script.cost_ns = 2'000'000;
+    f.script.repetition_ns_per_1024 = 100'000;
+    auto o = f.options({"Fast"});
+    o.maximum_duration_ms = budget_ms;
+    CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+    CAPTURE(budget_ms);
+    CHECK(r.elapsed_ms <= budget_ms * 12 / 10);
+    CHECK(r.calibrated.at(0).measured);
+  }
+}
+
+TEST_CASE("engine_first_pass_of_a_process_is_discarded_so_the_first_search_is_not_biased_high") {
+  Fixture f;
+  // The first measure() of the benchmark is cold: parallel looks 3x slower. Later calls are
+  // clean, with parallel winning from the first size on.
+  int calls = 0;
+  f.script.before_measure = [&](int64_t) { ++calls; };
+  f.script.pair_ratio = [&](int64_t, int) { return calls == 1 ? 3.0 : 0.5; };
+  CalibrationReport r = calibrate_kernel_tuning(f.options({"Fast"}), f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(threshold(r.calibrated[0]) == 1024);  // a counted cold pass would have made it 2048
+  CHECK(r.calibrated[0].cases.front().verdict == "win");
 }
 
 TEST_CASE("engine_save_writes_profiles_with_calibrate_provenance") {
@@ -572,6 +901,7 @@ TEST_CASE("session_benchmark_rejects_a_kernel_whose_output_depends_on_the_thread
 TEST_CASE("session_benchmark_mismatch_of_one_key_keeps_it_out_of_the_registry_and_the_cache") {
   SessionFixture f;
   auto o = f.options({"Abs", "Neg"});
+  o.force_save = true;  // Neg's real timings may be noisy; this test is about the mismatch, not confidence
   CalibrationReport r = calibrate_kernel_tuning(o, f.context);
   REQUIRE(r.failed.size() == 1);
   CHECK(r.failed[0] == f.abs_key);

@@ -116,34 +116,171 @@ class KeyRun {
   int cases_run_ = 0;
 };
 
-struct SearchRun {
-  ThresholdSearch search;
-  std::vector<CalibrationCaseReport> cases;
-  std::string stop_reason;
+// Threshold mode: the sequential search, fed by interleaved serial/candidate pairs of the real
+// (or injected) benchmark, within the key's hard deadline.
+class PairSource {
+ public:
+  PairSource(const CalibrationOptions& options, CalibrationClock& clock, CaseBenchmark& bench, int64_t deadline_ns,
+             std::vector<TuningValues> configurations)
+      : options_(options), clock_(clock), bench_(bench), deadline_ns_(deadline_ns), configurations_(std::move(configurations)) {}
+
+  PairBatch operator()(int64_t size, int pairs) {
+    PairBatch batch;
+    for (int v = 0; v < bench_.variants(); ++v)
+      if (int64_t bytes = bench_.memory_bytes(size, v, 2); bytes > options_.maximum_memory_bytes) {
+        batch.stop_reason = fmt::format("the next case ({} elements) would need {} bytes, past the memory budget of {} bytes",
+                                        size, bytes, options_.maximum_memory_bytes);
+        return batch;
+      }
+    const int64_t now = clock_.now_ns();
+    // Predicted cost, warm-ups and minimum pairs included: a size's first batch (inputs, sessions,
+    // warm-ups, validation) scales with the size from the last first batch; a further batch at a
+    // measured size costs its pairs at that size's rate. A 25% allowance absorbs jitter.
+    const bool known = size == current_size_ && current_pair_ns_ > 0;
+    if (known || last_first_cost_ns_ > 0) {
+      double predicted = known ? current_pair_ns_ * pairs
+                               : static_cast<double>(last_first_cost_ns_) *
+                                     std::max(1.0, static_cast<double>(size) / static_cast<double>(last_first_size_)) *
+                                     (pairs + 2.0) / (last_first_pairs_ + 2.0);
+      if (static_cast<double>(now) + predicted * 1.25 > static_cast<double>(deadline_ns_)) {
+        batch.stop_reason = fmt::format("the time budget ran out after {} batch{} of pairs", batches_, batches_ == 1 ? "" : "es");
+        return batch;
+      }
+    } else if (now >= deadline_ns_) {
+      batch.stop_reason = "the time budget ran out before the first case";
+      return batch;
+    }
+    std::vector<double> serial(static_cast<std::size_t>(pairs), 0.0), candidate(static_cast<std::size_t>(pairs), 0.0);
+    std::size_t complete = static_cast<std::size_t>(pairs);
+    for (int v = 0; v < bench_.variants(); ++v) {
+      if (options_.progress) {
+        progress.case_description = fmt::format("{} elements, variant {}", size, v);
+        progress.elapsed_ms = (clock_.now_ns() - progress_start_ns) / kNsPerMs;
+        options_.progress(progress);
+      }
+      CaseTiming t = bench_.measure(size, v, configurations_, deadline_ns_, pairs, pairs);
+      if (v == 0) batch.description = t.description;
+      if (t.samples_ns.size() >= 2) {
+        complete = std::min({complete, t.samples_ns[0].size(), t.samples_ns[1].size()});
+        for (std::size_t i = 0; i < complete; ++i) {
+          serial[i] += t.samples_ns[0][i];
+          candidate[i] += t.samples_ns[1][i];
+        }
+      } else if (t.median_ns.size() >= 2) {
+        // A benchmark that reports medians only: every pair is the medians' ratio.
+        complete = std::min(complete, static_cast<std::size_t>(std::max(1, t.repetitions)));
+        for (std::size_t i = 0; i < complete; ++i) {
+          serial[i] += t.median_ns[0];
+          candidate[i] += t.median_ns[1];
+        }
+      } else {
+        complete = 0;
+      }
+    }
+    for (std::size_t i = 0; i < complete; ++i)
+      if (serial[i] > 0 && candidate[i] > 0) batch.ratios.push_back(candidate[i] / serial[i]);
+    serial.resize(complete);
+    candidate.resize(complete);
+    batch.serial_ns = median(serial);
+    batch.candidate_ns = median(candidate);
+    const int64_t cost = clock_.now_ns() - now;
+    if (!known) {
+      last_first_cost_ns_ = std::max<int64_t>(cost, 1);
+      last_first_size_ = size;
+      last_first_pairs_ = pairs;
+      current_size_ = size;
+      current_pair_ns_ = 0;
+    }
+    // Per pair at this size, the batch's overhead spread over its pairs (on the safe side).
+    current_pair_ns_ = static_cast<double>(cost) / std::max(1, pairs);
+    ++batches_;
+    if (batch.ratios.empty()) batch.stop_reason = "the time budget ran out during a case";
+    return batch;
+  }
+
+  CalibrationProgress progress;
+  int64_t progress_start_ns = 0;
+
+ private:
+  static double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  }
+  const CalibrationOptions& options_;
+  CalibrationClock& clock_;
+  CaseBenchmark& bench_;
+  int64_t deadline_ns_;
+  std::vector<TuningValues> configurations_;
+  int64_t last_first_cost_ns_ = 0;  // the last first batch at a new size
+  int64_t last_first_size_ = 1;
+  int last_first_pairs_ = 0;
+  int64_t current_size_ = 0;
+  double current_pair_ns_ = 0;  // per pair at current_size_, overhead included
+  int batches_ = 0;
 };
 
-SearchRun run_threshold_search(KeyRun& run, const CalibrationOptions& options, const runtime::ParameterSpec& spec,
-                               const TuningValues& base) {
+// Config 0 never runs parallel (the reference), config 1 always does (the candidate).
+std::vector<TuningValues> threshold_configurations(const runtime::ParameterSpec& spec, const TuningValues& base) {
   TuningValues serial = base;
   TuningValues candidate = base;
-  const int64_t max_value = spec.maximum ? static_cast<int64_t>(*spec.maximum) : std::numeric_limits<int64_t>::max();
+  serial[spec.name] = spec.maximum ? static_cast<int64_t>(*spec.maximum) : std::numeric_limits<int64_t>::max() / 4;
+  candidate[spec.name] = spec.minimum ? std::max<int64_t>(1, static_cast<int64_t>(*spec.minimum)) : 1;
+  return {serial, candidate};
+}
+
+// One discarded pass at the first size before any timed pair: the first case of a process pays
+// one-off costs (pool start-up, first-touch pages, a CPU still ramping) that would bias its
+// ratios and inflate the cost predictions. It runs inside the key's budget, before the budget
+// is split between --repeat runs, so the first run is not shortchanged either.
+void warm_up(const CalibrationOptions& options, CaseBenchmark& bench, int64_t deadline_ns,
+             const std::vector<TuningValues>& configurations) {
+  const int64_t size = std::max<int64_t>(1, options.first_size);
+  for (int v = 0; v < bench.variants(); ++v)
+    if (bench.memory_bytes(size, v, configurations.size()) > options.maximum_memory_bytes) return;
+  for (int v = 0; v < bench.variants(); ++v) bench.measure(size, v, configurations, deadline_ns, 1, 1);
+}
+
+SequentialSearchResult run_threshold_search(const CalibrationOptions& options, CalibrationClock& clock, CaseBenchmark& bench,
+                                            int64_t deadline_ns, const runtime::ParameterSpec& spec, const TuningValues& base,
+                                            int64_t default_value, const CalibrationProgress& progress, int64_t start_ns) {
+  const int64_t max_value = spec.maximum ? static_cast<int64_t>(*spec.maximum) : std::numeric_limits<int64_t>::max() / 4;
   const int64_t min_value = spec.minimum ? std::max<int64_t>(1, static_cast<int64_t>(*spec.minimum)) : 1;
-  serial[spec.name] = max_value;    // never parallel
-  candidate[spec.name] = min_value;  // always parallel
-  SearchRun result{ThresholdSearch(options.search), {}, {}};
-  for (int64_t size = std::max<int64_t>(1, options.first_size);; size *= 2) {
-    if (!run.may_run(size, 2, max_value)) {
-      result.stop_reason = run.stop_reason;
-      break;
-    }
-    CalibrationCaseReport report = run.run_case(size, {serial, candidate});
-    bool done = result.search.record({size, report.median_ns[0], report.median_ns[1], false});
-    report.candidate_wins = result.search.cases().back().candidate_wins;
-    result.cases.push_back(std::move(report));
-    if (done) break;
-    if (size > std::numeric_limits<int64_t>::max() / 2) break;
+  PairSource source(options, clock, bench, deadline_ns, threshold_configurations(spec, base));
+  source.progress = progress;
+  source.progress_start_ns = start_ns;
+  SequentialSearchSettings s;
+  s.margin = options.search.margin;
+  s.consecutive_wins = options.search.consecutive_wins;
+  // Five pairs is the fewest whose full range covers the median with >= 93.75%.
+  s.minimum_pairs = std::max(5, options.minimum_repetitions);
+  s.maximum_pairs = std::max(s.minimum_pairs, options.maximum_repetitions);
+  s.first_size = std::max<int64_t>(1, options.first_size);
+  s.minimum_value = min_value;
+  s.maximum_value = max_value;
+  s.valid = [&spec](int64_t v) { return spec.validate(TuningValue(v)).empty(); };
+  PairMeasure measure = [&source](int64_t size, int pairs) { return source(size, pairs); };
+  return sequential_threshold_search(s, default_value, measure);
+}
+
+std::vector<CalibrationCaseReport> case_reports(const SequentialSearchResult& r) {
+  std::vector<CalibrationCaseReport> out;
+  for (const auto& e : r.sizes) {
+    CalibrationCaseReport c;
+    c.size = e.size;
+    c.median_ns = {e.serial_ns, e.candidate_ns};
+    c.descriptions = {e.description};
+    c.candidate_wins = e.wins;
+    c.ratio = e.ratio;
+    c.ratio_low = e.low;
+    c.ratio_high = e.high;
+    c.verdict = size_verdict_name(e.verdict);
+    c.pairs = static_cast<int>(e.ratios.size());
+    c.retested = e.retested;
+    c.refined = e.refined;
+    out.push_back(std::move(c));
   }
-  return result;
+  return out;
 }
 
 std::vector<TuningValue> parse_comparison_values(const runtime::ParameterSpec& spec, const std::vector<std::string>& texts) {
@@ -196,8 +333,19 @@ nlohmann::json CalibrationReport::to_json() const {
                                   : nlohmann::json();
     m["cases"] = nlohmann::json::array();
     for (const auto& c : k.cases)
-      m["cases"].push_back({{"size", c.size}, {"median_ns", c.median_ns}, {"candidate_wins", c.candidate_wins},
-                            {"descriptions", c.descriptions}});
+    {
+      nlohmann::json cj = {{"size", c.size}, {"median_ns", c.median_ns}, {"candidate_wins", c.candidate_wins},
+                           {"descriptions", c.descriptions}};
+      if (!c.verdict.empty()) {
+        cj["ratio"] = c.ratio;
+        cj["ratio_interval"] = {c.ratio_low, c.ratio_high};
+        cj["verdict"] = c.verdict;
+        cj["pairs"] = c.pairs;
+        cj["retested"] = c.retested;
+        cj["refined"] = c.refined;
+      }
+      m["cases"].push_back(std::move(cj));
+    }
     if (!k.comparison.empty()) {
       m["comparison"] = nlohmann::json::array();
       for (const auto& e : k.comparison)
@@ -205,6 +353,10 @@ nlohmann::json CalibrationReport::to_json() const {
                                    {"speedup", e.speedup}});
     }
     m["picks"] = k.picks;
+    m["confidence"] = confidence_name(k.confidence);
+    m["noisy"] = k.noisy;
+    m["measured"] = k.measured;
+    m["saved"] = k.saved;
     m["agreement"] = k.agreement;
     m["runs"] = repeat;
     m["elapsed_ms"] = k.elapsed_ms;
@@ -288,7 +440,9 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
                                 : CaseBenchmarkFactory([&table](const runtime::KernelDef& kernel, int pool_threads, uint32_t seed) {
                                     return make_session_benchmark(kernel, pool_threads, seed, &table);
                                   });
-  const int64_t budget_ns = options.maximum_duration_ms * kNsPerMs;
+  // Searches plan to end at 85% of the budget: on a shared machine one batch can be preempted
+  // for tens of ms after its prediction was made, and the budget is a hard limit.
+  const int64_t budget_ns = options.maximum_duration_ms * kNsPerMs * 85 / 100;
   for (std::size_t index = 0; index < work.size(); ++index) {
     const runtime::KernelDef& def = *work[index];
     const TuningKey& key = def.schema.key;
@@ -348,6 +502,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
         }
         result.values = configurations[best];
         result.changed_default = best != 0;
+        result.measured = !result.cases.empty();
         std::string table_text;
         for (const auto& e : result.comparison)
           table_text += fmt::format("{}{}={} x{:.3f}", table_text.empty() ? "" : ", ", name, runtime::format_value(e.value), e.speedup);
@@ -363,53 +518,59 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
               key, fmt::format("{} kept {}={}: sessions run on one thread only, so there is no parallel candidate to measure.",
                                key.kernel, spec.name, runtime::format_value(base.at(spec.name)))));
         } else {
-          std::vector<SearchRun> runs;
+          const int64_t default_value = std::get<int64_t>(base.at(spec.name));
+          std::vector<SequentialSearchResult> runs;
+          warm_up(options, *bench, key_deadline, threshold_configurations(spec, base));
           for (int r = 0; r < options.repeat; ++r) {
             progress.repeat = r;
             int64_t run_deadline = clock->now_ns() + (key_deadline - clock->now_ns()) / (options.repeat - r);
-            KeyRun run(options, *clock, *bench, run_deadline, progress);
-            run.progress_start_ns = start_ns;
-            runs.push_back(run_threshold_search(run, options, spec, base));
-            result.picks.push_back(runs.back().search.chosen().value_or(-1));
+            runs.push_back(run_threshold_search(options, *clock, *bench, run_deadline, spec, base, default_value, progress,
+                                                start_ns));
+            result.picks.push_back(runs.back().pick.value_or(default_value));
           }
-          // The saved value is the median of the runs that found a crossover.
-          std::vector<int64_t> found;
+          // The saved value is the median pick (a kept default counts as its value).
+          std::vector<int64_t> sorted = result.picks;
+          std::sort(sorted.begin(), sorted.end());
+          const int64_t pick = sorted[(sorted.size() - 1) / 2];
+          const SequentialSearchResult* chosen = &runs.back();
+          for (const auto& r : runs)
+            if (r.pick.value_or(default_value) == pick) chosen = &r;
+          result.cases = case_reports(*chosen);
+          result.measured = std::any_of(runs.begin(), runs.end(), [](const auto& r) { return !r.sizes.empty(); });
+          result.confidence = Confidence::high;
+          for (const auto& r : runs) {
+            result.confidence = std::min(result.confidence, r.confidence);
+            result.noisy = result.noisy || r.noisy;
+          }
           for (int64_t p : result.picks)
-            if (p > 0) found.push_back(p);
-          std::sort(found.begin(), found.end());
-          const SearchRun& last = runs.back();
-          result.cases = last.search.cases().empty() ? std::vector<CalibrationCaseReport>{} : last.cases;
-          if (!found.empty() && found.size() * 2 >= runs.size()) {
-            int64_t pick = found[(found.size() - 1) / 2];
-            const SearchRun* chosen_run = &last;
-            for (const auto& r : runs)
-              if (r.search.chosen() == pick) chosen_run = &r;
-            result.values[spec.name] = pick;
-            result.changed_default = true;
-            result.bracket_high = pick;
-            result.bracket_low = chosen_run->search.bracket_low();
-            result.cases = chosen_run->cases;
-            for (const auto& r : runs)
-              if (r.search.chosen() == pick && r.search.bracket_low() == result.bracket_low) ++result.agreement;
+            if (p * 2 >= pick && p <= pick * 2) ++result.agreement;
+          result.values[spec.name] = pick;
+          result.changed_default = pick != default_value;
+          result.bracket_low = chosen->bracket_low;
+          result.bracket_high = chosen->bracket_high;
+          if (chosen->pick) {
             report.diagnostics.push_back(key_message(key, fmt::format("{} selected {}={}.", key.kernel, spec.name, pick)));
-            if (result.bracket_low)
+            if (chosen->stop_rule_met && chosen->bracket_low)
               report.diagnostics.push_back(key_message(key, fmt::format("{} crossover is bracketed by measured sizes {} and {}.",
-                                                                        key.kernel, *result.bracket_low, pick)));
-            else
+                                                                        key.kernel, *chosen->bracket_low, *chosen->bracket_high)));
+            else if (chosen->stop_rule_met)
               report.diagnostics.push_back(key_message(key, fmt::format("{} crossover is at or below the smallest measured size {}.",
-                                                                        key.kernel, pick)));
-            if (options.repeat > 1)
-              report.diagnostics.push_back(key_message(key, fmt::format("{} repeat: {} of {} runs agreed on the bracket; picks {}.",
-                                                                        key.kernel, result.agreement, options.repeat,
-                                                                        fmt::join(result.picks, ", "))));
-          } else {
-            std::string why = last.search.no_crossover_reason();
-            if (!last.stop_reason.empty()) why += fmt::format("; the search stopped because {}", last.stop_reason);
-            if (options.repeat > 1)
-              why += fmt::format("; {} of {} runs found a crossover", found.size(), options.repeat);
-            report.diagnostics.push_back(key_message(key, fmt::format("{} kept {}={}: {}.", key.kernel, spec.name,
-                                                                      runtime::format_value(base.at(spec.name)), why)));
+                                                                        key.kernel, *chosen->bracket_high)));
           }
+          for (const auto& note : chosen->notes) report.diagnostics.push_back(key_message(key, fmt::format("{} {}.", key.kernel, note)));
+          if (!chosen->pick && chosen->sizes.empty())
+            report.diagnostics.push_back(
+                key_message(key, fmt::format("{} kept {}={}: nothing was measured.", key.kernel, spec.name, default_value)));
+          if (options.repeat > 1) {
+            if (result.agreement < options.repeat) result.confidence = Confidence::low;
+            report.diagnostics.push_back(key_message(key, fmt::format("{} repeat: {} of {} runs picked within one doubling of {}; picks {}.",
+                                                                      key.kernel, result.agreement, options.repeat, pick,
+                                                                      fmt::join(result.picks, ", "))));
+          }
+          report.diagnostics.push_back(key_message(key, fmt::format("{} confidence: {} ({} pairs over {} sizes{}).", key.kernel,
+                                                                    confidence_name(result.confidence), chosen->pairs,
+                                                                    chosen->sizes.size(),
+                                                                    chosen->stop_rule_met ? "" : ", stop rule not met")));
         }
       }
       if (auto problems = def.schema.validate(result.values); !problems.empty())
@@ -426,11 +587,32 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
   std::vector<runtime::PublishedProfile> published;
   for (const auto& k : report.calibrated) published.push_back({k.key, static_cast<int>(threads), k.values});
   report.published_generation = published.empty() ? registry.published_generation() : registry.publish(published);
-  if (options.save && !report.calibrated.empty()) {
+  // A pick that measured nothing, or whose measurements disagree (low confidence), is published
+  // for this process but not saved as calibrated unless forced.
+  std::vector<KeyCalibration*> to_save;
+  if (options.save)
+    for (auto& k : report.calibrated) {
+      if (!k.measured && !options.force_save) {
+        report.diagnostics.push_back(key_message(k.key, fmt::format("{} not saved: nothing was measured (use force_save/--force "
+                                                                    "to save the values anyway).", k.key.kernel)));
+        continue;
+      }
+      if (k.confidence == Confidence::low && !options.force_save) {
+        report.diagnostics.push_back(key_message(
+            k.key, fmt::format("{} not saved: confidence is low (the measurements disagree or are too noisy for the margin); "
+                               "rerun on a quieter machine or with a larger --max-duration-ms, or use --force to save it anyway.",
+                               k.key.kernel)));
+        continue;
+      }
+      to_save.push_back(&k);
+    }
+  if (!to_save.empty()) {
     HostDescriptor host = detect_host(threads);
     Provenance provenance{"calibrate", utc_timestamp_now(), std::string(tool_version())};
     std::vector<CacheProfile> profiles;
-    for (const auto& k : report.calibrated) {
+    for (auto* kp : to_save) {
+      KeyCalibration& k = *kp;
+      k.saved = true;
       CacheProfile p;
       p.key = k.key;
       p.host = host;
@@ -442,6 +624,8 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
     update_options.prune_stale = options.prune_stale;
     update_options.kernels = &table;
     report.cache_update = write_profiles(resolve_cache_path(options.path), std::move(profiles), update_options);
+    if (!report.cache_update->ok())
+      for (auto* kp : to_save) kp->saved = false;
     for (const auto& d : report.cache_update->diagnostics) report.diagnostics.push_back(d);
   }
   report.elapsed_ms = (clock->now_ns() - start_ns) / kNsPerMs;

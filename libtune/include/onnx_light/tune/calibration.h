@@ -3,10 +3,14 @@
 //
 // Threshold search: for seeded inputs of doubling sizes, run the kernel forced serial (the
 // reference) and always parallel (the candidate), check the candidate's output bytes equal the
-// reference's, time alternating repetitions, and choose the crossover after consecutive wins.
+// reference's, and decide each size from interleaved pairs (sequential_threshold_search in
+// threshold_search.h: interval per size, retests, refinement, evidence-following picks and a
+// confidence verdict). Low-confidence or unmeasured results are published but not saved unless
+// `force_save`.
 // Comparison mode (`parameters`): run given values of one parameter interleaved on the same cases
 // and pick the lowest summed median. Budgets are hard: a case that would pass the memory budget
-// is not built, and the time budget is checked between cases and repetitions.
+// is not built, and the time budget is checked before every batch of pairs against its predicted
+// cost (set-up and warm-ups included) and between repetitions.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -43,6 +47,9 @@ std::shared_ptr<CalibrationClock> steady_calibration_clock();
 // The timings of one case (one size, one variant) for each configuration, config 0 first.
 struct CaseTiming {
   std::vector<double> median_ns;  // per configuration
+  // Per configuration, every timed repetition in order: sample i of each configuration forms
+  // interleaved pair i (threshold mode builds its per-pair ratios from these).
+  std::vector<std::vector<double>> samples_ns;
   int repetitions = 0;
   std::string description;  // "float[65536]"
 };
@@ -56,8 +63,9 @@ class CaseBenchmark {
   // Upper bound of the bytes a case of `size` holds (inputs and every configuration's outputs).
   virtual int64_t memory_bytes(int64_t size, int variant, std::size_t configurations) const = 0;
   // Warms every configuration up, checks every output equals configuration 0's bytes (throws
-  // CalibrationMismatch otherwise), then times alternating repetitions: at least
-  // `minimum_repetitions`, more while the clock is before `deadline_ns`, at most `maximum_repetitions`.
+  // CalibrationMismatch otherwise), then times alternating repetitions: `minimum_repetitions`,
+  // more while the clock is before `deadline_ns`, at most `maximum_repetitions`, and none started
+  // after `deadline_ns` once one was timed (the budget is hard).
   virtual CaseTiming measure(int64_t size, int variant, const std::vector<runtime::TuningValues>& configurations,
                              int64_t deadline_ns, int minimum_repetitions, int maximum_repetitions) = 0;
 };
@@ -103,6 +111,8 @@ struct CalibrationOptions {
   uint32_t seed = 20261202;
   int minimum_repetitions = 3;
   int maximum_repetitions = 15;
+  // A low-confidence pick, or one from no measurement, is published but not saved unless forced.
+  bool force_save = false;
   bool prune_stale = false;
   std::function<void(const CalibrationProgress&)> progress;
   std::shared_ptr<CalibrationClock> clock;  // nullptr: steady clock
@@ -115,6 +125,12 @@ struct CalibrationCaseReport {
   std::vector<double> median_ns;  // per configuration (summed over variants)
   std::vector<std::string> descriptions;
   bool candidate_wins = false;  // threshold mode
+  // Threshold mode: median candidate/serial pair ratio, its interval, verdict, pairs.
+  double ratio = 0, ratio_low = 0, ratio_high = 0;
+  std::string verdict;  // win | loss | undecided
+  int pairs = 0;
+  bool retested = false;
+  bool refined = false;
 };
 
 struct ComparisonEntry {
@@ -134,7 +150,11 @@ struct KeyCalibration {
   std::vector<CalibrationCaseReport> cases;  // of the last run
   std::vector<ComparisonEntry> comparison;   // comparison mode
   std::vector<int64_t> picks;                // per repeat (threshold mode)
-  int agreement = 0;                         // runs that agreed on the chosen bracket
+  int agreement = 0;                         // runs whose pick is within one doubling of the saved one
+  Confidence confidence = Confidence::high;  // threshold mode; comparison mode reports high
+  bool noisy = false;                        // the machine was too noisy for the margin
+  bool measured = false;                     // at least one case was measured
+  bool saved = false;                        // written to the cache
   int64_t elapsed_ms = 0;
 };
 

@@ -2,6 +2,8 @@
 // The selection logic of a threshold search, separate from any timing so that it can be tested
 // exactly: measured cases of doubling sizes go in, the crossover (or why none) comes out.
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,5 +49,84 @@ class ThresholdSearch {
   std::optional<int64_t> chosen_;
   std::optional<int64_t> bracket_low_;
 };
+
+}  // namespace onnx_light::tune
+
+// ---------------------------------------------------------------------------------------------
+// Sequential threshold search (DESIGN.md section 6, evidence rules). Each size is decided from
+// interleaved serial/candidate pairs: the median of the per-pair ratios candidate/serial with a
+// distribution-free (order-statistic) interval. Pairs are added while the interval straddles the
+// margin; contradicting sizes are measured again; the final bracket is refined at geometric
+// midpoints. The measurements come from a function so that the logic is tested with synthetic
+// sequences, and so that other callers (calibrate --model, verify) can reuse it.
+namespace onnx_light::tune {
+
+enum class Confidence { low, medium, high };
+const char* confidence_name(Confidence c);
+
+// A batch of pairs at one size, or why none could be run (budget, memory, size limit).
+struct PairBatch {
+  std::vector<double> ratios;  // candidate_ns / serial_ns, one per interleaved pair
+  double serial_ns = 0;        // median of the serial times (reports only)
+  double candidate_ns = 0;
+  std::string description;
+  std::string stop_reason;  // non-empty: nothing was measured and the search must stop
+};
+using PairMeasure = std::function<PairBatch(int64_t size, int pairs)>;
+
+enum class SizeVerdict { win, loss, undecided };
+const char* size_verdict_name(SizeVerdict v);
+
+struct SizeEvidence {
+  int64_t size = 0;
+  std::vector<double> ratios;
+  double ratio = 0;  // median of the pair ratios
+  double low = 0;    // order-statistic interval of the median (coverage >= ~93.75% from 5 pairs)
+  double high = 0;
+  SizeVerdict verdict = SizeVerdict::undecided;
+  bool wins = false;       // the decision used: the interval clears the margin, or (undecided) the median does
+  bool retested = false;   // measured again because it contradicted its neighbours
+  bool refined = false;    // a geometric midpoint inside the final bracket
+  double serial_ns = 0;
+  double candidate_ns = 0;
+  std::string description;
+  // Interquartile range of the ratios over their median: the dispersion named in noise warnings.
+  double dispersion = 0;
+};
+
+struct SequentialSearchSettings {
+  double margin = 0.05;
+  int consecutive_wins = 2;
+  int minimum_pairs = 5;   // first batch per size
+  int batch_pairs = 4;     // added while the interval straddles the margin
+  int maximum_pairs = 21;  // per size, then the median decides and the size counts as undecided
+  int refine_steps = 2;    // geometric midpoints measured inside the final bracket, budget allowing
+  double outlier_factor = 10;  // a median ratio this far from its neighbour's is measured again
+  int64_t first_size = 1024;
+  int64_t minimum_value = 1;                     // the parameter's validation range
+  int64_t maximum_value = int64_t{1} << 62;
+  std::function<bool(int64_t)> valid;             // extra validation of a pick (nullptr: range only)
+};
+
+struct SequentialSearchResult {
+  std::vector<SizeEvidence> sizes;  // sorted by size
+  std::optional<int64_t> pick;      // nullopt: keep `default_value` (reported by `notes`)
+  bool stop_rule_met = false;       // `consecutive_wins` wins in a row were measured
+  std::optional<int64_t> bracket_low;   // largest size at which serial won or tied below the pick
+  std::optional<int64_t> bracket_high;  // smallest winning size (the pick when the rule was met)
+  Confidence confidence = Confidence::low;
+  std::vector<std::string> notes;  // diagnostics: why this pick, budget, noise
+  bool noisy = false;              // a deciding size stayed undecided: too noisy for the margin
+  std::string stop_reason;
+  int pairs = 0;  // pairs measured in all
+};
+
+// `default_value` is kept only when the measurements agree with it.
+SequentialSearchResult sequential_threshold_search(const SequentialSearchSettings& settings, int64_t default_value,
+                                                   const PairMeasure& measure);
+
+// Order-statistic interval of the median of `values` (sorted copy): [x_(k), x_(n-k+1)] with the
+// largest k whose two-sided binomial coverage is >= 95%, or the full range when n is too small.
+std::pair<double, double> median_interval(std::vector<double> values);
 
 }  // namespace onnx_light::tune
