@@ -619,3 +619,45 @@ g (float[4] x, float[{}] b) => (float[4] y) {{
   const Tensor& y = context.get("y");
   for (int i = 0; i < 4; ++i) CHECK(y.data<float>()[i] == std::max(0.0f, x.data<float>()[i] * b.data<float>()[i]));
 }
+
+TEST_CASE("optimizer: a scalar Mul/Add after the activation joins the epilogue as post_affine") {
+  // PaddleOCR's learnable affine block: act(conv) * s + b with one-element constants. Dense Conv
+  // (packed GEMM, Relu stored in the micro-kernel without the affine), depthwise (SIMD rows) and
+  // MatMul (FusedMatMul), each with the Mul and Add, only the Mul, only the Add.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 14]>
+g (float[1,8,10,12] x, float[16,8,3,3] w, float[16,1,3,3] dw, float[12,5] m, float[1] s, float b) => (float[1,16,10,12] y, float[1,16,10,12] z, float[1,8,10,5] v) {
+  c = Conv <pads = [1, 1, 1, 1]> (x, w)
+  r = Relu(c)
+  rs = Mul(s, r)
+  y = Add(rs, b)
+  d = Conv <group = 16, pads = [1, 1, 1, 1]> (y, dw)
+  h = HardSwish(d)
+  z = Mul(h, s)
+  p = MatMul(x, m)
+  l = LeakyRelu <alpha = 0.1> (p)
+  v = Add(b, l)
+})";
+  Tensor s(ElementType::float32, {1});
+  *s.data<float>() = 0.75f;
+  Values weights{{"w", random_tensor(ElementType::float32, {16, 8, 3, 3}, 70)},
+                 {"dw", random_tensor(ElementType::float32, {16, 1, 3, 3}, 71)},
+                 {"m", random_tensor(ElementType::float32, {12, 5}, 72)},
+                 {"s", s},
+                 {"b", scalar(-0.3f)}};
+  auto [opt, ref] = compare(text, weights, {{"x", random_tensor(ElementType::float32, {1, 8, 10, 12}, 73)}});
+  if (fused_conv_available()) {
+    CHECK(opt.ops == std::vector<std::string>{"com.onnx_light:FusedConv", "com.onnx_light:FusedConv", "com.onnx_light:FusedMatMul"});
+  }
+}
+
+TEST_CASE("FusedConv: post_affine takes exactly {scale, shift}") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13, "com.onnx_light" : 1]>
+g (float[1,2,4,4] x, float[2,2,1,1] w) => (float[1,2,4,4] y) {
+  y = com.onnx_light.FusedConv <activation = "Relu", post_affine = [2.0]> (x, w)
+})";
+  if (!fused_conv_available()) return;
+  RuntimeSessionOptions options;
+  options.optimization = OptimizationLevel::none;
+  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(text), options), doctest::Contains("'post_affine' has 1 value(s)"),
+                       UnsupportedError);
+}

@@ -170,10 +170,8 @@ struct ConvFusion {
   ConvFusion(const KernelCreateInfo& info, bool is_fused) : fused(is_fused) {
     if (fused) {
       check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "activation",
-                              "activation_params"});
-      std::vector<float> params;
-      if (const auto* a = info.attribute("activation_params")) params.assign(a->floats().begin(), a->floats().end());
-      epilogue = parse_epilogue(info.string_attribute("activation", "Identity"), params, info.node_label());
+                              "activation_params", "post_affine"});
+      epilogue = parse_epilogue_attributes(info);
     } else {
       check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
     }
@@ -577,7 +575,7 @@ class PackedConvKernel final : public Kernel {
           }
         });
         // A lone Relu runs in the micro-kernel's store (bit-identical to ONNX Relu).
-        const bool relu_only = r.z == nullptr && fusion_.epilogue.activation == Activation::relu;
+        const bool relu_only = r.z == nullptr && fusion_.epilogue.is_relu_only();
         const simd::GemmF32Epilogue bias{1.0f, 1.0f, r.bias != nullptr ? r.bias->data<float>() + grp * r.group_maps : nullptr,
                                          1, 0, relu_only};
         float* result = out + (image * r.maps + grp * r.group_maps) * g.out_size;

@@ -74,6 +74,7 @@ void fill_phases(const DepthwiseConv& c, const Layout& l, const float* plane, fl
 }
 
 int simd_activation(const Epilogue& e) {
+  if (e.post_affine) return simd::dwconv_f32_none;  // the row stores no affine: apply_activation after it
   switch (e.activation) {
     case Activation::relu: return simd::dwconv_f32_relu;
     case Activation::clip: return simd::dwconv_f32_clip;

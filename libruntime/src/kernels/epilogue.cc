@@ -46,12 +46,31 @@ std::string_view activation_name(Activation activation) {
 }
 
 std::string Epilogue::describe() const {
+  std::string text;
   switch (activation) {
-    case Activation::clip: return fmt::format("Clip({:g},{:g})", alpha, beta);
-    case Activation::leaky_relu: return fmt::format("LeakyRelu({:g})", alpha);
-    case Activation::hard_sigmoid: return fmt::format("HardSigmoid({:g},{:g})", alpha, beta);
-    default: return std::string(activation_name(activation));
+    case Activation::clip: text = fmt::format("Clip({:g},{:g})", alpha, beta); break;
+    case Activation::leaky_relu: text = fmt::format("LeakyRelu({:g})", alpha); break;
+    case Activation::hard_sigmoid: text = fmt::format("HardSigmoid({:g},{:g})", alpha, beta); break;
+    default: text = std::string(activation_name(activation));
   }
+  if (post_affine) text += fmt::format(" *{:g} +{:g}", post_scale, post_shift);
+  return text;
+}
+
+Epilogue parse_epilogue_attributes(const KernelCreateInfo& info) {
+  const std::string label = info.node_label();
+  std::vector<float> params;
+  if (const auto* a = info.attribute("activation_params")) params.assign(a->floats().begin(), a->floats().end());
+  Epilogue e = parse_epilogue(info.string_attribute("activation", "Identity"), params, label);
+  if (const auto* a = info.attribute("post_affine")) {
+    if (a->floats_size() != 2)
+      throw ModelError(fmt::format("{}: attribute 'post_affine' has {} value(s); it takes {{scale, shift}}", label,
+                                   a->floats_size()));
+    e.post_scale = a->floats(0);
+    e.post_shift = a->floats(1);
+    e.post_affine = true;
+  }
+  return e;
 }
 
 Epilogue parse_epilogue(std::string_view activation, const std::vector<float>& params, const std::string& label) {
@@ -71,7 +90,9 @@ Epilogue parse_epilogue(std::string_view activation, const std::vector<float>& p
                                label, activation));
 }
 
-void apply_activation(const Epilogue& e, float* values, int64_t n) {
+namespace {
+
+void apply_activation_only(const Epilogue& e, float* values, int64_t n) {
   switch (e.activation) {
     case Activation::identity: return;
     case Activation::relu: return for_each(values, n, [](float x) { return std::max(x, 0.0f); });
@@ -93,6 +114,19 @@ void apply_activation(const Epilogue& e, float* values, int64_t n) {
     case Activation::tanh: return for_each(values, n, [](float x) { return std::tanh(x); });
     case Activation::silu: return for_each(values, n, [](float x) { return x * sigmoid(x); });
   }
+}
+
+}  // namespace
+
+void apply_activation(const Epilogue& e, float* values, int64_t n) {
+  apply_activation_only(e, values, n);
+  if (!e.post_affine) return;
+  // Two roundings, as the Mul and Add nodes it replaces (this file is built without FMA contraction).
+  const float scale = e.post_scale, shift = e.post_shift;
+  for_each(values, n, [scale, shift](float x) {
+    const float scaled = x * scale;
+    return scaled + shift;
+  });
 }
 
 }  // namespace onnx_light::runtime::kernels

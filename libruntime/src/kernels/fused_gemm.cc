@@ -48,14 +48,13 @@ class InnerExecution final : public KernelExecution {
 class FusedProductKernel final : public Kernel {
  public:
   FusedProductKernel(const KernelCreateInfo& info, const KernelDef& inner, bool matmul) : matmul_(matmul) {
-    std::vector<float> params;
-    if (const auto* a = info.attribute("activation_params")) params.assign(a->floats().begin(), a->floats().end());
-    epilogue_ = parse_epilogue(info.string_attribute("activation", "Identity"), params, info.node_label());
+    epilogue_ = parse_epilogue_attributes(info);
     // The inner node: the product's own attributes and operands (Gemm keeps C, MatMul's bias is ours).
     inner_node_ = info.node;
     inner_node_.clear_attribute();
     for (const auto& a : info.node.attribute())
-      if (a.name() != "activation" && a.name() != "activation_params") *inner_node_.add_attribute() = a;
+      if (a.name() != "activation" && a.name() != "activation_params" && a.name() != "post_affine")
+        *inner_node_.add_attribute() = a;
     inner_node_.set_domain("");
     inner_node_.set_op_type(matmul ? "MatMul" : "Gemm");
     inner_inputs_ = matmul ? 2 : 3;
@@ -72,7 +71,7 @@ class FusedProductKernel final : public Kernel {
     KernelCreateInfo inner_info{inner_node_, 13, types, constants};
     inner_ = inner.create(inner_info);
     inner_->apply_tuning(inner.schema.defaults());
-    if (epilogue_.activation == Activation::relu && !has_bias_ && !has_z_ && inner_->fuse_relu())
+    if (epilogue_.is_relu_only() && !has_bias_ && !has_z_ && inner_->fuse_relu())
       epilogue_ = Epilogue{};
   }
 

@@ -102,6 +102,20 @@ std::optional<Activation> match_activation(GraphEdit& g, const std::string& x) {
   return std::nullopt;
 }
 
+// The other operand of the two-input node `n` reading `value` when it is a float32 constant of one
+// element whose rank does not exceed value's (so the node keeps value's shape).
+std::optional<float> output_preserving_scalar(GraphEdit& g, const onnx::NodeProto& n, const std::string& value) {
+  if (n.input_size() != 2 || n.output_size() != 1) return std::nullopt;
+  const std::string other = other_input(n, value);
+  auto c = g.constant(other);
+  if (!c || c->element_type() != ElementType::float32 || c->element_count() != 1) return std::nullopt;
+  if (c->rank() > 0) {
+    const ValueShape* s = g.shape(value);
+    if (s == nullptr || !s->has_shape || s->dims.size() < c->rank()) return std::nullopt;
+  }
+  return c->data<float>()[0];
+}
+
 void set_string(onnx::NodeProto& node, const std::string& name, const std::string& value) {
   auto* a = node.add_attribute();
   a->set_name(name);
@@ -207,6 +221,22 @@ int64_t fuse_epilogues(GraphEdit& g) {
       consumed.insert(consumed.end(), activation->nodes.begin(), activation->nodes.end());
       out = activation->output;
     }
+    // Then a scalar Mul and/or Add (PaddleOCR's learnable affine block after each activation).
+    std::optional<std::pair<float, float>> post;
+    if (const int mul = g.only_reader(out); mul >= 0 && is_op(g.node(mul), "Mul")) {
+      if (auto scale = output_preserving_scalar(g, g.node(mul), out)) {
+        post = {*scale, 0.0f};
+        consumed.push_back(mul);
+        out = g.node(mul).output(0);
+      }
+    }
+    if (const int add = g.only_reader(out); add >= 0 && is_op(g.node(add), "Add")) {
+      if (auto shift = output_preserving_scalar(g, g.node(add), out)) {
+        post = {post ? post->first : 1.0f, *shift};
+        consumed.push_back(add);
+        out = g.node(add).output(0);
+      }
+    }
     if (consumed.empty()) continue;
     auto& node = g.node(i);
     const std::string original = node.op_type();
@@ -221,6 +251,7 @@ int64_t fuse_epilogues(GraphEdit& g) {
       set_string(node, "activation", activation->name);
       if (!activation->params.empty()) set_floats(node, "activation_params", activation->params);
     }
+    if (post) set_floats(node, "post_affine", {post->first, post->second});
     node.set_output(0, out);
     for (int n : consumed) g.remove(n);
     g.import_domain(std::string(kFusedDomain));
