@@ -661,3 +661,35 @@ g (float[1,2,4,4] x, float[2,2,1,1] w) => (float[1,2,4,4] y) {
   CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(text), options), doctest::Contains("'post_affine' has 1 value(s)"),
                        UnsupportedError);
 }
+
+TEST_CASE("optimizer: BatchNormalization after a 2-D Gemm or MatMul folds into its weights and bias") {
+  // Gemm with transB, alpha, beta and a [1, N] C; MatMul without bias (it becomes a Gemm).
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 14]>
+g (float[3,6] x, float[5,6] wt, float[1,5] c, float[5,4] m, float[5] s, float[5] bb, float[5] mu, float[5] v, float[4] s2, float[4] b2, float[4] mu2, float[4] v2) => (float[3,4] y) {
+  p = Gemm <transB = 1, alpha = 0.5, beta = 2.0> (x, wt, c)
+  q = BatchNormalization <epsilon = 0.001> (p, s, bb, mu, v)
+  r = MatMul(q, m)
+  y = BatchNormalization (r, s2, b2, mu2, v2)
+})";
+  Values weights{{"wt", random_tensor(ElementType::float32, {5, 6}, 80)}, {"c", random_tensor(ElementType::float32, {1, 5}, 81)},
+                 {"m", random_tensor(ElementType::float32, {5, 4}, 82)},  {"s", random_tensor(ElementType::float32, {5}, 83)},
+                 {"bb", random_tensor(ElementType::float32, {5}, 84)},    {"mu", random_tensor(ElementType::float32, {5}, 85)},
+                 {"v", positive({5}, 86)},                                {"s2", random_tensor(ElementType::float32, {4}, 87)},
+                 {"b2", random_tensor(ElementType::float32, {4}, 88)},    {"mu2", random_tensor(ElementType::float32, {4}, 89)},
+                 {"v2", positive({4}, 90)}};
+  auto [opt, ref] = compare(text, weights, {{"x", random_tensor(ElementType::float32, {3, 6}, 91)}});
+  CHECK(applied(opt.report, "gemm_bn_folding") == 2);
+  CHECK(!has_op(opt, "BatchNormalization"));
+  // A 3-D MatMul puts N on the last axis, BatchNormalization normalizes axis 1: not folded.
+  const std::string batched = R"(<ir_version: 8, opset_import: ["" : 14]>
+g (float[2,4,3] x, float[3,4] m, float[4] s, float[4] b, float[4] mu, float[4] v) => (float[2,4,4] y) {
+  r = MatMul(x, m)
+  y = BatchNormalization (r, s, b, mu, v)
+})";
+  Values w3{{"m", random_tensor(ElementType::float32, {3, 4}, 92)}, {"s", random_tensor(ElementType::float32, {4}, 93)},
+            {"b", random_tensor(ElementType::float32, {4}, 94)},   {"mu", random_tensor(ElementType::float32, {4}, 95)},
+            {"v", positive({4}, 96)}};
+  auto [opt3, ref3] = compare(batched, w3, {{"x", random_tensor(ElementType::float32, {2, 4, 3}, 97)}});
+  CHECK(applied(opt3.report, "gemm_bn_folding") == 0);
+  CHECK(has_op(opt3, "BatchNormalization"));
+}

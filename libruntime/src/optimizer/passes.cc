@@ -25,6 +25,7 @@ constexpr Pass kPasses[] = {
     {"dead_node_elimination", OptimizationLevel::basic, optimizer::eliminate_dead_nodes, false},
     {"conv_bn_folding", OptimizationLevel::all, optimizer::fold_conv_batch_norm, false},
     {"conv_mul_add_folding", OptimizationLevel::all, optimizer::fold_conv_mul_add, false},
+    {"gemm_bn_folding", OptimizationLevel::all, optimizer::fold_gemm_batch_norm, false},
     {"matmul_add_to_gemm", OptimizationLevel::all, optimizer::matmul_add_to_gemm, false},
     {"layer_norm_fusion", OptimizationLevel::all, optimizer::fuse_layer_norm, false},
     {"gelu_fusion", OptimizationLevel::all, optimizer::fuse_gelu, false},

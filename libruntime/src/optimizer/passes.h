@@ -14,6 +14,8 @@ int64_t eliminate_dead_nodes(GraphEdit& g);
 // conv_folding.cc
 int64_t fold_conv_batch_norm(GraphEdit& g);
 int64_t fold_conv_mul_add(GraphEdit& g);
+// gemm_folding.cc
+int64_t fold_gemm_batch_norm(GraphEdit& g);
 // epilogue_fusion.cc
 int64_t matmul_add_to_gemm(GraphEdit& g);
 int64_t fuse_epilogues(GraphEdit& g);

@@ -13,6 +13,8 @@
 //          dead_node_elimination nodes and initializers nothing reads
 //   all:   conv_bn_folding       BatchNormalization after a Conv or ConvTranspose into its weights and bias
 //          conv_mul_add_folding  Mul / Add by a per-output-channel constant after a Conv or ConvTranspose, likewise
+//          gemm_bn_folding       BatchNormalization after a 2-D Gemm / MatMul with constant B into B's
+//                                columns and a bias (the MatMul becomes a Gemm)
 //          matmul_add_to_gemm    2-D MatMul + Add(1-D constant bias) into Gemm
 //          layer_norm_fusion     ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add over the last axis
 //                                (also when that axis is symbolic: then gamma must be longer than 1)
