@@ -160,7 +160,10 @@ struct RecurrentAttributes {
       else if (cell == Cell::gru) names = {"Sigmoid", "Tanh"};
       else names = {"Tanh"};
     }
-    if (names.size() == per && directions == 2) names.insert(names.end(), names.begin(), names.end());
+    if (names.size() == per && directions == 2) {
+      const std::vector<std::string> one = names;  // inserting a range of itself would be undefined
+      names.insert(names.end(), one.begin(), one.end());
+    }
     if (names.size() != per * static_cast<std::size_t>(directions))
       throw ModelError(fmt::format("{}: attribute 'activations' has {} names; {} {} direction(s) need {}", label,
                                    names.size(), cell_name(cell), directions, per * static_cast<std::size_t>(directions)));
