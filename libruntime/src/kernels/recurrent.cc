@@ -263,20 +263,24 @@ class RecurrentKernel final : public Kernel {
     if (lens != nullptr) {
       if (lens->shape() != Shape{batch})
         throw InputError(fmt::format("{}: sequence_lens {} must have shape [{}] (the batch)", label, lens->describe(), batch));
-      const std::vector<int64_t> values = read_int64_values(*lens, label, "sequence_lens");
-      for (std::size_t b = 0; b < values.size(); ++b) {
-        if (values[b] < 0 || values[b] > steps)
+      if (lens->element_type() != ElementType::int32 && lens->element_type() != ElementType::int64)
+        throw InputError(fmt::format("{}: sequence_lens {} must be int32 (or int64)", label, lens->describe()));
+      for (int64_t b = 0; b < batch; ++b) {  // read in place: no allocation per run
+        const int64_t v = lens->element_type() == ElementType::int32 ? lens->data<int32_t>()[b] : lens->data<int64_t>()[b];
+        if (v < 0 || v > steps)
           throw InputError(fmt::format("{}: sequence_lens[{}] = {} is outside [0, {}] (the sequence length of X {})",
-                                       label, b, values[b], steps, x.describe()));
-        lengths_[b] = values[b];
+                                       label, b, v, steps, x.describe()));
+        lengths_[static_cast<std::size_t>(b)] = v;
       }
     }
 
     // Outputs: Y [seq, dirs, batch, hidden] (layout 1: [batch, seq, dirs, hidden]); states as initial_h.
     const Shape y_shape = a_.layout == 0 ? Shape{steps, dirs, batch, hidden} : Shape{batch, steps, dirs, hidden};
     checked_element_count(y_shape, "Y");
-    const int64_t xw_count = checked_product(std::vector<int64_t>{steps, batch, rows}, "the input projection");
-    const int64_t state_count = checked_product(std::vector<int64_t>{batch, hidden}, "the hidden state");
+    const int64_t xw_count = checked_mul(checked_mul(steps, batch, "the input projection"), rows, "the input projection");
+    const int64_t state_count = checked_mul(batch, hidden, "the hidden state");
+    // One step's recurrent product, bounded here once so that the per-step count cannot overflow.
+    checked_mul(state_count, rows, "the recurrent product of one step");
     T* y = a_.want_y ? zeroed(checked_output(execution, 0, type, y_shape, false)) : nullptr;
     T* y_h = a_.want_h ? zeroed(checked_output(execution, 1, type, state_shape, false)) : nullptr;
     T* y_c = a_.want_c ? zeroed(checked_output(execution, 2, type, state_shape, false)) : nullptr;
