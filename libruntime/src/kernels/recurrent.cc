@@ -247,21 +247,22 @@ class RecurrentKernel final : public Kernel {
     if (r.rank() != 3) throw InputError(fmt::format("{}: R {} must have rank 3", label, r.describe()));
     const int64_t hidden = a_.hidden_size > 0 ? a_.hidden_size : r.shape()[2];
     const int64_t rows = checked_mul(gates, hidden, "the gate rows (gates x hidden_size)");
-    auto expect = [&](const Tensor& t, const char* name, const Shape& shape) {
-      if (t.shape() != shape)
+    // Dims compared in place (a Shape built here would allocate on every run).
+    auto expect = [&](const Tensor& t, const char* name, std::initializer_list<int64_t> dims) {
+      if (t.rank() != dims.size() || !std::equal(dims.begin(), dims.end(), t.shape().begin()))
         throw InputError(fmt::format("{}: {} {} must have shape {} (direction {}, hidden_size {}, {} gates)", label,
-                                     name, t.describe(), shape_to_string(shape), dirs, hidden, gates));
+                                     name, t.describe(), shape_to_string(Shape(dims)), dirs, hidden, gates));
     };
     expect(w, "W", {dirs, rows, in_size});
     expect(r, "R", {dirs, rows, hidden});
     if (bias != nullptr) expect(*bias, "B", {dirs, checked_mul(2, rows, "the bias length")});
-    const Shape state_shape = a_.layout == 0 ? Shape{dirs, batch, hidden} : Shape{batch, dirs, hidden};
-    if (init_h != nullptr) expect(*init_h, "initial_h", state_shape);
-    if (init_c != nullptr) expect(*init_c, "initial_c", state_shape);
+    const int64_t s0 = a_.layout == 0 ? dirs : batch, s1 = a_.layout == 0 ? batch : dirs;
+    if (init_h != nullptr) expect(*init_h, "initial_h", {s0, s1, hidden});
+    if (init_c != nullptr) expect(*init_c, "initial_c", {s0, s1, hidden});
     if (peep != nullptr) expect(*peep, "P", {dirs, checked_mul(3, hidden, "the peephole length")});
     lengths_.assign(static_cast<std::size_t>(batch), steps);
     if (lens != nullptr) {
-      if (lens->shape() != Shape{batch})
+      if (lens->rank() != 1 || lens->shape()[0] != batch)
         throw InputError(fmt::format("{}: sequence_lens {} must have shape [{}] (the batch)", label, lens->describe(), batch));
       if (lens->element_type() != ElementType::int32 && lens->element_type() != ElementType::int64)
         throw InputError(fmt::format("{}: sequence_lens {} must be int32 (or int64)", label, lens->describe()));
@@ -275,7 +276,12 @@ class RecurrentKernel final : public Kernel {
     }
 
     // Outputs: Y [seq, dirs, batch, hidden] (layout 1: [batch, seq, dirs, hidden]); states as initial_h.
-    const Shape y_shape = a_.layout == 0 ? Shape{steps, dirs, batch, hidden} : Shape{batch, steps, dirs, hidden};
+    // Kept in the kernel: assigning the same dims again does not allocate.
+    if (a_.layout == 0) y_shape_.assign({steps, dirs, batch, hidden});
+    else y_shape_.assign({batch, steps, dirs, hidden});
+    state_shape_.assign({s0, s1, hidden});
+    const Shape& y_shape = y_shape_;
+    const Shape& state_shape = state_shape_;
     checked_element_count(y_shape, "Y");
     const int64_t xw_count = checked_mul(checked_mul(steps, batch, "the input projection"), rows, "the input projection");
     const int64_t state_count = checked_mul(batch, hidden, "the hidden state");
@@ -459,6 +465,7 @@ class RecurrentKernel final : public Kernel {
   RecurrentAttributes a_;
   int64_t minimum_macs_ = kDefaultMinimumMacs;
   std::vector<int64_t> lengths_;
+  Shape y_shape_, state_shape_;
   std::vector<T> xw_, h_, c_, gates_, rh_;
 };
 
