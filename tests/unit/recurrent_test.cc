@@ -366,6 +366,10 @@ std::vector<Case> cases() {
   c.seq = 9, c.batch = 5, c.input = 19, c.hidden = 11;
   c.bias = c.initial = true;
   add(c);
+  c = {"lstm empty sequence: Y empty, Y_h and Y_c the initial states", "LSTM", "bidirectional"};
+  c.seq = 0;
+  c.initial = true;
+  add(c);
   // GRU
   c = {"gru forward, bias, initial h", "GRU"};
   c.bias = c.initial = true;

@@ -299,7 +299,8 @@ class RecurrentKernel final : public Kernel {
     } catch (const std::exception&) {  // bad_alloc, or length_error past the vector's max_size
       throw InputError(fmt::format("{}: cannot allocate the scratch of X {} with hidden_size {}", label, x.describe(), hidden));
     }
-    if (steps == 0 || batch == 0) return;  // Y is empty, Y_h / Y_c zero (nothing was run)
+    // No early return for an empty sequence: Y is empty and Y_h / Y_c are the initial states, as
+    // for a batch entry whose sequence_lens is 0.
 
     const T* px = x.data<T>();
     const int64_t per_act = static_cast<int64_t>(activation_count(a_.cell));
