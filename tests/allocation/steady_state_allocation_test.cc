@@ -405,3 +405,25 @@ TEST_CASE("convtranspose_steady_state_allocates_nothing") {
     CHECK(allocations_in_steady_state(constant, {random({1, 16, 32, 20}, 1)}, threads, 20, &portable) == 0);
   }
 }
+
+TEST_CASE("recurrent_steady_state_allocates_nothing") {
+  // LSTM bidirectional with sequence_lens and every output, GRU linear_before_reset, RNN layout 1:
+  // scratch and state shapes are kept in the kernels.
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 14]>\ng (float[5, 2, 6] x, float[2, 32, 6] w, float[2, 32, 8] r, "
+      "int32[2] lens, float[1, 24, 6] gw, float[1, 24, 8] gr, float[2, 5, 6] xb, float[1, 8, 6] rw, float[1, 8, 8] rr) "
+      "=> (float[5, 2, 2, 8] y, float[2, 2, 8] yh, float[2, 2, 8] yc, float[5, 1, 2, 8] gy, float[2, 5, 1, 8] ry) "
+      "{ y, yh, yc = LSTM <hidden_size = 8, direction = \"bidirectional\"> (x, w, r, , lens)\n"
+      "  gy, gh = GRU <hidden_size = 8, linear_before_reset = 1> (x, gw, gr)\n"
+      "  ry = RNN <hidden_size = 8, layout = 1> (xb, rw, rr) }";
+  Tensor lens(ElementType::int32, {2});
+  lens.data<int32_t>()[0] = 3;
+  lens.data<int32_t>()[1] = 5;
+  const std::vector<Tensor> inputs{random({5, 2, 6}, 1), random({2, 32, 6}, 2), random({2, 32, 8}, 3), lens,
+                                   random({1, 24, 6}, 4), random({1, 24, 8}, 5), random({2, 5, 6}, 6),
+                                   random({1, 8, 6}, 7),  random({1, 8, 8}, 8)};
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    CHECK(allocations_in_steady_state(parse_model_text(text), inputs, threads) == 0);
+  }
+}

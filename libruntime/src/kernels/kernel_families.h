@@ -17,6 +17,7 @@ void register_reduce_kernels(KernelTable& table);            // reduce.cc (Reduc
 void register_shape_kernels(KernelTable& table);             // shape_ops.cc
 void register_data_movement_kernels(KernelTable& table);     // data_movement.cc
 void register_resize_kernels(KernelTable& table);            // resize.cc (Resize, Upsample)
+void register_recurrent_kernels(KernelTable& table);         // recurrent.cc (LSTM, GRU, RNN)
 void register_cast_kernels(KernelTable& table);              // cast.cc
 void register_gelu_kernels(KernelTable& table);              // gelu.cc (com.onnx_light Gelu)
 void register_elementwise_chain_kernels(KernelTable& table); // elementwise_chain.cc (com.onnx_light)
