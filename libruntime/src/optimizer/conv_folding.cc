@@ -6,6 +6,7 @@
 // so its output channel is (input channel's group) * M/group + the index on axis 1.
 #include <cmath>
 
+#include "optimizer/batch_norm.h"
 #include "optimizer/passes.h"
 
 namespace onnx_light::runtime::optimizer {
@@ -99,35 +100,17 @@ int64_t fold_conv_batch_norm(GraphEdit& g) {
   int64_t folded = 0;
   for (int i = 0; i < g.node_count(); ++i) {
     if (g.removed(i)) continue;
-    const onnx::NodeProto& bn = g.node(i);
-    if (!is_op(bn, "BatchNormalization") || bn.input_size() != 5 || bn.output_size() < 1) continue;
-    if (int_attribute(bn, "training_mode", 0) != 0) continue;
-    bool extra_outputs = false;
-    for (int k = 1; k < bn.output_size(); ++k)
-      if (!bn.output(k).empty() && (!g.readers(bn.output(k)).empty() || g.is_graph_output(bn.output(k)))) extra_outputs = true;
-    if (extra_outputs) continue;
-    const std::string x = bn.input(0);
-    const int p = g.producer(x);
-    if (p < 0 || !g.sole_reader(x, i)) continue;
+    const int p = batch_norm_producer(g, i);
+    if (p < 0) continue;
     auto cw = conv_weights(g, g.node(p));
     if (!cw) continue;
-    std::vector<Tensor> params;
-    for (int k = 1; k < 5; ++k) {
-      auto t = g.constant(bn.input(k));
-      if (!t || t->element_type() != ElementType::float32 || t->element_count() != cw->channels) break;
-      params.push_back(*t);
-    }
-    if (params.size() != 4) continue;
-    const double eps = float_attribute(bn, "epsilon", 1e-5f);
-    std::vector<double> scale(static_cast<std::size_t>(cw->channels)), bias(scale.size());
-    for (int64_t c = 0; c < cw->channels; ++c) {
-      const double s = params[0].data<float>()[c] / std::sqrt(static_cast<double>(params[3].data<float>()[c]) + eps);
-      const double b = cw->b ? cw->b->data<float>()[c] : 0.0;
-      scale[static_cast<std::size_t>(c)] = s;
-      bias[static_cast<std::size_t>(c)] = (b - params[2].data<float>()[c]) * s + params[1].data<float>()[c];
-    }
-    rewrite_conv(g, p, *cw, scale, bias, /*has_bias=*/true);
-    g.node(p).set_output(0, bn.output(0));
+    auto bn = batch_norm_affine(g, g.node(i), cw->channels);
+    if (!bn) continue;
+    std::vector<double> bias(bn->scale.size());
+    for (std::size_t c = 0; c < bias.size(); ++c)
+      bias[c] = (cw->b ? cw->b->data<float>()[c] : 0.0) * bn->scale[c] + bn->shift[c];
+    rewrite_conv(g, p, *cw, bn->scale, bias, /*has_bias=*/true);
+    g.node(p).set_output(0, g.node(i).output(0));
     g.remove(i);
     g.index();
     ++folded;

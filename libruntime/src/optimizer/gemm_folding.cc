@@ -3,8 +3,7 @@
 // column n: B's column n (row n when transB) is scaled by s = scale / sqrt(var + eps) and the bias
 // becomes C' = (beta * C - mean) * s + bn_bias with beta = 1 (a MatMul becomes a Gemm to carry it).
 // Computed in double, rounded once; changes bits as the Conv folding does.
-#include <cmath>
-
+#include "optimizer/batch_norm.h"
 #include "optimizer/passes.h"
 
 namespace onnx_light::runtime::optimizer {
@@ -30,15 +29,8 @@ int64_t fold_gemm_batch_norm(GraphEdit& g) {
   int64_t folded = 0;
   for (int i = 0; i < g.node_count(); ++i) {
     if (g.removed(i)) continue;
-    const onnx::NodeProto& bn = g.node(i);
-    if (!is_op(bn, "BatchNormalization") || bn.input_size() != 5 || bn.output_size() < 1) continue;
-    if (int_attribute(bn, "training_mode", 0) != 0) continue;
-    bool extra_outputs = false;
-    for (int k = 1; k < bn.output_size(); ++k)
-      if (!bn.output(k).empty() && (!g.readers(bn.output(k)).empty() || g.is_graph_output(bn.output(k)))) extra_outputs = true;
-    if (extra_outputs) continue;
-    const int p = g.producer(bn.input(0));
-    if (p < 0 || !g.sole_reader(bn.input(0), i)) continue;
+    const int p = batch_norm_producer(g, i);
+    if (p < 0) continue;
     const onnx::NodeProto& prod = g.node(p);
     const bool gemm = is_op(prod, "Gemm"), matmul = is_op(prod, "MatMul");
     if (!(gemm || matmul) || prod.input_size() < 2 || prod.output_size() != 1) continue;
@@ -50,24 +42,17 @@ int64_t fold_gemm_batch_norm(GraphEdit& g) {
     const bool trans_b = gemm && int_attribute(prod, "transB", 0) != 0;
     const int64_t n = trans_b ? w->shape()[0] : w->shape()[1];
     const int64_t k_dim = trans_b ? w->shape()[1] : w->shape()[0];
-    std::vector<Tensor> params;
-    for (int k = 1; k < 5; ++k) {
-      auto t = g.constant(bn.input(k));
-      if (!t || t->element_type() != ElementType::float32 || t->element_count() != n) break;
-      params.push_back(*t);
-    }
-    if (params.size() != 4) continue;
+    auto bn = batch_norm_affine(g, g.node(i), n);
+    if (!bn) continue;
     auto c = per_column(g, prod, n);
     if (!c) continue;
     const double beta = gemm ? float_attribute(prod, "beta", 1.0f) : 1.0;
-    const double eps = float_attribute(bn, "epsilon", 1e-5f);
     Tensor w2(ElementType::float32, w->shape());
     Tensor bias(ElementType::float32, {n});
     for (int64_t col = 0; col < n; ++col) {
       const auto j = static_cast<std::size_t>(col);
-      const double s = params[0].data<float>()[col] / std::sqrt(static_cast<double>(params[3].data<float>()[col]) + eps);
-      bias.data<float>()[col] =
-          static_cast<float>((beta * (*c)[j] - params[2].data<float>()[col]) * s + params[1].data<float>()[col]);
+      const double s = bn->scale[j];
+      bias.data<float>()[col] = static_cast<float>(beta * (*c)[j] * s + bn->shift[j]);
       for (int64_t k = 0; k < k_dim; ++k) {
         const int64_t at = trans_b ? col * k_dim + k : k * n + col;
         w2.data<float>()[at] = static_cast<float>(static_cast<double>(w->data<float>()[at]) * s);
@@ -85,7 +70,7 @@ int64_t fold_gemm_batch_norm(GraphEdit& g) {
     // beta now 1: C' already holds beta * C.
     for (auto& attr : *node.mutable_attribute())
       if (attr.name() == "beta") attr.set_f(1.0f);
-    node.set_output(0, bn.output(0));
+    node.set_output(0, g.node(i).output(0));
     g.remove(i);
     g.index();
     ++folded;
