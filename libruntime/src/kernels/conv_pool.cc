@@ -22,47 +22,12 @@
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/spatial_attributes.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
 
 namespace {
-
-constexpr std::size_t kMaxSpatial = 3;
-
-// The spatial attributes shared by Conv and the pools.
-struct SpatialAttributes {
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> kernel_shape, strides, dilations, pads;
-  bool ceil_mode = false;
-
-  explicit SpatialAttributes(const KernelCreateInfo& info) {
-    auto_pad = info.string_attribute("auto_pad", "NOTSET");
-    kernel_shape = info.ints_attribute("kernel_shape");
-    strides = info.ints_attribute("strides");
-    dilations = info.ints_attribute("dilations");
-    pads = info.ints_attribute("pads");
-    ceil_mode = info.int_attribute("ceil_mode", 0) != 0;
-    if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
-      throw ModelError(fmt::format("{}: attribute 'auto_pad' = \"{}\" is not NOTSET, VALID, SAME_UPPER or SAME_LOWER",
-                                   info.node_label(), auto_pad));
-    if (auto_pad != "NOTSET" && !pads.empty())
-      throw ModelError(fmt::format("{}: attributes 'pads' and 'auto_pad' = \"{}\" cannot both be set", info.node_label(),
-                                   auto_pad));
-    auto positive = [&](const std::vector<int64_t>& values, std::string_view name) {
-      for (int64_t v : values)
-        if (v < 1) throw ModelError(fmt::format("{}: attribute '{}' = {} must be positive", info.node_label(), name, values));
-    };
-    positive(kernel_shape, "kernel_shape");
-    positive(strides, "strides");
-    positive(dilations, "dilations");
-    for (int64_t p : pads)
-      if (p < 0) throw ModelError(fmt::format("{}: attribute 'pads' = {} must not be negative", info.node_label(), pads));
-    if (kernel_shape.size() > kMaxSpatial)
-      throw UnsupportedError(fmt::format("{}: attribute 'kernel_shape' has {} spatial dims; at most {} are supported",
-                                         info.node_label(), kernel_shape.size(), kMaxSpatial));
-  }
-};
 
 // Resolved geometry of one run.
 struct Geometry {

@@ -29,60 +29,34 @@
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/spatial_attributes.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
 
 namespace {
 
-constexpr std::size_t kMaxSpatial = 3;
-
 int64_t floor_div(int64_t a, int64_t b) {  // b > 0
   const int64_t q = a / b;
   return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
-// The attributes, validated once at creation (lengths against the input's rank at run time).
-struct TransposeAttributes {
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> kernel_shape, strides, dilations, pads, output_padding, output_shape;
+// The attributes, validated once at creation (lengths against the input's rank at run time): the
+// spatial ones Conv has, plus output_padding, output_shape and group.
+struct TransposeAttributes : SpatialAttributes {
+  std::vector<int64_t> output_padding, output_shape;
   int64_t group = 1;
 
-  explicit TransposeAttributes(const KernelCreateInfo& info) {
+  explicit TransposeAttributes(const KernelCreateInfo& info) : SpatialAttributes(info) {
     check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
                             "strides"});
     const std::string label = info.node_label();
-    auto_pad = info.string_attribute("auto_pad", "NOTSET");
-    kernel_shape = info.ints_attribute("kernel_shape");
-    strides = info.ints_attribute("strides");
-    dilations = info.ints_attribute("dilations");
-    pads = info.ints_attribute("pads");
     output_padding = info.ints_attribute("output_padding");
     output_shape = info.ints_attribute("output_shape");
     group = info.int_attribute("group", 1);
-    if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
-      throw ModelError(
-          fmt::format("{}: attribute 'auto_pad' = \"{}\" is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", label, auto_pad));
-    if (auto_pad != "NOTSET" && !pads.empty())
-      throw ModelError(fmt::format("{}: attributes 'pads' and 'auto_pad' = \"{}\" cannot both be set", label, auto_pad));
     if (group < 1) throw ModelError(fmt::format("{}: attribute 'group' = {} must be positive", label, group));
-    auto positive = [&](const std::vector<int64_t>& values, std::string_view name) {
-      for (int64_t v : values)
-        if (v < 1) throw ModelError(fmt::format("{}: attribute '{}' = {} must be positive", label, name, values));
-    };
-    positive(kernel_shape, "kernel_shape");
-    positive(strides, "strides");
-    positive(dilations, "dilations");
-    auto not_negative = [&](const std::vector<int64_t>& values, std::string_view name) {
-      for (int64_t v : values)
-        if (v < 0) throw ModelError(fmt::format("{}: attribute '{}' = {} must not be negative", label, name, values));
-    };
-    not_negative(pads, "pads");
-    not_negative(output_padding, "output_padding");
-    not_negative(output_shape, "output_shape");
-    if (kernel_shape.size() > kMaxSpatial)
-      throw UnsupportedError(fmt::format("{}: attribute 'kernel_shape' has {} spatial dims; at most {} are supported",
-                                         label, kernel_shape.size(), kMaxSpatial));
+    not_negative(label, output_padding, "output_padding");
+    not_negative(label, output_shape, "output_shape");
     // Same-length attributes where two are given (the rank itself is known at run time).
     auto same_length = [&](const std::vector<int64_t>& a, std::string_view an, const std::vector<int64_t>& b,
                            std::string_view bn) {
