@@ -126,7 +126,7 @@ class ElementwiseChainKernel final : public ThresholdKernel {
       for (int64_t t = begin; t < end; t += kTile) {
         const int64_t len = std::min(kTile, end - t);
         float* v = out + t;
-        std::copy(in + t, in + t + len, v);
+        if (v != in + t) std::copy(in + t, in + t + len, v);  // in place (the session may alias Y to X): nothing to move
         for (std::size_t i = 0; i < steps_.size(); ++i) apply(steps_[i], bound[i], t, v, len);
       }
     });

@@ -25,21 +25,11 @@ struct Step {
   float alpha = 0.0f, beta = 0.0f;
 };
 
-std::optional<int64_t> rank_of(GraphEdit& g, const std::string& value) {
-  const ValueShape* s = g.shape(value);
-  if (s == nullptr || !s->has_shape) return std::nullopt;
-  return static_cast<int64_t>(s->dims.size());
-}
-
 // A binary step's other operand keeps the chain on `v`'s shape: one constant element of rank no
 // higher than v's, or a float32 value of v's very shape.
 bool operand_keeps_shape(GraphEdit& g, const std::string& operand, const std::string& v, const std::string& out) {
   if (!is_float32(g, operand)) return false;
-  if (auto c = g.constant(operand); c && c->element_count() == 1) {
-    if (c->rank() == 0) return true;
-    const auto r = rank_of(g, v);
-    return r && *r >= static_cast<int64_t>(c->rank());
-  }
+  if (auto c = g.constant(operand); c && c->element_count() == 1) return shape_keeping_scalar(g, operand, v).has_value();
   const ValueShape *os = g.shape(operand), *vs = g.shape(v), *ys = g.shape(out);
   return os != nullptr && vs != nullptr && ys != nullptr && same_shape(*os, *vs) && same_shape(*ys, *vs);
 }

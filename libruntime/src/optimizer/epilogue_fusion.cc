@@ -102,18 +102,10 @@ std::optional<Activation> match_activation(GraphEdit& g, const std::string& x) {
   return std::nullopt;
 }
 
-// The other operand of the two-input node `n` reading `value` when it is a float32 constant of one
-// element whose rank does not exceed value's (so the node keeps value's shape).
+// The other operand of the two-input node `n` reading `value`, when a shape-keeping scalar.
 std::optional<float> output_preserving_scalar(GraphEdit& g, const onnx::NodeProto& n, const std::string& value) {
   if (n.input_size() != 2 || n.output_size() != 1) return std::nullopt;
-  const std::string other = other_input(n, value);
-  auto c = g.constant(other);
-  if (!c || c->element_type() != ElementType::float32 || c->element_count() != 1) return std::nullopt;
-  if (c->rank() > 0) {
-    const ValueShape* s = g.shape(value);
-    if (s == nullptr || !s->has_shape || s->dims.size() < c->rank()) return std::nullopt;
-  }
-  return c->data<float>()[0];
+  return shape_keeping_scalar(g, other_input(n, value), value);
 }
 
 void set_string(onnx::NodeProto& node, const std::string& name, const std::string& value) {

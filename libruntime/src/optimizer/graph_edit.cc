@@ -141,6 +141,16 @@ bool is_float32(const GraphEdit& g, const std::string& value) {
   return s != nullptr && s->element_type == static_cast<int32_t>(ElementType::float32);
 }
 
+std::optional<float> shape_keeping_scalar(GraphEdit& g, const std::string& operand, const std::string& value) {
+  auto c = g.constant(operand);
+  if (!c || c->element_type() != ElementType::float32 || c->element_count() != 1) return std::nullopt;
+  if (c->rank() > 0) {
+    const ValueShape* s = g.shape(value);
+    if (s == nullptr || !s->has_shape || s->dims.size() < c->rank()) return std::nullopt;
+  }
+  return c->data<float>()[0];
+}
+
 std::optional<std::pair<float, float>> clip_bounds(GraphEdit& g, const onnx::NodeProto& clip) {
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   if (g.opset() < 11) return std::pair{float_attribute(clip, "min", lo), float_attribute(clip, "max", hi)};

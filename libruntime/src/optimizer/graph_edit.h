@@ -104,6 +104,9 @@ float float_attribute(const onnx::NodeProto& node, std::string_view name, float 
 std::string other_input(const onnx::NodeProto& node, const std::string& value);
 // True when `value`'s inferred element type is float32.
 bool is_float32(const GraphEdit& g, const std::string& value);
+// `operand`'s value when it is a float32 constant of one element whose rank does not exceed
+// `value`'s, so an elementwise op of the two keeps value's shape; nullopt otherwise.
+std::optional<float> shape_keeping_scalar(GraphEdit& g, const std::string& operand, const std::string& value);
 // Clip's {min, max} when constant (attributes before opset 11, inputs since); nullopt otherwise.
 std::optional<std::pair<float, float>> clip_bounds(GraphEdit& g, const onnx::NodeProto& clip);
 
