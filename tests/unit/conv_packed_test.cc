@@ -81,6 +81,11 @@ std::vector<Case> cases() {
        true, 1, {2, 2}, {1, 1}, {1, 1}},
       {"2-D one output column wider rows", "pads = [0, 2, 1, 0]", {1, 4, 5, 1}, {13, 4, 2, 3}, false, 1, {1, 1}, {1, 1},
        {0, 2}},
+      // Deep im2col gathered a few panels per GEMM task (576 rows: 3 panels of 32 per task, 6
+      // panels), with more maps than a row block of the small blocking (tasks of every row block
+      // gather the same panels again), output rows straddling panels, batch 2.
+      {"2-D deep im2col, panels gathered per task, several row blocks", "pads = [1, 1, 1, 1]", {2, 64, 9, 21},
+       {40, 64, 3, 3}, true, 1, {1, 1}, {1, 1}, {1, 1}},
   };
 }
 

@@ -22,9 +22,12 @@ const PackedGemmIsa kAvx512{"avx512", simd::kGemmF32Avx512Mr, simd::kGemmF32Avx5
 // the same row block on one worker reuse it); otherwise it packs one k-block at a time.
 constexpr int64_t kWholeDepthAFloats = int64_t{1} << 18;
 
-// One buffer per worker thread, grown to the largest size seen, never freed while the thread lives.
-float* worker_buffer(int64_t floats) {
-  thread_local std::vector<float> buffer;
+// One buffer per worker thread and use (A panels, gathered B panels), grown to the largest size
+// seen, never freed while the thread lives.
+enum class WorkerBuffer { a, b };
+float* worker_buffer(int64_t floats, WorkerBuffer which = WorkerBuffer::a) {
+  thread_local std::vector<float> buffers[2];
+  std::vector<float>& buffer = buffers[static_cast<int>(which)];
   const auto needed = static_cast<std::size_t>(floats + 16);
   if (buffer.size() < needed) buffer.resize(needed);
   auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
@@ -129,6 +132,15 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
       const MatrixView& b = ops->b_source;
       isa.pack_b(b.data, b.row_stride, b.col_stride, k, plan.n, q0, q1, ops->pack_b_in_task);
     }
+    // Panel q's packed B at b_panels + (q - q_first) * k * nr.
+    const float* b_panels = ops->packed_b;
+    int64_t q_first = 0;
+    if (ops->gather_b != nullptr) {
+      float* local = worker_buffer((q1 - q0) * k * nr, WorkerBuffer::b);
+      ops->gather_b(ops->gather_context, q0, q1, local);
+      b_panels = local;
+      q_first = q0;
+    }
     const MatrixView& a = ops->a;
     if (isa.kernel_direct_a != nullptr && a.col_stride == 1) {
       // Row-major A read in place by the micro-kernel: no packing.
@@ -140,7 +152,7 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
         for (int64_t q = q0; q < q1; ++q) {
           const int64_t j = q * nr;
           const int cols = static_cast<int>(std::min(nr, plan.n - j));
-          const float* pb = ops->packed_b + q * k * nr + k0 * nr;
+          const float* pb = b_panels + (q - q_first) * k * nr + k0 * nr;
           // Row tiles as even as the micro-kernel allows (64 rows: 11,11,11,11,10,10 rather than
           // 12,12,12,12,12,4): a short last tile wastes most of its FMA slots on load latency.
           for (int64_t tile = 0; tile < row_tiles; ++tile) {
@@ -179,7 +191,7 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t j = q * nr;
         const int cols = static_cast<int>(std::min(nr, plan.n - j));
-        const float* pb = ops->packed_b + q * k * nr + k0 * nr;
+        const float* pb = b_panels + (q - q_first) * k * nr + k0 * nr;
         for (int64_t p = 0; p * mr < mc; ++p) {
           const int64_t i = i0 + p * mr;
           const int rows = static_cast<int>(std::min(mr, mc - p * mr));
