@@ -84,8 +84,15 @@ std::vector<Case> cases() {
       // Deep im2col gathered a few panels per GEMM task (576 rows: 3 panels of 32 per task, 6
       // panels), with more maps than a row block of the small blocking (tasks of every row block
       // gather the same panels again), output rows straddling panels, batch 2.
-      {"2-D deep im2col, panels gathered per task, several row blocks", "pads = [1, 1, 1, 1]", {2, 64, 9, 21},
-       {40, 64, 3, 3}, true, 1, {1, 1}, {1, 1}, {1, 1}},
+      {"2-D deep im2col, panels gathered per task, several row blocks", "strides = [2, 1], pads = [1, 1, 1, 1]",
+       {2, 64, 9, 21}, {40, 64, 3, 3}, true, 1, {2, 1}, {1, 1}, {1, 1}},
+      // Stride 1 on AVX-512: the implicit im2col (padded input read through row pointers; the
+      // padded-domain result copied to Y's valid columns): dilation, asymmetric pads, batch 2,
+      // several row blocks and k-blocks, a last panel reaching into the padded input's slack.
+      {"2-D stride 1 implicit im2col: dilation 2, asymmetric pads, batch 2", "dilations = [2, 2], pads = [2, 0, 1, 3]",
+       {2, 30, 8, 11}, {40, 30, 3, 3}, true, 1, {1, 1}, {2, 2}, {2, 0}},
+      {"2-D stride 1 implicit im2col: 5x5, one output row shorter than a panel", "pads = [2, 2, 2, 2]", {1, 7, 6, 5},
+       {13, 7, 5, 5}, false, 1, {1, 1}, {1, 1}, {2, 2}},
   };
 }
 

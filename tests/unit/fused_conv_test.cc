@@ -64,6 +64,9 @@ std::vector<ConvCase> conv_cases() {
       // Depth 360 > block_k 256: the epilogue runs on each tile once, after its last k-block.
       {"dense 3x3 two k-blocks, stride 2", "strides = [2, 2], pads = [1, 0, 1, 1]", {1, 40, 9, 13}, {20, 40, 3, 3},
        {1, 20, 5, 6}},
+      // Stride 1 (AVX-512: the implicit im2col, whose tile copy to Y applies Z and the activation).
+      {"dense 3x3 stride 1, two k-blocks, batch 2", "pads = [1, 1, 0, 2]", {2, 40, 6, 7}, {20, 40, 3, 3},
+       {2, 20, 5, 8}},
   };
 }
 
@@ -253,8 +256,11 @@ TEST_CASE("conv_variant_names_the_path_that_ran") {
   for (const std::string implementation : {"avx2", "avx512"}) {
     if (!test::host_runs("Conv float32", is_conv_f32, implementation)) continue;
     CAPTURE(implementation);
-    // A dense Conv runs the packed GEMM; a group narrower than the register tile does not.
+    // A dense Conv runs the packed GEMM, with stride 1 on AVX-512 over its padded input without
+    // an im2col; a group narrower than the register tile does not.
     CHECK(variant_after_run(implementation, "pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {16, 4, 3, 3}) ==
+          (implementation == "avx512" ? "implicit_gemm_" : "packed_gemm_") + implementation);
+    CHECK(variant_after_run(implementation, "pads = [1, 1, 1, 1], strides = [2, 2]", {1, 4, 6, 6}, {16, 4, 3, 3}) ==
           "packed_gemm_" + implementation);
     CHECK(variant_after_run(implementation, "group = 2", {1, 4, 6, 6}, {4, 2, 3, 3}) == "portable_loop");
     // One group thinner than the register tile (a stem Conv 3 -> 5 maps, a 1x1 down to 5 maps):

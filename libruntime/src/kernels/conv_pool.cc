@@ -519,6 +519,71 @@ class ConvKernel final : public TiledKernel {
   Shape out_shape_;
 };
 
+// A stride-1 2-D Conv as a GEMM over its padded input with no im2col at all: output (oy, x)
+// is computed at padded-domain position p = oy * Wp + x (Wp the padded width, so x runs past the
+// output's width into kernel_w - 1 discarded columns), where tap (ky, kx) of channel c reads
+// padded[c][p + ky * dh * Wp + kx * dw]: row (c, ky, kx) of the implicit im2col matrix is the
+// padded plane shifted, and the micro-kernel reads it through a row pointer. The GEMM writes the
+// padded-domain result to a scratch C; each finished tile is copied to Y (valid columns only)
+// with the epilogue the tile hook would apply. Same values, same FMA order as the gathered path.
+struct ImplicitIm2col {
+  int64_t padded_h = 0, padded_w = 0, positions = 0;  // positions: out_h * padded_w
+  int64_t slack = 0;  // floats readable past the last plane: NR lanes from the last row pointer
+  static ImplicitIm2col of(const Geometry& g, int64_t nr) {
+    ImplicitIm2col m;
+    m.padded_h = g.in[0] + g.pad_begin[0] + g.pad_end[0];
+    m.padded_w = g.in[1] + g.pad_begin[1] + g.pad_end[1];
+    m.positions = g.out[0] * m.padded_w;
+    m.slack = nr + (g.kernel[1] - 1) * g.dilation[1];
+    return m;
+  }
+  int64_t plane() const { return padded_h * padded_w; }
+};
+
+// Channels [c0, c1) of `planes` into `padded` (zero borders).
+void pad_planes(const Geometry& g, const ImplicitIm2col& m, const float* planes, int64_t c0, int64_t c1,
+                float* padded) {
+  const int64_t in_h = g.in[0], in_w = g.in[1], top = g.pad_begin[0], left = g.pad_begin[1];
+  for (int64_t c = c0; c < c1; ++c) {
+    float* dst = padded + c * m.plane();
+    const float* src = planes + c * g.in_size;
+    std::fill(dst, dst + top * m.padded_w, 0.0f);
+    for (int64_t y = 0; y < in_h; ++y) {
+      float* row = dst + (top + y) * m.padded_w;
+      std::fill(row, row + left, 0.0f);
+      std::copy(src + y * in_w, src + (y + 1) * in_w, row + left);
+      std::fill(row + left + in_w, row + m.padded_w, 0.0f);
+    }
+    std::fill(dst + (top + in_h) * m.padded_w, dst + m.plane(), 0.0f);
+  }
+}
+
+// The tile hook of the implicit path: rows [i, i + rows) x padded-domain columns [j, j + cols)
+// of the scratch C, to Y's valid columns, then the fused residual and activation.
+struct ImplicitTileCopy {
+  const ConvFusion* fusion;
+  const ConvRun* run;
+  const float* y_all;  // Y of the whole run (offsets for the residual)
+  float* y;            // Y of this (image, group)
+  int64_t out_size, out_w, padded_w;
+  bool apply_fusion;
+  static void copy(const void* context, int64_t, int64_t i, int64_t j, int rows, int cols, float* c, int64_t ldc) {
+    const auto& t = *static_cast<const ImplicitTileCopy*>(context);
+    for (int64_t p = j; p < j + cols;) {
+      const int64_t oy = p / t.padded_w, x = p % t.padded_w;
+      const int64_t run_end = std::min<int64_t>(j + cols, p + (t.padded_w - x));
+      const int64_t valid = std::min(run_end - p, std::max<int64_t>(0, t.out_w - x));
+      for (int row = 0; row < rows && valid > 0; ++row) {
+        const float* src = c + row * ldc + (p - j);
+        float* dst = t.y + (i + row) * t.out_size + oy * t.out_w + x;
+        std::copy(src, src + valid, dst);
+        if (t.apply_fusion) t.fusion->apply(*t.run, dst, dst - t.y_all, valid);
+      }
+      p = run_end;
+    }
+  }
+};
+
 // Conv float32 on the packed GEMM driver (implementations "avx2", "avx512"): per (image, group)
 // the im2col matrix is gathered straight into the driver's B panels (depth x NR floats each, in
 // parallel over panels), then the weights [group_maps x depth] multiply it with the bias added
@@ -530,6 +595,7 @@ class PackedConvKernel final : public Kernel {
       : attrs_(info), fusion_(info, fused), isa_(isa), blocking_(defaults), thin_groups_(info, fused) {
     variant_ = std::string("packed_gemm_") + isa.name;
     pointwise_variant_ = std::string("pointwise_gemm_") + isa.name;
+    implicit_variant_ = std::string("implicit_gemm_") + isa.name;
     group_ = info.int_attribute("group", 1);
     if (group_ < 1) throw ModelError(fmt::format("{}: attribute 'group' = {} must be positive", info.node_label(), group_));
   }
@@ -571,6 +637,11 @@ class PackedConvKernel final : public Kernel {
     last_variant_ = pointwise ? pointwise_variant_ : variant_;
     const int64_t nr = isa_.nr, panels = (g.out_size + nr - 1) / nr;
     const int admitted = admitted_threads_for(r.batch * r.maps * g.out_size * r.depth, minimum_macs_, execution.threads());
+    if (!pointwise && g.rank == 2 && g.stride[0] == 1 && g.stride[1] == 1 && isa_.kernel_direct_a_indirect_b != nullptr) {
+      last_variant_ = implicit_variant_;
+      run_implicit(execution, r, admitted);
+      return;
+    }
     const bool gathered = !pointwise && g.rank == 2;
     if (!gathered) patches_.grow(static_cast<std::size_t>(panels * r.depth * nr));
     float* packed = patches_.data();
@@ -646,6 +717,50 @@ class PackedConvKernel final : public Kernel {
   std::string_view variant() const override { return last_variant_; }
 
  private:
+  // Stride-1 2-D Convs without an im2col (ImplicitIm2col).
+  void run_implicit(KernelExecution& execution, const ConvRun& r, int admitted) {
+    const Geometry& g = r.g;
+    const ImplicitIm2col m = ImplicitIm2col::of(g, isa_.nr);
+    padded_.grow(static_cast<std::size_t>(r.group_channels * m.plane() + m.slack));
+    scratch_c_.grow(static_cast<std::size_t>(r.group_maps * m.positions));
+    float* padded = padded_.data();
+    std::fill(padded + r.group_channels * m.plane(), padded + r.group_channels * m.plane() + m.slack, 0.0f);
+    b_rows_.resize(static_cast<std::size_t>(r.depth));
+    for (int64_t kk = 0, channel = 0, ky = 0, kx = 0; kk < r.depth; ++kk) {
+      b_rows_[static_cast<std::size_t>(kk)] =
+          padded + channel * m.plane() + ky * g.dilation[0] * m.padded_w + kx * g.dilation[1];
+      if (++kx == g.kernel[1]) {
+        kx = 0;
+        if (++ky == g.kernel[0]) {
+          ky = 0;
+          ++channel;
+        }
+      }
+    }
+    const float* pw = r.w->data<float>();
+    float* out = r.y->data<float>();
+    const bool relu_only = r.z == nullptr && fusion_.epilogue.is_relu_only();
+    for (int64_t image = 0; image < r.batch; ++image)
+      for (int64_t grp = 0; grp < group_; ++grp) {
+        const float* planes = r.x->data<float>() + (image * r.channels + grp * r.group_channels) * g.in_size;
+        execution.parallel_for(r.group_channels, 1, admitted, [&](int64_t begin, int64_t end) {
+          pad_planes(g, m, planes, begin, end, padded);
+        });
+        const simd::GemmF32Epilogue bias{1.0f, 1.0f, r.bias != nullptr ? r.bias->data<float>() + grp * r.group_maps : nullptr,
+                                         1, 0, relu_only};
+        PackedGemmOperands operands;
+        operands.a = MatrixView{pw + grp * r.group_maps * r.depth, r.depth, 1};
+        operands.c = scratch_c_.data();
+        operands.ldc = m.positions;
+        operands.b_rows = b_rows_.data();
+        const ImplicitTileCopy copy{&fusion_, &r, out, out + (image * r.maps + grp * r.group_maps) * g.out_size,
+                                    g.out_size, g.out[1], m.padded_w, !relu_only && !fusion_.plain(r)};
+        const PackedGemmTileHook hook{&ImplicitTileCopy::copy, &copy};
+        packed_gemm_hooked(execution, admitted, isa_, blocking_, 1, r.group_maps, m.positions, r.depth,
+                           r.bias != nullptr || relu_only ? &bias : nullptr, &hook, [&](int64_t) { return operands; });
+      }
+  }
+
   SpatialAttributes attrs_;
   ConvFusion fusion_;
   int64_t group_ = 1;
@@ -653,8 +768,10 @@ class PackedConvKernel final : public Kernel {
   GemmBlocking blocking_;
   int64_t minimum_macs_ = kDefaultMinimumMacs;
   PackedBuffer patches_;  // the packed im2col panels of one (image, group), reused across runs
+  PackedBuffer padded_, scratch_c_;  // the implicit path's padded input and padded-domain result
+  std::vector<const float*> b_rows_;  // its implicit im2col rows
   ConvKernel<float> thin_groups_;
-  std::string variant_, pointwise_variant_;
+  std::string variant_, pointwise_variant_, implicit_variant_;
   std::string_view last_variant_;
   std::string label_;  // the depthwise path's variant
   DepthwiseWorkspace dw_workspace_;

@@ -12,9 +12,9 @@ namespace {
 
 #if defined(ONNX_LIGHT_X86_SIMD)
 const PackedGemmIsa kAvx2{"avx2", simd::kGemmF32Avx2Mr, simd::kGemmF32Avx2Nr, &simd::gemm_f32_kernel_avx2, nullptr,
-                          &simd::gemm_f32_pack_a_avx2, &simd::gemm_f32_pack_b_avx2};
+                          nullptr, &simd::gemm_f32_pack_a_avx2, &simd::gemm_f32_pack_b_avx2};
 const PackedGemmIsa kAvx512{"avx512", simd::kGemmF32Avx512Mr, simd::kGemmF32Avx512Nr, &simd::gemm_f32_kernel_avx512,
-                            &simd::gemm_f32_kernel_direct_a_avx512,
+                            &simd::gemm_f32_kernel_direct_a_avx512, &simd::gemm_f32_kernel_direct_a_indirect_b_avx512,
                             &simd::gemm_f32_pack_a_avx512, &simd::gemm_f32_pack_b_avx512};
 #endif
 
@@ -152,7 +152,7 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
         for (int64_t q = q0; q < q1; ++q) {
           const int64_t j = q * nr;
           const int cols = static_cast<int>(std::min(nr, plan.n - j));
-          const float* pb = b_panels + (q - q_first) * k * nr + k0 * nr;
+          const float* pb = b_panels != nullptr ? b_panels + (q - q_first) * k * nr + k0 * nr : nullptr;
           // Row tiles as even as the micro-kernel allows (64 rows: 11,11,11,11,10,10 rather than
           // 12,12,12,12,12,4): a short last tile wastes most of its FMA slots on load latency.
           for (int64_t tile = 0; tile < row_tiles; ++tile) {
@@ -163,8 +163,13 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
               if (tile_epilogue.bias != nullptr)
                 tile_epilogue.bias += i * tile_epilogue.bias_row_stride + j * tile_epilogue.bias_col_stride;
             }
-            isa.kernel_direct_a(kc, a.data + i * a.row_stride + k0, a.row_stride, pb, ops->c + i * ops->ldc + j,
-                                ops->ldc, rows, cols, k0 > 0 ? 1 : 0, tile_last != nullptr ? &tile_epilogue : nullptr);
+            if (ops->b_rows != nullptr)
+              isa.kernel_direct_a_indirect_b(kc, a.data + i * a.row_stride + k0, a.row_stride, ops->b_rows + k0, j,
+                                             ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0,
+                                             tile_last != nullptr ? &tile_epilogue : nullptr);
+            else
+              isa.kernel_direct_a(kc, a.data + i * a.row_stride + k0, a.row_stride, pb, ops->c + i * ops->ldc + j,
+                                  ops->ldc, rows, cols, k0 > 0 ? 1 : 0, tile_last != nullptr ? &tile_epilogue : nullptr);
             if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
           }
         }

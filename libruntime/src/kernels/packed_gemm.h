@@ -31,6 +31,10 @@ struct PackedGemmIsa {
   // Optional: the micro-kernel reading a row-major A in place (then A is not packed).
   void (*kernel_direct_a)(int64_t kc, const float* a, int64_t lda, const float* pb, float* c, int64_t ldc, int m,
                           int n, int accumulate, const simd::GemmF32Epilogue* last);
+  // Optional: the direct-A micro-kernel reading B through row pointers (PackedGemmOperands::b_rows).
+  void (*kernel_direct_a_indirect_b)(int64_t kc, const float* a, int64_t lda, const float* const* b_rows, int64_t col,
+                                     float* c, int64_t ldc, int m, int n, int accumulate,
+                                     const simd::GemmF32Epilogue* last);
   void (*pack_a)(const float* a, int64_t row_stride, int64_t col_stride, int64_t i0, int64_t mc, int64_t k0,
                  int64_t kc, float* dst);
   void (*pack_b)(const float* b, int64_t row_stride, int64_t col_stride, int64_t k_total, int64_t n, int64_t q0,
@@ -122,6 +126,10 @@ struct PackedGemmOperands {
   // column block gathers the same panels again (cheap next to its GEMM when M is large).
   void (*gather_b)(const void* context, int64_t q0, int64_t q1, float* dst) = nullptr;
   const void* gather_context = nullptr;
+  // Set (packed_b unused) when B is read in place through row pointers, b(k, j) = b_rows[k][j]
+  // with NR floats readable past every column: a stride-1 Conv's implicit im2col, nothing
+  // gathered. Needs an ISA with kernel_direct_a_indirect_b and a row-major A.
+  const float* const* b_rows = nullptr;
 };
 
 // The task grid of one run.

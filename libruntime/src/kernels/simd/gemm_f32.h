@@ -44,6 +44,12 @@ void gemm_f32_kernel_avx512(int64_t kc, const float* pa, const float* pb, float*
 // The same contract with A read in place: a(r, k) = a[r * lda + k] (row-major A, no packing).
 void gemm_f32_kernel_direct_a_avx512(int64_t kc, const float* a, int64_t lda, const float* pb, float* c, int64_t ldc,
                                      int m, int n, int accumulate, const GemmF32Epilogue* last);
+// The same with B read in place through row pointers: b(k, j) = b_rows[k][col + j] (an implicit
+// im2col: a stride-1 Conv's B rows are shifted rows of its padded input). All NR floats from
+// b_rows[k] + col must be readable; lanes at or past n are loaded but never stored.
+void gemm_f32_kernel_direct_a_indirect_b_avx512(int64_t kc, const float* a, int64_t lda, const float* const* b_rows,
+                                                int64_t col, float* c, int64_t ldc, int m, int n, int accumulate,
+                                                const GemmF32Epilogue* last);
 
 // Packs a(i0 + i, k0 + k) for i < mc, k < kc, with a(i, k) = a[i * row_stride + k * col_stride],
 // into MR-row panels (layout above, panel stride kc * MR).

@@ -21,10 +21,11 @@ inline __mmask16 low_mask(int count) {
 
 // Direct: A read in place (row r at pa + r * lda, k contiguous) instead of a packed panel; rows
 // are addressed from one pointer per group of three (base + j * lda), so the loop keeps every
-// address in a register.
-template <int R, bool Direct>
+// address in a register. Indirect (with Direct): B row k at b_rows[k] + col instead of pb.
+template <int R, bool Direct, bool Indirect = false>
 void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, float* c, int64_t ldc, int n,
-                 int accumulate, const GemmF32Epilogue* last) {
+                 int accumulate, const GemmF32Epilogue* last, const float* const* b_rows = nullptr,
+                 int64_t col = 0) {
   const __mmask16 m0 = low_mask(n), m1 = low_mask(n - 16);
   __m512 acc0[R], acc1[R];
   if (accumulate) {
@@ -48,6 +49,7 @@ void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, floa
 // k unrolled by 4: a quarter of the counter and pointer updates (3-4% on matmul_256 and the MLP).
 #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; ++k) {
+      if constexpr (Indirect) pb = b_rows[k] + col;
       const __m512 b0 = _mm512_loadu_ps(pb);
       const __m512 b1 = _mm512_loadu_ps(pb + 16);
 #pragma GCC unroll 12
@@ -154,6 +156,26 @@ void gemm_f32_kernel_direct_a_avx512(int64_t kc, const float* a, int64_t lda, co
     case 3: kernel_rows<3, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
     case 2: kernel_rows<2, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
     case 1: kernel_rows<1, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    default: break;
+  }
+}
+
+void gemm_f32_kernel_direct_a_indirect_b_avx512(int64_t kc, const float* a, int64_t lda, const float* const* b_rows,
+                                                int64_t col, float* c, int64_t ldc, int m, int n, int accumulate,
+                                                const GemmF32Epilogue* last) {
+  switch (m) {
+    case 12: kernel_rows<12, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 11: kernel_rows<11, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 10: kernel_rows<10, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 9: kernel_rows<9, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 8: kernel_rows<8, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 7: kernel_rows<7, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 6: kernel_rows<6, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 5: kernel_rows<5, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 4: kernel_rows<4, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 3: kernel_rows<3, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 2: kernel_rows<2, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
+    case 1: kernel_rows<1, true, true>(kc, a, lda, nullptr, c, ldc, n, accumulate, last, b_rows, col); break;
     default: break;
   }
 }
