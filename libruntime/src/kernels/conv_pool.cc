@@ -143,6 +143,35 @@ struct ConvFusion {
   }
   // Nothing to do after the bias.
   bool plain(const ConvRun& r) const { return r.z == nullptr && epilogue.is_identity(); }
+  // The packed GEMM's epilogue for this run: the bias of `group` (maps from `first_map`), and the
+  // activation and post affine when the micro-kernel has them and there is no residual (which
+  // comes before the activation); `whole` tells whether that is all of the epilogue, else the
+  // caller applies everything after the bias (apply). Same expressions, so the same bits.
+  simd::GemmF32Epilogue gemm_epilogue(const ConvRun& r, int64_t first_map, bool& whole) const {
+    simd::GemmF32Epilogue e{1.0f, 1.0f, r.bias != nullptr ? r.bias->data<float>() + first_map : nullptr, 1, 0};
+    whole = plain(r);
+    if (r.z != nullptr || whole) return e;
+    switch (epilogue.activation) {
+      case Activation::identity: break;
+      case Activation::relu: e.relu = true; break;
+      case Activation::clip: e.activation = simd::GemmF32Activation::clip; break;
+      case Activation::leaky_relu: e.activation = simd::GemmF32Activation::leaky_relu; break;
+      case Activation::hard_sigmoid: e.activation = simd::GemmF32Activation::hard_sigmoid; break;
+      case Activation::hard_swish: e.activation = simd::GemmF32Activation::hard_swish; break;
+      default: return e;  // sigmoid, tanh, silu: the caller's pass
+    }
+    e.act_alpha = epilogue.alpha;
+    e.act_beta = epilogue.beta;
+    e.post_affine = epilogue.post_affine;
+    e.post_scale = epilogue.post_scale;
+    e.post_shift = epilogue.post_shift;
+    whole = true;
+    return e;
+  }
+  // Whether `e` does anything (else the micro-kernel is given no epilogue).
+  static bool acts(const simd::GemmF32Epilogue& e) {
+    return e.bias != nullptr || e.relu || e.activation != simd::GemmF32Activation::none || e.post_affine;
+  }
   // Z added and the activation applied to n values of Y from element `offset` on.
   void apply(const ConvRun& r, float* y, int64_t offset, int64_t n) const {
     if (r.z != nullptr) {
@@ -670,10 +699,9 @@ class PackedConvKernel final : public Kernel {
               for (int64_t kk = 0; kk < r.depth; ++kk) std::fill(panel + kk * nr + nc, panel + (kk + 1) * nr, 0.0f);
           }
         });
-        // A lone Relu runs in the micro-kernel's store (bit-identical to ONNX Relu).
-        const bool relu_only = r.z == nullptr && fusion_.epilogue.is_relu_only();
-        const simd::GemmF32Epilogue bias{1.0f, 1.0f, r.bias != nullptr ? r.bias->data<float>() + grp * r.group_maps : nullptr,
-                                         1, 0, relu_only};
+        // Bias, and without a residual the activation, run in the micro-kernel's store.
+        bool whole = false;
+        const simd::GemmF32Epilogue epilogue = fusion_.gemm_epilogue(r, grp * r.group_maps, whole);
         float* result = out + (image * r.maps + grp * r.group_maps) * g.out_size;
         const PackedGemmOperands operands{MatrixView{pw + grp * r.group_maps * r.depth, r.depth, 1},
                                           packed,
@@ -683,7 +711,7 @@ class PackedConvKernel final : public Kernel {
                                           activation,
                                           gathered ? gather_panels : nullptr,
                                           &gather_context};
-        // Other epilogues (residual Z, non-Relu activations): on each register tile as soon as the
+        // Other epilogues (residual Z, Sigmoid-like activations): on each register tile as soon as the
         // micro-kernel stored it, still in L1; the same operations on the same values as a second
         // pass over Y would do, so the same bits.
         struct TileContext {
@@ -700,7 +728,7 @@ class PackedConvKernel final : public Kernel {
                                         }
                                       },
                                       &tile_context};
-        const bool hooked = !relu_only && !fusion_.plain(r);
+        const bool hooked = !whole;
         GemmBlocking blocking = blocking_;
         if (gathered) {
           // Panels per task: about 256 KiB of gathered B (one panel at least), within block_n.
@@ -709,7 +737,7 @@ class PackedConvKernel final : public Kernel {
           blocking.n = panels_per_task * nr;
         }
         packed_gemm_hooked(execution, admitted, isa_, blocking, 1, r.group_maps, g.out_size, r.depth,
-                           r.bias != nullptr || relu_only ? &bias : nullptr, hooked ? &hook : nullptr,
+                           ConvFusion::acts(epilogue) ? &epilogue : nullptr, hooked ? &hook : nullptr,
                            [&](int64_t) { return operands; }, in_tasks);
       }
   }
@@ -739,25 +767,24 @@ class PackedConvKernel final : public Kernel {
     }
     const float* pw = r.w->data<float>();
     float* out = r.y->data<float>();
-    const bool relu_only = r.z == nullptr && fusion_.epilogue.is_relu_only();
     for (int64_t image = 0; image < r.batch; ++image)
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* planes = r.x->data<float>() + (image * r.channels + grp * r.group_channels) * g.in_size;
         execution.parallel_for(r.group_channels, 1, admitted, [&](int64_t begin, int64_t end) {
           pad_planes(g, m, planes, begin, end, padded);
         });
-        const simd::GemmF32Epilogue bias{1.0f, 1.0f, r.bias != nullptr ? r.bias->data<float>() + grp * r.group_maps : nullptr,
-                                         1, 0, relu_only};
+        bool whole = false;
+        const simd::GemmF32Epilogue epilogue = fusion_.gemm_epilogue(r, grp * r.group_maps, whole);
         PackedGemmOperands operands;
         operands.a = MatrixView{pw + grp * r.group_maps * r.depth, r.depth, 1};
         operands.c = scratch_c_.data();
         operands.ldc = m.positions;
         operands.b_rows = b_rows_.data();
         const ImplicitTileCopy copy{&fusion_, &r, out, out + (image * r.maps + grp * r.group_maps) * g.out_size,
-                                    g.out_size, g.out[1], m.padded_w, !relu_only && !fusion_.plain(r)};
+                                    g.out_size, g.out[1], m.padded_w, !whole};
         const PackedGemmTileHook hook{&ImplicitTileCopy::copy, &copy};
         packed_gemm_hooked(execution, admitted, isa_, blocking_, 1, r.group_maps, m.positions, r.depth,
-                           r.bias != nullptr || relu_only ? &bias : nullptr, &hook, [&](int64_t) { return operands; });
+                           ConvFusion::acts(epilogue) ? &epilogue : nullptr, &hook, [&](int64_t) { return operands; });
       }
   }
 

@@ -23,6 +23,17 @@ namespace onnx_light::runtime::kernels::simd {
 // relative to the tile's first element; bias_col_stride is 0 or 1; bias may be null. With relu,
 // each value v = alpha * acc + beta * bias is then stored as ONNX Relu would leave it: v when
 // v > 0 or v is NaN, else +0 (bit-identical to a separate Relu kernel; see elementwise_f32_avx2.cc).
+// Activations the micro-kernel applies after the bias (instead of relu when not none), with
+// exactly the scalar expressions of kernels/epilogue.cc, then the optional post affine
+// (v * post_scale, rounded, + post_shift: two roundings as the Mul and Add it replaces).
+enum class GemmF32Activation : int {
+  none,
+  clip,          // min(max(v, act_alpha), act_beta)
+  leaky_relu,    // v < 0 ? act_alpha * v : v
+  hard_sigmoid,  // max(0, min(1, act_alpha * v + act_beta))
+  hard_swish,    // v * max(0, min(1, v / 6 + 0.5))
+};
+
 struct GemmF32Epilogue {
   float alpha;
   float beta;
@@ -30,6 +41,10 @@ struct GemmF32Epilogue {
   int64_t bias_row_stride;
   int64_t bias_col_stride;
   bool relu = false;
+  GemmF32Activation activation = GemmF32Activation::none;
+  float act_alpha = 0.0f, act_beta = 0.0f;
+  bool post_affine = false;
+  float post_scale = 1.0f, post_shift = 0.0f;
 };
 
 inline constexpr int kGemmF32Avx2Mr = 6;

@@ -18,6 +18,33 @@ inline __m256i lane_mask(int count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// The epilogue's activation and post affine on one vector (gemm_f32.h); NaN and signed zeros as
+// the scalar std::min / std::max forms: max_ps(a, b) and min_ps(a, b) return b when unordered.
+inline __m256 activate(const GemmF32Epilogue& e, __m256 v) {
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  switch (e.activation) {
+    case GemmF32Activation::none: break;
+    case GemmF32Activation::clip:
+      v = _mm256_min_ps(_mm256_set1_ps(e.act_beta), _mm256_max_ps(_mm256_set1_ps(e.act_alpha), v));
+      break;
+    case GemmF32Activation::leaky_relu:
+      v = _mm256_blendv_ps(v, _mm256_mul_ps(_mm256_set1_ps(e.act_alpha), v), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+      break;
+    case GemmF32Activation::hard_sigmoid: {
+      const __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(e.act_alpha), v), _mm256_set1_ps(e.act_beta));
+      v = _mm256_max_ps(_mm256_min_ps(t, one), zero);
+      break;
+    }
+    case GemmF32Activation::hard_swish: {
+      const __m256 t = _mm256_add_ps(_mm256_div_ps(v, _mm256_set1_ps(6.0f)), _mm256_set1_ps(0.5f));
+      v = _mm256_mul_ps(v, _mm256_max_ps(_mm256_min_ps(t, one), zero));
+      break;
+    }
+  }
+  if (e.post_affine) v = _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(e.post_scale)), _mm256_set1_ps(e.post_shift));
+  return v;
+}
+
 template <int R>
 void kernel_rows(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int n, int accumulate,
                  const GemmF32Epilogue* last) {
@@ -85,6 +112,13 @@ void kernel_rows(int64_t kc, const float* pa, const float* pb, float* c, int64_t
         const __m256 zero = _mm256_setzero_ps();
         acc0[r] = _mm256_and_ps(acc0[r], _mm256_cmp_ps(acc0[r], zero, _CMP_NLE_UQ));
         acc1[r] = _mm256_and_ps(acc1[r], _mm256_cmp_ps(acc1[r], zero, _CMP_NLE_UQ));
+      }
+    }
+    if (last->activation != GemmF32Activation::none || last->post_affine) {
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        acc0[r] = activate(*last, acc0[r]);
+        acc1[r] = activate(*last, acc1[r]);
       }
     }
   }

@@ -19,6 +19,33 @@ inline __mmask16 low_mask(int count) {
   return static_cast<__mmask16>((1u << count) - 1u);
 }
 
+// The epilogue's activation and post affine on one vector (gemm_f32.h); NaN and signed zeros as
+// the scalar std::min / std::max forms: max_ps(a, b) and min_ps(a, b) return b when unordered.
+inline __m512 activate(const GemmF32Epilogue& e, __m512 v) {
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+  switch (e.activation) {
+    case GemmF32Activation::none: break;
+    case GemmF32Activation::clip:
+      v = _mm512_min_ps(_mm512_set1_ps(e.act_beta), _mm512_max_ps(_mm512_set1_ps(e.act_alpha), v));
+      break;
+    case GemmF32Activation::leaky_relu:
+      v = _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), _mm512_set1_ps(e.act_alpha), v);
+      break;
+    case GemmF32Activation::hard_sigmoid: {
+      const __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(e.act_alpha), v), _mm512_set1_ps(e.act_beta));
+      v = _mm512_max_ps(_mm512_min_ps(t, one), zero);
+      break;
+    }
+    case GemmF32Activation::hard_swish: {
+      const __m512 t = _mm512_add_ps(_mm512_div_ps(v, _mm512_set1_ps(6.0f)), _mm512_set1_ps(0.5f));
+      v = _mm512_mul_ps(v, _mm512_max_ps(_mm512_min_ps(t, one), zero));
+      break;
+    }
+  }
+  if (e.post_affine) v = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(e.post_scale)), _mm512_set1_ps(e.post_shift));
+  return v;
+}
+
 // Direct: A read in place (row r at pa + r * lda, k contiguous) instead of a packed panel; rows
 // are addressed from one pointer per group of three (base + j * lda), so the loop keeps every
 // address in a register. Indirect (with Direct): B row k at b_rows[k] + col instead of pb.
@@ -102,6 +129,13 @@ void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, floa
         const __m512 zero = _mm512_setzero_ps();
         acc0[r] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(acc0[r], zero, _CMP_NLE_UQ), acc0[r]);
         acc1[r] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(acc1[r], zero, _CMP_NLE_UQ), acc1[r]);
+      }
+    }
+    if (last->activation != GemmF32Activation::none || last->post_affine) {
+#pragma GCC unroll 12
+      for (int r = 0; r < R; ++r) {
+        acc0[r] = activate(*last, acc0[r]);
+        acc1[r] = activate(*last, acc1[r]);
       }
     }
   }
