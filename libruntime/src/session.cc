@@ -277,7 +277,11 @@ struct RuntimeSession::Impl {
   void build();
   void bind_inputs(RuntimeContext& context);
   // Checks `given` (nullptr: absent) against input k and binds it to its slot.
-  void bind_input(std::size_t k, const Tensor* given, std::map<std::string, int64_t>& symbols);
+  // Symbolic input dims bound so far in this run (cleared per run, capacity kept: a steady
+  // state allocates nothing; models have few symbols, so a linear search).
+  using BoundSymbols = std::vector<std::pair<const std::string*, int64_t>>;
+  BoundSymbols bound_symbols;
+  void bind_input(std::size_t k, const Tensor* given, BoundSymbols& symbols);
   void run_steps();
   void fuse_activations();
   void start_profiler();
@@ -505,15 +509,14 @@ void RuntimeSession::Impl::build() {
 }
 
 void RuntimeSession::Impl::bind_inputs(RuntimeContext& context) {
-  std::map<std::string, int64_t> symbols;
+  bound_symbols.clear();
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     auto it = context.values().find(inputs[k].name);
-    bind_input(k, it == context.values().end() ? nullptr : &it->second, symbols);
+    bind_input(k, it == context.values().end() ? nullptr : &it->second, bound_symbols);
   }
 }
 
-void RuntimeSession::Impl::bind_input(std::size_t k, const Tensor* given_or_null,
-                                      std::map<std::string, int64_t>& symbols) {
+void RuntimeSession::Impl::bind_input(std::size_t k, const Tensor* given_or_null, BoundSymbols& symbols) {
   const ValueInfo& info = inputs[k];
   Tensor& slot_tensor = slots[static_cast<std::size_t>(input_slots[k])];
   if (given_or_null == nullptr) {
@@ -537,8 +540,10 @@ void RuntimeSession::Impl::bind_input(std::size_t k, const Tensor* given_or_null
         throw InputError(fmt::format("{}: input '{}' dimension {} must be {} but is {} (shape {})", model.origin(),
                                      info.name, d, info.shape[d], actual, shape_to_string(given.shape())));
       if (info.shape[d] < 0 && !info.symbols[d].empty()) {
-        auto [sym, inserted] = symbols.emplace(info.symbols[d], actual);
-        if (!inserted && sym->second != actual)
+        auto sym = std::find_if(symbols.begin(), symbols.end(),
+                                [&](const auto& bound) { return *bound.first == info.symbols[d]; });
+        if (sym == symbols.end()) symbols.emplace_back(&info.symbols[d], actual);
+        else if (sym->second != actual)
           throw InputError(fmt::format("{}: input '{}' dimension {} ('{}') is {} but '{}' is {} elsewhere",
                                        model.origin(), info.name, d, info.symbols[d], actual, info.symbols[d],
                                        sym->second));
@@ -797,9 +802,10 @@ void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outpu
     }
     s.release_inputs();
   };
-  std::map<std::string, int64_t> symbols;
+  s.bound_symbols.clear();
   try {
-    for (std::size_t k = 0; k < inputs.size(); ++k) s.bind_input(k, inputs[k].empty() ? nullptr : &inputs[k], symbols);
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+      s.bind_input(k, inputs[k].empty() ? nullptr : &inputs[k], s.bound_symbols);
     s.run_steps();
   } catch (...) {
     hand_back(/*succeeded=*/false);

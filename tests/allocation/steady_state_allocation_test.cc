@@ -7,8 +7,7 @@
 //
 // Issue 23: counting at operator new alone missed the tensor blocks and packed GEMM buffers, which
 // come from posix_memalign (libruntime/src/tensor_memory.cc). So the counting happens one level
-// down, at the C allocation functions, which this executable interposes (its definitions win over
-// libc's for every library of the process); operator new only forwards to them.
+// down, at the C allocation functions (allocation_counter.cc, linked into this executable).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -32,165 +31,28 @@
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/session.h"
 #include "tensor_memory.h"
-
-#if !defined(__GLIBC__)
-#error "the allocation counter forwards to glibc's __libc_* allocation functions"
-#endif
-
-// glibc's own allocator entry points (exported for exactly this use): the interposed functions
-// below forward to them, so the counter never recurses into itself.
-extern "C" {
-void* __libc_malloc(std::size_t bytes);
-void* __libc_calloc(std::size_t count, std::size_t bytes);
-void* __libc_realloc(void* block, std::size_t bytes);
-void* __libc_memalign(std::size_t alignment, std::size_t bytes);
-void* __libc_valloc(std::size_t bytes);
-void* __libc_pvalloc(std::size_t bytes);
-}
-
-namespace {
-
-std::atomic<bool> g_counting{false};
-std::atomic<long> g_allocations{0};
-std::atomic<long> g_bytes{0};
-
-void note_allocation(std::size_t bytes) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-    g_bytes.fetch_add(static_cast<long>(bytes), std::memory_order_relaxed);
-  }
-}
-
-bool valid_alignment(std::size_t alignment) {
-  return alignment != 0 && (alignment & (alignment - 1)) == 0 && alignment % sizeof(void*) == 0;
-}
-
-}  // namespace
-
-extern "C" {
-
-void* malloc(std::size_t bytes) noexcept {
-  note_allocation(bytes);
-  return __libc_malloc(bytes);
-}
-
-void* calloc(std::size_t count, std::size_t bytes) noexcept {
-  note_allocation(count * bytes);
-  return __libc_calloc(count, bytes);
-}
-
-void* realloc(void* block, std::size_t bytes) noexcept {
-  if (block == nullptr || bytes != 0) note_allocation(bytes);  // realloc(p, 0) frees
-  return __libc_realloc(block, bytes);
-}
-
-void* reallocarray(void* block, std::size_t count, std::size_t bytes) noexcept {
-  std::size_t total = 0;
-  if (__builtin_mul_overflow(count, bytes, &total)) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  return realloc(block, total);
-}
-
-int posix_memalign(void** block, std::size_t alignment, std::size_t bytes) noexcept {
-  if (!valid_alignment(alignment)) return EINVAL;
-  note_allocation(bytes);
-  const int saved_errno = errno;  // posix_memalign reports through its result, never errno
-  void* p = __libc_memalign(alignment, bytes);
-  errno = saved_errno;
-  if (p == nullptr) return ENOMEM;
-  *block = p;
-  return 0;
-}
-
-void* aligned_alloc(std::size_t alignment, std::size_t bytes) noexcept {
-  note_allocation(bytes);
-  return __libc_memalign(alignment, bytes);
-}
-
-void* memalign(std::size_t alignment, std::size_t bytes) noexcept {
-  note_allocation(bytes);
-  return __libc_memalign(alignment, bytes);
-}
-
-void* valloc(std::size_t bytes) noexcept {
-  note_allocation(bytes);
-  return __libc_valloc(bytes);
-}
-
-void* pvalloc(std::size_t bytes) noexcept {
-  note_allocation(bytes);
-  return __libc_pvalloc(bytes);
-}
-
-}  // extern "C"
-
-namespace {
-
-// operator new only forwards: the interposed functions above count.
-void* allocate(std::size_t bytes, std::size_t alignment) noexcept {
-  if (alignment <= alignof(std::max_align_t)) return std::malloc(bytes == 0 ? 1 : bytes);
-  void* p = nullptr;
-  return posix_memalign(&p, alignment, bytes == 0 ? alignment : bytes) == 0 ? p : nullptr;
-}
-
-void* allocate_or_throw(std::size_t bytes, std::size_t alignment) {
-  if (void* p = allocate(bytes, alignment)) return p;
-  throw std::bad_alloc();
-}
-
-}  // namespace
-
-void* operator new(std::size_t n) { return allocate_or_throw(n, 0); }
-void* operator new[](std::size_t n) { return allocate_or_throw(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return allocate_or_throw(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return allocate_or_throw(n, static_cast<std::size_t>(a)); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, 0); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return allocate(n, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return allocate(n, static_cast<std::size_t>(a));
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#include "allocation_counter.h"
 
 namespace {
 
 using namespace onnx_light::runtime;
 
-// Allocations during `runs` positional runs after three warm-up runs, outputs in caller
-// memory (the warm-up lets every thread grow its scratch once).
+// Allocations during `runs` positional runs after three warm-up runs (allocation_counter.h).
 long allocations_in_steady_state(const Model& model, const std::vector<Tensor>& inputs, int threads, int runs = 20,
                                  const KernelTable* kernels = nullptr) {
-  RuntimeSessionOptions options;
-  options.parameters = RuntimeParameters(threads);
-  options.kernels = kernels;
-  RuntimeSession session(model, options);
-  std::vector<Tensor> caller_memory, outputs;
-  for (const auto& info : session.outputs()) {
-    Shape shape;
-    for (int64_t d : info.shape) shape.push_back(d);
-    caller_memory.emplace_back(info.element_type, shape);
-    outputs.push_back(Tensor::borrow(info.element_type, shape, caller_memory.back().raw_data()));
-  }
-  for (int i = 0; i < 3; ++i) session.run(inputs, outputs);
-  g_allocations = 0;
-  g_bytes = 0;
-  g_counting = true;
-  for (int i = 0; i < runs; ++i) session.run(inputs, outputs);
-  g_counting = false;
-  MESSAGE(threads << " thread(s): " << g_allocations.load() / runs << " allocations, " << g_bytes.load() / runs
+  const onnx_light::test::SteadyStateAllocations counted =
+      onnx_light::test::count_steady_state_allocations(model, inputs, threads, runs, kernels);
+  MESSAGE(threads << " thread(s): " << counted.allocations / runs << " allocations, " << counted.bytes / runs
                   << " bytes per run");
-  return g_allocations.load();
+  return counted.allocations;
+}
+
+// Hides a pointer from the optimizer: the counter is another translation unit, so a malloc/free
+// or new/delete pair whose pointer goes nowhere may be elided (GCC does) and never counted.
+template <typename T>
+T* escape(T* p) {
+  asm volatile("" : : "g"(p) : "memory");
+  return p;
 }
 
 Tensor random(const Shape& shape, uint32_t seed) { return random_tensor(ElementType::float32, shape, seed); }
@@ -340,43 +202,40 @@ TEST_CASE("counter_sees_a_per_run_posix_memalign_in_a_kernel") {
 TEST_CASE("counter_sees_every_allocation_function") {
   // One counted allocation each, and no counting outside the window.
   auto counted = [](auto&& allocate_and_free) {
-    g_allocations = 0;
-    g_counting = true;
+    onnx_light::test::start_counting();
     allocate_and_free();
-    g_counting = false;
-    return g_allocations.load();
+    return onnx_light::test::stop_counting().allocations;
   };
   struct alignas(256) OverAligned {
     char byte;
   };
   void* p = nullptr;
   int result = -1;
-  CHECK(counted([&] { result = posix_memalign(&p, 64, 1000); std::free(p); }) == 1);
+  CHECK(counted([&] { result = posix_memalign(&p, 64, 1000); std::free(escape(p)); }) == 1);
   CHECK(result == 0);
-  CHECK(counted([&] { std::free(aligned_alloc(4096, 8192)); }) == 1);
-  CHECK(counted([&] { std::free(memalign(128, 100)); }) == 1);
-  CHECK(counted([&] { std::free(std::malloc(100)); }) == 1);
-  CHECK(counted([&] { std::free(std::calloc(10, 10)); }) == 1);
+  CHECK(counted([&] { std::free(escape(aligned_alloc(4096, 8192))); }) == 1);
+  CHECK(counted([&] { std::free(escape(memalign(128, 100))); }) == 1);
+  CHECK(counted([&] { std::free(escape(std::malloc(100))); }) == 1);
+  CHECK(counted([&] { std::free(escape(std::calloc(10, 10))); }) == 1);
   CHECK(counted([&] { free_tensor_block(allocate_tensor_block(1000)); }) == 1);
   CHECK(counted([&] { free_tensor_block(allocate_tensor_block(kHugePageBytes)); }) == 1);
-  CHECK(counted([&] { delete new OverAligned{}; }) == 1);
+  CHECK(counted([&] { delete escape(new OverAligned{}); }) == 1);
   // The interposed functions still honour alignment and report bad arguments.
   CHECK(posix_memalign(&p, 24, 100) == EINVAL);
   REQUIRE(posix_memalign(&p, 4096, 100) == 0);
   CHECK(reinterpret_cast<std::uintptr_t>(p) % 4096 == 0);
   std::free(p);
-  CHECK(g_allocations.load() == 1);  // nothing counted outside the window
+  CHECK(onnx_light::test::counted_so_far().allocations == 1);  // nothing counted outside the window
 }
 
 TEST_CASE("counter_sees_allocations") {
   // The harness itself: an allocation inside the counted window is seen.
-  g_allocations = 0;
-  g_counting = true;
-  auto* p = new std::vector<int>(1000);
-  g_counting = false;
+  onnx_light::test::start_counting();
+  auto* p = escape(new std::vector<int>(1000));
+  const onnx_light::test::AllocationCount count = onnx_light::test::stop_counting();
   delete p;
-  CHECK(g_allocations.load() >= 2);
-  CHECK(g_bytes.load() >= 1000 * static_cast<long>(sizeof(int)));
+  CHECK(count.allocations >= 2);
+  CHECK(count.bytes >= 1000 * static_cast<long>(sizeof(int)));
 }
 
 TEST_CASE("convtranspose_steady_state_allocates_nothing") {

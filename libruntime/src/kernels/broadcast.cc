@@ -86,4 +86,16 @@ BroadcastPlan make_broadcast_plan(const Shape& output, std::span<const Shape* co
   return plan;
 }
 
+void CachedBroadcast::update(std::span<const Shape* const> inputs, const std::string& label) {
+  bool same = valid_ && inputs_.size() == inputs.size();
+  for (std::size_t i = 0; same && i < inputs.size(); ++i) same = inputs_[i] == *inputs[i];
+  if (same) return;
+  valid_ = false;
+  shape_ = broadcast_shapes(inputs, label);
+  plan_ = make_broadcast_plan(shape_, inputs);
+  inputs_.resize(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) inputs_[i] = *inputs[i];
+  valid_ = true;
+}
+
 }  // namespace onnx_light::runtime::kernels

@@ -26,12 +26,33 @@ struct BroadcastPlan {
 // Merges adjacent dims that broadcast the same way in every input, so that the inner rows are long.
 BroadcastPlan make_broadcast_plan(const Shape& output, std::span<const Shape* const> inputs);
 
+// A kernel's broadcast of its inputs kept across runs: the output shape and plan are recomputed
+// only when an input shape changes, so that a steady state allocates nothing.
+class CachedBroadcast {
+ public:
+  // Broadcasts `inputs` (throws as broadcast_shapes); shape() and plan() then describe them.
+  void update(std::span<const Shape* const> inputs, const std::string& label);
+  const Shape& shape() const { return shape_; }
+  const BroadcastPlan& plan() const { return plan_; }
+
+ private:
+  std::vector<Shape> inputs_;
+  Shape shape_;
+  BroadcastPlan plan_;
+  bool valid_ = false;
+};
+
 // Visits output elements [begin, end) in row pieces: row(out_offset, input_offsets, count, input_steps).
 template <std::size_t N, typename Row>
 void walk_broadcast(const BroadcastPlan& plan, int64_t begin, int64_t end, Row&& row) {
   const std::size_t rank = plan.output.size();
   const int64_t inner = plan.output[rank - 1];
-  std::vector<int64_t> index(rank, 0);
+  // On the stack for the ranks models have (collapsed dims), so a walk allocates nothing.
+  constexpr std::size_t kStackRank = 16;
+  int64_t stack_index[kStackRank] = {};
+  std::vector<int64_t> heap_index;
+  if (rank > kStackRank) heap_index.assign(rank, 0);
+  int64_t* index = rank > kStackRank ? heap_index.data() : stack_index;
   int64_t rest = begin;
   for (std::size_t d = rank; d-- > 0;) {
     index[d] = rest % plan.output[d];

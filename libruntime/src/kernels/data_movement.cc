@@ -67,6 +67,23 @@ class TransposeKernel final : public ThresholdKernel {
   }
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
+    if (!signature_.unchanged(execution)) {
+      try {
+        plan(execution, x);
+      } catch (...) {
+        signature_.forget();
+        throw;
+      }
+    }
+    Tensor& y = execution.output(0, x.element_type(), out_shape_);
+    const int64_t n = y.element_count();
+    if (n == 0) return;
+    copy_with_plan(execution, plan_, x.data<U>(), y.data<U>(), n, admitted(n, execution));
+  }
+
+ private:
+  // The output shape and copy plan for x's shape (kept until it changes).
+  void plan(const KernelExecution& execution, const Tensor& x) {
     const std::size_t rank = x.rank();
     std::vector<int64_t> perm = perm_;
     if (!has_perm_) {
@@ -86,15 +103,17 @@ class TransposeKernel final : public ThresholdKernel {
       out_shape[d] = x.shape()[p];
       strides[d] = in_strides[p];
     }
-    Tensor& y = execution.output(0, x.element_type(), out_shape);
-    const int64_t n = y.element_count();
-    if (n == 0) return;
-    copy_with_plan(execution, strided_plan(out_shape, strides), x.data<U>(), y.data<U>(), n, admitted(n, execution));
+    // Empty: nothing is copied, and huge dims beside a zero could overflow the plan's products.
+    const bool empty = std::find(out_shape.begin(), out_shape.end(), 0) != out_shape.end();
+    plan_ = empty ? BroadcastPlan{} : strided_plan(out_shape, strides);
+    out_shape_ = std::move(out_shape);
   }
 
- private:
   std::vector<int64_t> perm_;
   bool has_perm_ = false;
+  InputSignature signature_;
+  Shape out_shape_;
+  BroadcastPlan plan_;
 };
 
 class ConcatKernel final : public ThresholdKernel {
@@ -110,9 +129,12 @@ class ConcatKernel final : public ThresholdKernel {
     const Tensor& first = execution.required_input(0);
     const int64_t rank = static_cast<int64_t>(first.rank());
     const auto axis = static_cast<std::size_t>(normalize_axis(axis_, rank, execution.label()));
-    Shape out_shape = first.shape();
+    // Members, so that their capacity carries over and a repeated run allocates nothing.
+    Shape& out_shape = out_shape_;
+    out_shape = first.shape();
     out_shape[axis] = 0;
-    std::vector<const Tensor*> inputs;
+    std::vector<const Tensor*>& inputs = inputs_;
+    inputs.clear();
     for (std::size_t k = 0; k < count; ++k) {
       const Tensor& t = execution.required_input(k);
       check_input_type(execution, k, t, first.element_type());
@@ -130,7 +152,8 @@ class ConcatKernel final : public ThresholdKernel {
     const std::size_t size = element_size(first.element_type());
     const int64_t outer = product(out_shape, 0, axis);
     const int64_t inner = product(out_shape, axis + 1, out_shape.size()) * static_cast<int64_t>(size);
-    std::vector<int64_t> begin_of(count);  // bytes from the start of an output row
+    std::vector<int64_t>& begin_of = begin_of_;  // bytes from the start of an output row
+    begin_of.resize(count);
     int64_t row = 0;
     for (std::size_t k = 0; k < count; ++k) {
       begin_of[k] = row;
@@ -149,6 +172,9 @@ class ConcatKernel final : public ThresholdKernel {
 
  private:
   int64_t axis_ = 0;
+  Shape out_shape_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<int64_t> begin_of_;
 };
 
 // Split sizes: input 1 (opset 13+), the `split` attribute (before 13), num_outputs (18+), or
@@ -241,6 +267,23 @@ class SliceKernel final : public ThresholdKernel {
   }
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
+    if (!signature_.unchanged(execution, 0b11110u)) {
+      try {
+        plan(execution, x);
+      } catch (...) {
+        signature_.forget();
+        throw;
+      }
+    }
+    Tensor& y = execution.output(0, x.element_type(), out_shape_);
+    const int64_t n = y.element_count();
+    if (n == 0) return;
+    copy_with_plan(execution, plan_, x.data<U>() + offset_, y.data<U>(), n, admitted(n, execution));
+  }
+
+ private:
+  // The output shape, first element and copy plan (kept until x's shape or the slice changes).
+  void plan(const KernelExecution& execution, const Tensor& x) {
     const std::string& label = execution.label();
     std::vector<int64_t> starts = starts_, ends = ends_, axes = axes_, steps;
     if (from_inputs_) {
@@ -289,16 +332,19 @@ class SliceKernel final : public ThresholdKernel {
       if (count > 0) offset += start * in_strides[a];
       strides[a] = count > 1 ? in_strides[a] * step : 0;  // |step| < dim here, so no overflow
     }
-    Tensor& y = execution.output(0, x.element_type(), out_shape);
-    const int64_t n = y.element_count();
-    if (n == 0) return;
-    copy_with_plan(execution, strided_plan(out_shape, strides), x.data<U>() + offset, y.data<U>(), n,
-                   admitted(n, execution));
+    // Empty: nothing is copied, and huge dims beside a zero could overflow the plan's products.
+    const bool empty = std::find(out_shape.begin(), out_shape.end(), 0) != out_shape.end();
+    plan_ = empty ? BroadcastPlan{} : strided_plan(out_shape, strides);
+    out_shape_ = std::move(out_shape);
+    offset_ = offset;
   }
 
- private:
   bool from_inputs_ = true;
   std::vector<int64_t> starts_, ends_, axes_;
+  InputSignature signature_;
+  Shape out_shape_;
+  int64_t offset_ = 0;
+  BroadcastPlan plan_;
 };
 
 // Reads int32/int64 indices, wraps negatives and checks the range once, before any copying.

@@ -89,7 +89,10 @@ class BinaryKernel final : public ThresholdKernel {
     const Tensor& a = execution.required_input(0);
     const Tensor& b = execution.required_input(1);
     check_input_type(execution, 1, b, ElementTraits<InB>::type);
-    Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), execution.label());
+    const Shape* inputs[] = {&a.shape(), &b.shape()};
+    const bool same = a.shape() == b.shape();
+    if (!same) broadcast_.update(inputs, execution.label());
+    const Shape& shape = same ? a.shape() : broadcast_.shape();
     Tensor& y = execution.output_for_overwrite(0, ElementTraits<Out>::type, shape);
     const In* pa = a.data<In>();
     const InB* pb = b.data<InB>();
@@ -114,8 +117,7 @@ class BinaryKernel final : public ThresholdKernel {
         for (int64_t i = begin; i < end; ++i) out[i] = store<Out>(op_(scalar, load<InB>(pb[i])));
       });
     } else if (n > 0) {
-      const Shape* inputs[] = {&a.shape(), &b.shape()};
-      const BroadcastPlan plan = make_broadcast_plan(shape, inputs);
+      const BroadcastPlan& plan = broadcast_.plan();
       execution.parallel_for(n, grain, threads, [&](int64_t begin, int64_t end) {
         walk_broadcast<2>(plan, begin, end, [&](int64_t o, const int64_t* off, int64_t count, const int64_t* step) {
           const In* ra = pa + off[0];
@@ -130,6 +132,7 @@ class BinaryKernel final : public ThresholdKernel {
 
  private:
   Op op_;
+  CachedBroadcast broadcast_;
 };
 
 // The schema of an elementwise kernel variant.

@@ -192,4 +192,48 @@ KernelDef make_def(const std::string& op_type, OpsetRange opsets, ElementType ty
   return def;
 }
 
+namespace {
+
+// Whether t's integer values equal `values` (false for other element types).
+bool same_int_values(const Tensor& t, const std::vector<int64_t>& values) {
+  if (t.element_count() != static_cast<int64_t>(values.size())) return false;
+  if (t.element_type() == ElementType::int64) return std::equal(values.begin(), values.end(), t.data<int64_t>());
+  if (t.element_type() == ElementType::int32) return std::equal(values.begin(), values.end(), t.data<int32_t>());
+  return false;
+}
+
+}  // namespace
+
+bool InputSignature::unchanged(const KernelExecution& execution, uint32_t value_inputs) {
+  const std::size_t count = execution.input_count();
+  bool same = valid_ && shapes_.size() == count;
+  for (std::size_t i = 0; same && i < count; ++i) {
+    const Tensor* t = execution.input(i);
+    same = (t != nullptr) == (present_[i] != 0);
+    if (same && t != nullptr) {
+      same = t->shape() == shapes_[i];
+      if (same && i < 32 && ((value_inputs >> i) & 1u) != 0) same = same_int_values(*t, values_[i]);
+    }
+  }
+  if (same) return true;
+  shapes_.resize(count);
+  values_.resize(count);
+  present_.assign(count, 0);
+  for (std::size_t i = 0; i < count; ++i) {
+    const Tensor* t = execution.input(i);
+    values_[i].clear();
+    if (t == nullptr) continue;
+    present_[i] = 1;
+    shapes_[i] = t->shape();
+    const bool integers = t->element_type() == ElementType::int64 || t->element_type() == ElementType::int32;
+    if (i < 32 && ((value_inputs >> i) & 1u) != 0 && integers) {
+      values_[i].resize(static_cast<std::size_t>(t->element_count()));
+      for (std::size_t k = 0; k < values_[i].size(); ++k)
+        values_[i][k] = t->element_type() == ElementType::int64 ? t->data<int64_t>()[k] : t->data<int32_t>()[k];
+    }
+  }
+  valid_ = true;
+  return false;
+}
+
 }  // namespace onnx_light::runtime::kernels

@@ -93,6 +93,25 @@ T saturate_cast(double v) {
 // (negative for reversed slices, 0 for repeated dims): size-1 dims dropped, contiguous dims merged.
 BroadcastPlan strided_plan(const Shape& output, const std::vector<int64_t>& strides);
 
+// What a kernel's plan depends on, remembered from the previous run: every input's shape and
+// the values of its small integer operands (Reshape's shape, Slice's starts/ends/axes/steps). A
+// kernel recomputes its output shape and copy plan only when they change, so a steady state with
+// repeating shapes allocates nothing.
+class InputSignature {
+ public:
+  // True when the inputs match the remembered ones; otherwise remembers them and returns false.
+  // `value_inputs`: bit i set when input i's int32/int64 values matter too.
+  bool unchanged(const KernelExecution& execution, uint32_t value_inputs = 0);
+  // Drops what was remembered (a plan computed from it threw, so there is none).
+  void forget() { valid_ = false; }
+
+ private:
+  std::vector<Shape> shapes_;
+  std::vector<std::vector<int64_t>> values_;
+  std::vector<char> present_;
+  bool valid_ = false;
+};
+
 // Copies `n` output elements in parallel: dst[o] = src[offset of o under plan].
 template <typename U>
 void copy_with_plan(KernelExecution& execution, const BroadcastPlan& plan, const U* src, U* dst, int64_t n,

@@ -58,8 +58,13 @@ class BatchNormKernel final : public ThresholdKernel {
     if (x.rank() < 2) throw InputError(fmt::format("{}: X {} must have rank 2 or more", label, shape_to_string(x.shape())));
     const int64_t channels = x.shape()[1];
     using C = compute_t<T>;
-    std::vector<C> shift(static_cast<std::size_t>(channels)), factor(static_cast<std::size_t>(channels)),
-        offset(static_cast<std::size_t>(channels));
+    // Members, resized: their capacity carries over, so a repeated run allocates nothing.
+    std::vector<C>& shift = shift_;
+    std::vector<C>& factor = factor_;
+    std::vector<C>& offset = offset_;
+    shift.resize(static_cast<std::size_t>(channels));
+    factor.resize(static_cast<std::size_t>(channels));
+    offset.resize(static_cast<std::size_t>(channels));
     const Tensor* params[4];
     static constexpr const char* names[] = {"scale", "B", "input_mean", "input_var"};
     for (std::size_t i = 0; i < 4; ++i) {
@@ -94,6 +99,7 @@ class BatchNormKernel final : public ThresholdKernel {
 
  private:
   float epsilon_ = 1e-5f;
+  std::vector<compute_t<T>> shift_, factor_, offset_;
 };
 
 // Per-row normalisation over the dims from `axis` on; Scale and B broadcast to those dims.
@@ -117,14 +123,26 @@ class LayerNormKernel final : public RowKernel {
     check_input_type(execution, 1, scale, ElementTraits<T>::type);
     if (bias != nullptr) check_input_type(execution, 2, *bias, ElementTraits<T>::type);
     const auto axis = static_cast<std::size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank()), label));
-    const Shape normalized(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
-    const int64_t length = checked_element_count(normalized, "the normalized dims");
+    // The broadcast of Scale and B, and the statistics' shape, kept until an input shape changes.
+    if (!signature_.unchanged(execution)) {
+      try {
+        const Shape normalized(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
+        length_ = checked_element_count(normalized, "the normalized dims");
+        scale_index_ = broadcast_index(scale, normalized, label, "Scale");
+        bias_index_ = bias != nullptr ? broadcast_index(*bias, normalized, label, "B") : std::vector<int64_t>{};
+        stat_shape_.assign(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+        stat_shape_.resize(x.rank(), 1);
+      } catch (...) {
+        signature_.forget();
+        throw;
+      }
+    }
+    const int64_t length = length_;
     const int64_t rows = length == 0 ? 0 : x.element_count() / length;
-    const std::vector<int64_t> scale_index = broadcast_index(scale, normalized, label, "Scale");
-    const std::vector<int64_t> bias_index = bias != nullptr ? broadcast_index(*bias, normalized, label, "B") : std::vector<int64_t>{};
+    const std::vector<int64_t>& scale_index = scale_index_;
+    const std::vector<int64_t>& bias_index = bias_index_;
     Tensor& y = execution.output(0, ElementTraits<T>::type, x.shape());
-    Shape stat_shape(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
-    stat_shape.resize(x.rank(), 1);
+    const Shape& stat_shape = stat_shape_;
     float* mean_out = execution.output_count() > 1 ? execution.output(1, ElementType::float32, stat_shape).data<float>() : nullptr;
     float* inv_out = execution.output_count() > 2 ? execution.output(2, ElementType::float32, stat_shape).data<float>() : nullptr;
     const T* in = x.data<T>();
@@ -175,6 +193,10 @@ class LayerNormKernel final : public RowKernel {
 
   int64_t axis_ = -1;
   float epsilon_ = 1e-5f;
+  InputSignature signature_;
+  int64_t length_ = 0;
+  std::vector<int64_t> scale_index_, bias_index_;
+  Shape stat_shape_;
 };
 
 // InstanceNormalization: each (n, c) plane normalised by its own mean and variance, then

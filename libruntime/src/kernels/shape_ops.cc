@@ -28,7 +28,15 @@ class ReshapeLikeKernel : public ThresholdKernel {
   ReshapeLikeKernel() : ThresholdKernel(kDefaultMinimumElements) {}
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
-    const Shape shape = output_shape(execution, x);
+    if (!signature_.unchanged(execution, value_inputs())) {
+      try {
+        shape_ = output_shape(execution, x);
+      } catch (...) {
+        signature_.forget();
+        throw;
+      }
+    }
+    const Shape& shape = shape_;
     if (checked_element_count(shape, "the new shape") != x.element_count())
       throw InputError(fmt::format("{}: cannot reshape {} ({} elements) to {}", execution.label(),
                                    shape_to_string(x.shape()), x.element_count(), shape_to_string(shape)));
@@ -43,6 +51,12 @@ class ReshapeLikeKernel : public ThresholdKernel {
 
  protected:
   virtual Shape output_shape(const KernelExecution& execution, const Tensor& x) const = 0;
+  // Inputs whose integer values the output shape depends on (bit i: input i).
+  virtual uint32_t value_inputs() const { return 0; }
+
+ private:
+  InputSignature signature_;  // the output shape is recomputed only when the inputs change
+  Shape shape_;
 };
 
 class ReshapeKernel final : public ReshapeLikeKernel {
@@ -82,6 +96,7 @@ class ReshapeKernel final : public ReshapeLikeKernel {
     }
     return shape;
   }
+  uint32_t value_inputs() const override { return 1u << 1; }
 
  private:
   bool allow_zero_ = false;
@@ -159,6 +174,7 @@ class SqueezeKernel final : public ReshapeLikeKernel {
       if (!removed[d]) shape.push_back(x.shape()[d]);
     return shape;
   }
+  uint32_t value_inputs() const override { return from_input_ ? 1u << 1 : 0u; }
 
  private:
   bool unsqueeze_;
@@ -185,13 +201,15 @@ class ShapeKernel final : public Kernel {
     auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
     const int64_t begin = clamp(start_);
     const int64_t end = std::max(begin, clamp(end_));
-    Tensor& y = execution.output(0, ElementType::int64, {end - begin});
+    out_shape_[0] = end - begin;
+    Tensor& y = execution.output(0, ElementType::int64, out_shape_);
     std::copy(x.shape().begin() + begin, x.shape().begin() + end, y.data<int64_t>());
   }
 
  private:
   bool size_;
   int64_t start_ = 0, end_ = 0;
+  Shape out_shape_ = Shape(1);  // a member: a temporary shape would be an allocation per run
 };
 
 // ConstantOfShape: the `value` attribute (one element, default float 0) repeated over a shape.

@@ -58,8 +58,9 @@ class SpanBinaryKernel final : public SpanKernelBase {
     check_input_type(execution, 1, b, ElementType::float32);
     // Equal shapes (the common case) need no copy, so repeated runs allocate nothing.
     const bool same = a.shape() == b.shape();
-    if (!same) broadcast_shape_ = broadcast_shapes(a.shape(), b.shape(), execution.label());
-    const Shape& shape = same ? a.shape() : broadcast_shape_;
+    const Shape* inputs[] = {&a.shape(), &b.shape()};
+    if (!same) broadcast_.update(inputs, execution.label());
+    const Shape& shape = same ? a.shape() : broadcast_.shape();
     Tensor& y = execution.output_for_overwrite(0, ElementType::float32, shape);
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
@@ -82,8 +83,7 @@ class SpanBinaryKernel final : public SpanKernelBase {
       execution.parallel_for(0, grain, 1, [](int64_t, int64_t) {});
       return;
     }
-    const Shape* inputs[] = {&a.shape(), &b.shape()};
-    const BroadcastPlan plan = make_broadcast_plan(shape, inputs);
+    const BroadcastPlan& plan = broadcast_.plan();
     execution.parallel_for(n, grain, threads, [&](int64_t begin, int64_t end) {
       walk_broadcast<2>(plan, begin, end, [&](int64_t o, const int64_t* off, int64_t count, const int64_t* step) {
         const float* ra = pa + off[0];
@@ -100,7 +100,7 @@ class SpanBinaryKernel final : public SpanKernelBase {
  private:
   simd::BinarySpanFunction fn_;
   Op op_;
-  Shape broadcast_shape_;
+  CachedBroadcast broadcast_;
 };
 
 // The float32 definition of spec.op_type for `implementation` (checked by `unavailable`), with

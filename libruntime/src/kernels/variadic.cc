@@ -113,7 +113,8 @@ class WhereKernel final : public ThresholdKernel {
     check_input_type(execution, 0, c, ElementType::boolean);
     check_input_type(execution, 2, y, type_);
     const Shape* shapes[] = {&c.shape(), &x.shape(), &y.shape()};
-    const Shape shape = broadcast_shapes(shapes, execution.label());
+    broadcast_.update(shapes, execution.label());
+    const Shape& shape = broadcast_.shape();
     Tensor& result = execution.output(0, type_, shape);
     U* out = result.data<U>();
     const bool* pc = c.data<bool>();
@@ -121,7 +122,7 @@ class WhereKernel final : public ThresholdKernel {
     const U* py = y.data<U>();
     const int64_t n = result.element_count();
     if (n == 0) return;
-    const BroadcastPlan plan = make_broadcast_plan(shape, shapes);
+    const BroadcastPlan& plan = broadcast_.plan();
     execution.parallel_for(n, cache_line_grain<U>(), admitted(n, execution), [&](int64_t begin, int64_t end) {
       walk_broadcast<3>(plan, begin, end, [&](int64_t o, const int64_t* off, int64_t count, const int64_t* step) {
         const bool* rc = pc + off[0];
@@ -134,6 +135,7 @@ class WhereKernel final : public ThresholdKernel {
 
  private:
   ElementType type_;
+  CachedBroadcast broadcast_;
 };
 
 template <typename T, typename Op, bool kMean = false>
