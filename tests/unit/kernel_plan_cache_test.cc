@@ -60,23 +60,32 @@ TEST_CASE("reshape_follows_a_changed_shape_operand_and_recovers_after_a_bad_one"
   CHECK_THROWS_AS(session.run(context), InputError);
 }
 
-TEST_CASE("slice_follows_changed_starts_and_input_shape") {
-  RuntimeSession session =
-      session_of("g (float[N, 4] x, int64[1] b, int64[1] e) => (float[] y) { y = Slice(x, b, e) }");
+TEST_CASE("slice_follows_changed_starts_axes_steps_and_input_shape") {
+  RuntimeSession session = session_of(
+      "g (float[N, 4] x, int64[1] b, int64[1] e, int64[1] a, int64[1] st) => (float[] y) { y = Slice(x, b, e, a, st) }");
   RuntimeContext context;
   context.set("x", floats({3, 4}));
   context.set("b", int64s({0}));
   context.set("e", int64s({2}));
+  context.set("a", int64s({0}));
+  context.set("st", int64s({1}));
   session.run(context);
   CHECK(values_of(context.get("y")) == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});
-  context.set("b", int64s({1}));
+  context.set("b", int64s({1}));  // each step below changes one input only
   session.run(context);
   CHECK(values_of(context.get("y")) == std::vector<float>{4, 5, 6, 7});
-  context.set("x", floats({5, 4}));
-  context.set("e", int64s({100}));
+  context.set("e", int64s({3}));
   session.run(context);
-  CHECK(context.get("y").shape() == Shape{4, 4});
-  CHECK(context.get("y").data<float>()[0] == 4.0f);
+  CHECK(values_of(context.get("y")) == std::vector<float>{4, 5, 6, 7, 8, 9, 10, 11});
+  context.set("st", int64s({2}));  // rows 1 (3 is past the end)
+  session.run(context);
+  CHECK(values_of(context.get("y")) == std::vector<float>{4, 5, 6, 7});
+  context.set("a", int64s({1}));  // columns 1 of [1, 3) step 2
+  session.run(context);
+  CHECK(values_of(context.get("y")) == std::vector<float>{1, 5, 9});
+  context.set("x", floats({5, 4}));
+  session.run(context);
+  CHECK(values_of(context.get("y")) == std::vector<float>{1, 5, 9, 13, 17});
 }
 
 TEST_CASE("transpose_concat_squeeze_follow_changed_shapes") {
