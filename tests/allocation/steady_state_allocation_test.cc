@@ -286,3 +286,33 @@ TEST_CASE("recurrent_steady_state_allocates_nothing") {
     CHECK(allocations_in_steady_state(parse_model_text(text), inputs, threads) == 0);
   }
 }
+
+TEST_CASE("shape_ops_broadcasts_and_norms_with_symbolic_dims_allocate_nothing") {
+  // What the published models run between their Convs and MatMuls, with symbolic input dims (the
+  // exporters' p2o.DynamicDimension.*): Shape/Gather/Concat/Reshape chains, Slice from inputs,
+  // Transpose, Squeeze/Unsqueeze with axes inputs (opset 13), Flatten, broadcasting Mul and Where,
+  // LayerNormalization and BatchNormalization. Their output shapes and copy plans are kept
+  // (InputSignature, CachedBroadcast) and their scratch is in members.
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[N, C, H, W] x, float[1, C, 1, 1] s, float[W] g, "
+      "float[C] bs, float[C] bb, float[C] bm, float[C] bv) => (float[] r, float[] t, float[] l, float[] w, float[] b, "
+      "float[] f) {\n"
+      "  shp = Shape(x)\n i0 = Constant <value = int64[1] {0}> ()\n n = Gather(shp, i0)\n"
+      "  m1 = Constant <value = int64[1] {-1}> ()\n new_shape = Concat <axis = 0> (n, m1)\n"
+      "  r = Reshape(x, new_shape)\n"
+      "  st = Constant <value = int64[1] {1}> ()\n en = Constant <value = int64[1] {1000}> ()\n ax = Constant <value = int64[1] {3}> ()\n"
+      "  sl = Slice(x, st, en, ax)\n t = Transpose <perm = [0, 2, 1, 3]> (sl)\n"
+      "  u = Unsqueeze(t, i0)\n q = Squeeze(u, i0)\n"
+      "  ms = Mul(sl, s)\n l = LayerNormalization <axis = -1> (x, g)\n"
+      "  zero = Constant <value = float {0}> ()\n pos = Greater(x, zero)\n w = Where(pos, x, s)\n"
+      "  b = BatchNormalization(ms, bs, bb, bm, bv)\n f = Flatten(q)\n}";
+  const std::vector<Tensor> inputs{random({2, 3, 4, 5}, 1), random({1, 3, 1, 1}, 2), random({5}, 3),
+                                   random({3}, 4),          random({3}, 5),          random({3}, 6),
+                                   random({3}, 7)};
+  std::vector<Tensor> positive = inputs;
+  for (int64_t i = 0; i < positive[6].element_count(); ++i) positive[6].data<float>()[i] = 1.0f + i;  // variances
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    CHECK(allocations_in_steady_state(parse_model_text(text), positive, threads) == 0);
+  }
+}

@@ -135,3 +135,20 @@ TEST_CASE("broadcast_binary_and_layer_norm_follow_changed_shapes") {
   // x = 0..3: mean 1.5, scale 0..3; element 3 = (3 - 1.5) / sqrt(1.25 + eps) * 3.
   CHECK(context.get("n").data<float>()[3] == doctest::Approx(1.5 / std::sqrt(1.25 + 1e-5) * 3).epsilon(1e-5));
 }
+
+TEST_CASE("gather_follows_changed_indices_of_the_same_shape") {
+  RuntimeSession session = session_of("g (float[4, 2] x, int64[2] i) => (float[] y) { y = Gather(x, i) }");
+  RuntimeContext context;
+  context.set("x", floats({4, 2}));
+  context.set("i", int64s({0, 3}));
+  session.run(context);
+  CHECK(values_of(context.get("y")) == std::vector<float>{0, 1, 6, 7});
+  context.set("i", int64s({-1, 1}));
+  session.run(context);
+  CHECK(values_of(context.get("y")) == std::vector<float>{6, 7, 2, 3});
+  context.set("i", int64s({4, 0}));
+  CHECK_THROWS_AS(session.run(context), InputError);
+  context.set("i", int64s({-1, 1}));
+  session.run(context);
+  CHECK(values_of(context.get("y")) == std::vector<float>{6, 7, 2, 3});
+}

@@ -368,11 +368,20 @@ class GatherKernel final : public ThresholdKernel {
     const Tensor& x = execution.required_input(0);
     const Tensor& indices = execution.required_input(1);
     const auto axis = static_cast<std::size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank()), execution.label()));
-    const std::vector<int64_t> index = checked_indices(indices, x.shape()[axis], execution.label());
-    Shape out_shape(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
-    out_shape.insert(out_shape.end(), indices.shape().begin(), indices.shape().end());
-    out_shape.insert(out_shape.end(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape().end());
-    Tensor& y = checked_output(execution, 0, x.element_type(), out_shape);
+    // The checked indices and the output shape, kept until x's shape or the indices change.
+    if (!signature_.unchanged(execution, 1u << 1)) {
+      try {
+        index_ = checked_indices(indices, x.shape()[axis], execution.label());
+      } catch (...) {
+        signature_.forget();
+        throw;
+      }
+      out_shape_.assign(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+      out_shape_.insert(out_shape_.end(), indices.shape().begin(), indices.shape().end());
+      out_shape_.insert(out_shape_.end(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape().end());
+    }
+    const std::vector<int64_t>& index = index_;
+    Tensor& y = checked_output(execution, 0, x.element_type(), out_shape_);
     if (y.element_count() == 0) return;  // and x's products below may then overflow beside a zero
     const auto size = static_cast<int64_t>(element_size(x.element_type()));
     const int64_t outer = product(x.shape(), 0, axis);
@@ -391,6 +400,9 @@ class GatherKernel final : public ThresholdKernel {
 
  private:
   int64_t axis_ = 0;
+  InputSignature signature_;
+  std::vector<int64_t> index_;
+  Shape out_shape_;
 };
 
 template <typename U>
