@@ -93,6 +93,9 @@ std::vector<Case> cases() {
        {2, 30, 8, 11}, {40, 30, 3, 3}, true, 1, {1, 1}, {2, 2}, {2, 0}},
       {"2-D stride 1 implicit im2col: 5x5, one output row shorter than a panel", "pads = [2, 2, 2, 2]", {1, 7, 6, 5},
        {13, 7, 5, 5}, false, 1, {1, 1}, {1, 1}, {2, 2}},
+      // Strided 2-D: the gathered im2col on every ISA.
+      {"2-D stride 3x2, dilation 2x1, 5x3 kernel, pads wider than a stride", "strides = [3, 2], dilations = [2, 1], pads = [4, 1, 2, 3]",
+       {2, 6, 17, 12}, {14, 6, 5, 3}, true, 1, {3, 2}, {2, 1}, {4, 1}},
   };
 }
 
