@@ -57,6 +57,34 @@ int64_t product(const Shape& shape, std::size_t begin, std::size_t end) {
   return checked_product(std::span<const int64_t>(shape).subspan(begin, end - begin), "a product of dims");
 }
 
+// A copy of x through a strided plan (Transpose, Slice), kept across runs with its output shape.
+template <typename U>
+class StridedCopy {
+ public:
+  // Output shape, x's element strides per output dim, and the first element's offset in x.
+  void set(Shape out_shape, const std::vector<int64_t>& strides, int64_t offset) {
+    // Empty: nothing is copied, and huge dims beside a zero could overflow the plan's products.
+    const bool empty = std::find(out_shape.begin(), out_shape.end(), 0) != out_shape.end();
+    plan_ = empty ? BroadcastPlan{} : strided_plan(out_shape, strides);
+    out_shape_ = std::move(out_shape);
+    offset_ = offset;
+    elements_ = empty ? 0 : product(out_shape_, 0, out_shape_.size());
+  }
+  int64_t elements() const { return elements_; }
+  void run(KernelExecution& execution, const Tensor& x, int threads) const {
+    Tensor& y = execution.output(0, x.element_type(), out_shape_);
+    const int64_t n = y.element_count();
+    if (n == 0) return;
+    copy_with_plan(execution, plan_, x.data<U>() + offset_, y.data<U>(), n, threads);
+  }
+
+ private:
+  Shape out_shape_;
+  int64_t offset_ = 0;
+  int64_t elements_ = 0;
+  BroadcastPlan plan_;
+};
+
 template <typename U>
 class TransposeKernel final : public ThresholdKernel {
  public:
@@ -67,18 +95,8 @@ class TransposeKernel final : public ThresholdKernel {
   }
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
-    if (!signature_.unchanged(execution)) {
-      try {
-        plan(execution, x);
-      } catch (...) {
-        signature_.forget();
-        throw;
-      }
-    }
-    Tensor& y = execution.output(0, x.element_type(), out_shape_);
-    const int64_t n = y.element_count();
-    if (n == 0) return;
-    copy_with_plan(execution, plan_, x.data<U>(), y.data<U>(), n, admitted(n, execution));
+    signature_.replan_if_changed(execution, 0, [&] { plan(execution, x); });
+    copy_.run(execution, x, admitted(copy_.elements(), execution));
   }
 
  private:
@@ -103,17 +121,13 @@ class TransposeKernel final : public ThresholdKernel {
       out_shape[d] = x.shape()[p];
       strides[d] = in_strides[p];
     }
-    // Empty: nothing is copied, and huge dims beside a zero could overflow the plan's products.
-    const bool empty = std::find(out_shape.begin(), out_shape.end(), 0) != out_shape.end();
-    plan_ = empty ? BroadcastPlan{} : strided_plan(out_shape, strides);
-    out_shape_ = std::move(out_shape);
+    copy_.set(std::move(out_shape), strides, 0);
   }
 
   std::vector<int64_t> perm_;
   bool has_perm_ = false;
   InputSignature signature_;
-  Shape out_shape_;
-  BroadcastPlan plan_;
+  StridedCopy<U> copy_;
 };
 
 class ConcatKernel final : public ThresholdKernel {
@@ -267,18 +281,8 @@ class SliceKernel final : public ThresholdKernel {
   }
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
-    if (!signature_.unchanged(execution, 0b11110u)) {
-      try {
-        plan(execution, x);
-      } catch (...) {
-        signature_.forget();
-        throw;
-      }
-    }
-    Tensor& y = execution.output(0, x.element_type(), out_shape_);
-    const int64_t n = y.element_count();
-    if (n == 0) return;
-    copy_with_plan(execution, plan_, x.data<U>() + offset_, y.data<U>(), n, admitted(n, execution));
+    signature_.replan_if_changed(execution, 0b11110u, [&] { plan(execution, x); });  // starts, ends, axes, steps
+    copy_.run(execution, x, admitted(copy_.elements(), execution));
   }
 
  private:
@@ -332,19 +336,13 @@ class SliceKernel final : public ThresholdKernel {
       if (count > 0) offset += start * in_strides[a];
       strides[a] = count > 1 ? in_strides[a] * step : 0;  // |step| < dim here, so no overflow
     }
-    // Empty: nothing is copied, and huge dims beside a zero could overflow the plan's products.
-    const bool empty = std::find(out_shape.begin(), out_shape.end(), 0) != out_shape.end();
-    plan_ = empty ? BroadcastPlan{} : strided_plan(out_shape, strides);
-    out_shape_ = std::move(out_shape);
-    offset_ = offset;
+    copy_.set(std::move(out_shape), strides, offset);
   }
 
   bool from_inputs_ = true;
   std::vector<int64_t> starts_, ends_, axes_;
   InputSignature signature_;
-  Shape out_shape_;
-  int64_t offset_ = 0;
-  BroadcastPlan plan_;
+  StridedCopy<U> copy_;
 };
 
 // Reads int32/int64 indices, wraps negatives and checks the range once, before any copying.
@@ -369,17 +367,12 @@ class GatherKernel final : public ThresholdKernel {
     const Tensor& indices = execution.required_input(1);
     const auto axis = static_cast<std::size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank()), execution.label()));
     // The checked indices and the output shape, kept until x's shape or the indices change.
-    if (!signature_.unchanged(execution, 1u << 1)) {
-      try {
-        index_ = checked_indices(indices, x.shape()[axis], execution.label());
-      } catch (...) {
-        signature_.forget();
-        throw;
-      }
+    signature_.replan_if_changed(execution, 1u << 1, [&] {
+      index_ = checked_indices(indices, x.shape()[axis], execution.label());
       out_shape_.assign(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
       out_shape_.insert(out_shape_.end(), indices.shape().begin(), indices.shape().end());
       out_shape_.insert(out_shape_.end(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape().end());
-    }
+    });
     const std::vector<int64_t>& index = index_;
     Tensor& y = checked_output(execution, 0, x.element_type(), out_shape_);
     if (y.element_count() == 0) return;  // and x's products below may then overflow beside a zero

@@ -104,6 +104,18 @@ class InputSignature {
   bool unchanged(const KernelExecution& execution, uint32_t value_inputs = 0);
   // Drops what was remembered (a plan computed from it threw, so there is none).
   void forget() { valid_ = false; }
+  // Runs `plan()` when the inputs changed (see unchanged); if it throws, forgets them, so the
+  // next run with the same inputs plans (and throws) again instead of using a stale plan.
+  template <typename Plan>
+  void replan_if_changed(const KernelExecution& execution, uint32_t value_inputs, Plan&& plan) {
+    if (unchanged(execution, value_inputs)) return;
+    try {
+      plan();
+    } catch (...) {
+      forget();
+      throw;
+    }
+  }
 
  private:
   std::vector<Shape> shapes_;

@@ -124,19 +124,14 @@ class LayerNormKernel final : public RowKernel {
     if (bias != nullptr) check_input_type(execution, 2, *bias, ElementTraits<T>::type);
     const auto axis = static_cast<std::size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank()), label));
     // The broadcast of Scale and B, and the statistics' shape, kept until an input shape changes.
-    if (!signature_.unchanged(execution)) {
-      try {
-        const Shape normalized(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
-        length_ = checked_element_count(normalized, "the normalized dims");
-        scale_index_ = broadcast_index(scale, normalized, label, "Scale");
-        bias_index_ = bias != nullptr ? broadcast_index(*bias, normalized, label, "B") : std::vector<int64_t>{};
-        stat_shape_.assign(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
-        stat_shape_.resize(x.rank(), 1);
-      } catch (...) {
-        signature_.forget();
-        throw;
-      }
-    }
+    signature_.replan_if_changed(execution, 0, [&] {
+      const Shape normalized(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
+      length_ = checked_element_count(normalized, "the normalized dims");
+      scale_index_ = broadcast_index(scale, normalized, label, "Scale");
+      bias_index_ = bias != nullptr ? broadcast_index(*bias, normalized, label, "B") : std::vector<int64_t>{};
+      stat_shape_.assign(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+      stat_shape_.resize(x.rank(), 1);
+    });
     const int64_t length = length_;
     const int64_t rows = length == 0 ? 0 : x.element_count() / length;
     const std::vector<int64_t>& scale_index = scale_index_;

@@ -28,14 +28,7 @@ class ReshapeLikeKernel : public ThresholdKernel {
   ReshapeLikeKernel() : ThresholdKernel(kDefaultMinimumElements) {}
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
-    if (!signature_.unchanged(execution, value_inputs())) {
-      try {
-        shape_ = output_shape(execution, x);
-      } catch (...) {
-        signature_.forget();
-        throw;
-      }
-    }
+    signature_.replan_if_changed(execution, value_inputs(), [&] { shape_ = output_shape(execution, x); });
     const Shape& shape = shape_;
     if (checked_element_count(shape, "the new shape") != x.element_count())
       throw InputError(fmt::format("{}: cannot reshape {} ({} elements) to {}", execution.label(),
