@@ -5,16 +5,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/simd/activation_f32.h"
+
 namespace onnx_light::runtime::kernels::simd {
 
 // Activations the row applies itself, with exactly the scalar expressions of kernels/epilogue.cc;
 // the others are left to the caller (dwconv_f32_none).
-inline constexpr int dwconv_f32_none = 0;
-inline constexpr int dwconv_f32_relu = 1;
-inline constexpr int dwconv_f32_clip = 2;          // min(max(v, alpha), beta)
-inline constexpr int dwconv_f32_leaky_relu = 3;    // v < 0 ? alpha * v : v
-inline constexpr int dwconv_f32_hard_sigmoid = 4;  // max(0, min(1, alpha * v + beta))
-inline constexpr int dwconv_f32_hard_swish = 5;    // v * max(0, min(1, v / 6 + 0.5))
+inline constexpr int dwconv_f32_none = f32_activation_none;
+inline constexpr int dwconv_f32_relu = f32_activation_relu;
+inline constexpr int dwconv_f32_clip = f32_activation_clip;
+inline constexpr int dwconv_f32_leaky_relu = f32_activation_leaky_relu;
+inline constexpr int dwconv_f32_hard_sigmoid = f32_activation_hard_sigmoid;
+inline constexpr int dwconv_f32_hard_swish = f32_activation_hard_swish;
 
 struct DwconvF32Row {
   const float* const* src;  // taps pointers

@@ -7,37 +7,9 @@
 
 #include "kernels/simd/dwconv_f32.h"
 #include "kernels/simd/dwconv_f32_rows.h"
+#include "kernels/simd/ops_f32_avx2.h"
 
 namespace onnx_light::runtime::kernels::simd {
-
-namespace {
-
-struct Avx2 {
-  using V = __m256;
-  using Mask = __m256i;
-  static constexpr int64_t width = 8;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V set1(float v) { return _mm256_set1_ps(v); }
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static Mask mask(int64_t rem) {
-    // Lane i active when i < rem.
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rem)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  }
-  static V load_partial(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
-  static void store_partial(float* p, V v, Mask m) { _mm256_maskstore_ps(p, m, v); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V div(V a, V b) { return _mm256_div_ps(a, b); }
-  static V max(V a, V b) { return _mm256_max_ps(a, b); }
-  static V min(V a, V b) { return _mm256_min_ps(a, b); }
-  static V select_negative(V v, V if_negative, V otherwise) {
-    return _mm256_blendv_ps(otherwise, if_negative, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
-  }
-};
-
-}  // namespace
 
 void dwconv_f32_row_avx2(const DwconvF32Row& row) { dwconv_row<Avx2>(row); }
 void dwconv_f32_rows2_avx2(const DwconvF32Row& first, const float* const* below_src, int64_t kernel_w,

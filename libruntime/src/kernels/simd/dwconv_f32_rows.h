@@ -14,20 +14,7 @@ inline typename Ops::V dwconv_epilogue(const DwconvF32Row& r, typename Ops::V ac
   using V = typename Ops::V;
   V v = Ops::add(acc, Ops::set1(r.bias));
   if (r.z != nullptr) v = Ops::add(v, z);
-  switch (r.activation) {
-    case dwconv_f32_relu: return Ops::max(Ops::zero(), v);  // v < 0 ? 0 : v (NaN stays)
-    case dwconv_f32_clip: return Ops::min(Ops::set1(r.beta), Ops::max(Ops::set1(r.alpha), v));
-    case dwconv_f32_leaky_relu: return Ops::select_negative(v, Ops::mul(Ops::set1(r.alpha), v), v);
-    case dwconv_f32_hard_sigmoid: {
-      const V t = Ops::add(Ops::mul(Ops::set1(r.alpha), v), Ops::set1(r.beta));
-      return Ops::max(Ops::min(t, Ops::set1(1.0f)), Ops::zero());
-    }
-    case dwconv_f32_hard_swish: {
-      const V t = Ops::add(Ops::div(v, Ops::set1(6.0f)), Ops::set1(0.5f));
-      return Ops::mul(v, Ops::max(Ops::min(t, Ops::set1(1.0f)), Ops::zero()));
-    }
-    default: return v;
-  }
+  return apply_f32_activation<Ops>(r.activation, r.alpha, r.beta, v);
 }
 
 template <typename Ops>

@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/simd/activation_f32.h"
+
 namespace onnx_light::runtime::kernels::simd {
 
 // Applied when the last k-block is stored. bias(r, j) = bias[r * bias_row_stride + j * bias_col_stride]
@@ -26,12 +28,13 @@ namespace onnx_light::runtime::kernels::simd {
 // Activations the micro-kernel applies after the bias (instead of relu when not none), with
 // exactly the scalar expressions of kernels/epilogue.cc, then the optional post affine
 // (v * post_scale, rounded, + post_shift: two roundings as the Mul and Add it replaces).
+// The codes of activation_f32.h, so the micro-kernels apply them through apply_f32_activation.
 enum class GemmF32Activation : int {
-  none,
-  clip,          // min(max(v, act_alpha), act_beta)
-  leaky_relu,    // v < 0 ? act_alpha * v : v
-  hard_sigmoid,  // max(0, min(1, act_alpha * v + act_beta))
-  hard_swish,    // v * max(0, min(1, v / 6 + 0.5))
+  none = f32_activation_none,
+  clip = f32_activation_clip,
+  leaky_relu = f32_activation_leaky_relu,
+  hard_sigmoid = f32_activation_hard_sigmoid,
+  hard_swish = f32_activation_hard_swish,
 };
 
 struct GemmF32Epilogue {

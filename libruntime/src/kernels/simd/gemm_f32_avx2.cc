@@ -6,6 +6,8 @@
 
 #include "gemm_f32.h"
 #include "gemm_f32_pack.h"
+#include "kernels/simd/activation_f32.h"
+#include "kernels/simd/ops_f32_avx2.h"
 
 namespace onnx_light::runtime::kernels::simd {
 namespace {
@@ -18,29 +20,9 @@ inline __m256i lane_mask(int count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// The epilogue's activation and post affine on one vector (gemm_f32.h); NaN and signed zeros as
-// the scalar std::min / std::max forms: max_ps(a, b) and min_ps(a, b) return b when unordered.
+// The epilogue's activation (activation_f32.h) and post affine on one vector.
 inline __m256 activate(const GemmF32Epilogue& e, __m256 v) {
-  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
-  switch (e.activation) {
-    case GemmF32Activation::none: break;
-    case GemmF32Activation::clip:
-      v = _mm256_min_ps(_mm256_set1_ps(e.act_beta), _mm256_max_ps(_mm256_set1_ps(e.act_alpha), v));
-      break;
-    case GemmF32Activation::leaky_relu:
-      v = _mm256_blendv_ps(v, _mm256_mul_ps(_mm256_set1_ps(e.act_alpha), v), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
-      break;
-    case GemmF32Activation::hard_sigmoid: {
-      const __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(e.act_alpha), v), _mm256_set1_ps(e.act_beta));
-      v = _mm256_max_ps(_mm256_min_ps(t, one), zero);
-      break;
-    }
-    case GemmF32Activation::hard_swish: {
-      const __m256 t = _mm256_add_ps(_mm256_div_ps(v, _mm256_set1_ps(6.0f)), _mm256_set1_ps(0.5f));
-      v = _mm256_mul_ps(v, _mm256_max_ps(_mm256_min_ps(t, one), zero));
-      break;
-    }
-  }
+  v = apply_f32_activation<Avx2>(static_cast<int>(e.activation), e.act_alpha, e.act_beta, v);
   if (e.post_affine) v = _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(e.post_scale)), _mm256_set1_ps(e.post_shift));
   return v;
 }

@@ -6,6 +6,8 @@
 
 #include "gemm_f32.h"
 #include "gemm_f32_pack.h"
+#include "kernels/simd/activation_f32.h"
+#include "kernels/simd/ops_f32_avx512.h"
 
 namespace onnx_light::runtime::kernels::simd {
 namespace {
@@ -19,29 +21,9 @@ inline __mmask16 low_mask(int count) {
   return static_cast<__mmask16>((1u << count) - 1u);
 }
 
-// The epilogue's activation and post affine on one vector (gemm_f32.h); NaN and signed zeros as
-// the scalar std::min / std::max forms: max_ps(a, b) and min_ps(a, b) return b when unordered.
+// The epilogue's activation (activation_f32.h) and post affine on one vector.
 inline __m512 activate(const GemmF32Epilogue& e, __m512 v) {
-  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
-  switch (e.activation) {
-    case GemmF32Activation::none: break;
-    case GemmF32Activation::clip:
-      v = _mm512_min_ps(_mm512_set1_ps(e.act_beta), _mm512_max_ps(_mm512_set1_ps(e.act_alpha), v));
-      break;
-    case GemmF32Activation::leaky_relu:
-      v = _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), _mm512_set1_ps(e.act_alpha), v);
-      break;
-    case GemmF32Activation::hard_sigmoid: {
-      const __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(e.act_alpha), v), _mm512_set1_ps(e.act_beta));
-      v = _mm512_max_ps(_mm512_min_ps(t, one), zero);
-      break;
-    }
-    case GemmF32Activation::hard_swish: {
-      const __m512 t = _mm512_add_ps(_mm512_div_ps(v, _mm512_set1_ps(6.0f)), _mm512_set1_ps(0.5f));
-      v = _mm512_mul_ps(v, _mm512_max_ps(_mm512_min_ps(t, one), zero));
-      break;
-    }
-  }
+  v = apply_f32_activation<Avx512>(static_cast<int>(e.activation), e.act_alpha, e.act_beta, v);
   if (e.post_affine) v = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(e.post_scale)), _mm512_set1_ps(e.post_shift));
   return v;
 }
