@@ -41,7 +41,7 @@ function feedsOf(spec) {
 
 function options(spec, extra) {
   return Object.assign({ intraOpNumThreads: spec.threads || 1, interOpNumThreads: 1, executionMode: 'sequential',
-                         graphOptimizationLevel: 'all', executionProviders: ['cpu'] }, extra);
+                         graphOptimizationLevel: spec.graph_optimization_level || 'all', executionProviders: ['cpu'] }, extra);
 }
 
 async function main() {
