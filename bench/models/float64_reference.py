@@ -10,7 +10,8 @@ ORT's outputs ort/output{k}.bin). For each model:
   3. ORT's float32 outputs with all graph optimizations (compare.py's) and with them disabled
      (ort_ref.js, graph_optimization_level "disabled").
 Prints max |x - ref| / max |ref| per output (worst output) for each, and how far ORT's two levels and ours
-are from each other, as a markdown table (also to --out) and raw figures to --json.
+are from each other, as a markdown table (also to --out) and raw figures to --json; then one Sigmoid node on
+[-9, -6] (where det's output lies) against the exact function, for ORT and for us.
 
     /usr/bin/python3 bench/models/float64_reference.py --build build-bench [--only a,b] [--out F.md]
 
@@ -142,6 +143,41 @@ def rel_diff(xs, refs):
     return worst
 
 
+def sigmoid_tail(work_root, build):
+    """One Sigmoid node on 4096 points in [-9, -6] (det's output lies there): ORT's and our absolute and
+    relative error against 1 / (1 + exp(-x)) in double. Returns a markdown line."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+    work = os.path.join(work_root, "sigmoid_tail")
+    os.makedirs(work, exist_ok=True)
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4096]) for n in ("x", "y")]
+    model = helper.make_model(helper.make_graph([helper.make_node("Sigmoid", ["x"], ["y"])], "sigmoid_tail",
+                                                [vi[0]], [vi[1]]), opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    model_file = os.path.join(work, "sigmoid.onnx")
+    onnx.save(model, model_file)
+    x = np.linspace(-9, -6, 4096).astype(np.float32)
+    np.save(os.path.join(work, "in0.npy"), x)
+    x.tofile(os.path.join(work, "in0.bin"))
+    with open(os.path.join(work, "ort_spec.json"), "w") as f:
+        json.dump({"model": model_file, "threads": 1, "profile_runs": 1, "inputs": [
+            {"name": "x", "dtype": "float32", "shape": [4096], "file": os.path.join(work, "in0.bin")}]}, f)
+    shutil.rmtree(os.path.join(work, "ort"), ignore_errors=True)
+    r = compare.run(["node", os.path.join(HERE, "ort_ref.js"), os.path.join(work, "ort_spec.json"),
+                     os.path.join(work, "ort")])
+    if r.returncode != 0:
+        raise RuntimeError(compare.last_line(r.stderr) or f"exit {r.returncode}")
+    run_ours(model_file, work, 1, "none", "float32", "ours", build)
+    exact = 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
+    parts = []
+    for who, kind in (("ORT", "ort"), ("ours", "ours")):
+        y = load_outputs(work, kind)[0]
+        err = np.abs(y - exact)
+        parts.append(f"{who} absolute <= {err.max():.2e}, relative <= {(err / exact).max():.2e}")
+    return "One Sigmoid node on [-9, -6] against double: " + "; ".join(parts) + "\n"
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--_worker":
         worker(*sys.argv[2:4], int(sys.argv[4]), *sys.argv[5:8])
@@ -187,6 +223,11 @@ def main():
             "|---|" + "---|" * (len(columns) + 2))
     text = ("Max |x - ref| / max |ref| against our runtime's float64 run of the same graph (worst output):\n\n"
             + head + "\n" + "\n".join(rows) + "\n")
+    try:
+        text += "\n" + sigmoid_tail(os.path.join(compare.cache_dir(), "compare"), args.build)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        raw["sigmoid_tail"] = {"error": str(e)}
+        text += f"\nSigmoid tail check failed: {e}\n"
     print(text)
     if args.out:
         with open(args.out, "w") as f:
