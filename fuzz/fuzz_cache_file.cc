@@ -2,15 +2,14 @@
 // file state without crashing, agree with the whole-document reference parse, and whatever it
 // reads must survive serialize -> parse unchanged (writing it again gives the same bytes).
 //
-// The parser and writer sources are compiled into this target so that they carry the fuzzer's
-// coverage instrumentation (the regular libtune in the same build is not instrumented).
+// Links the instrumented copy of libtune (fuzz/CMakeLists.txt), so the parser carries the fuzzer's
+// coverage instrumentation.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "../libtune/src/cache_file.cc"  // NOLINT(bugprone-suspicious-include)
-#include "../libtune/src/cache_text.cc"  // NOLINT(bugprone-suspicious-include)
+#include "onnx_light/tune/cache_file.h"
 
 namespace {
 

@@ -8,9 +8,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-30}"
 DIR="$ROOT/build-fuzz"
 ONNX_LIGHT_EXTRA_PACKAGES="clang-14 libclang-rt-14-dev" "$ROOT/scripts/install-deps.sh"
-# Debug (-O0): the fuzz tree compiles libruntime twice (the instrumented copy and the one libtune
-# links), which at -O2 took ~10 of CI's 40 minutes on 2 cores; -O0 halves that, and a bounded run's
-# value is in the sanitizers' checks more than in executions per second. FUZZ_BUILD_TYPE overrides.
+# Debug (-O0): compiling the instrumented libruntime at -O2 costs minutes of CI's 40 on 2 cores, and a
+# bounded run's value is in the sanitizers' checks more than in executions per second.
+# FUZZ_BUILD_TYPE overrides.
 cmake -S "$ROOT" -B "$DIR" -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_BUILD_TYPE="${FUZZ_BUILD_TYPE:-Debug}" -DONNX_LIGHT_BUILD_FUZZ=ON -DONNX_LIGHT_BUILD_TESTS=OFF >/dev/null
 TARGETS=(fuzz_npy fuzz_tensor_proto fuzz_cache_file)
