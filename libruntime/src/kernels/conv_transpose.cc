@@ -29,6 +29,7 @@
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/scratch_slots.h"
 #include "kernels/spatial_attributes.h"
 #include "onnx_light/runtime/error.h"
 
@@ -529,6 +530,10 @@ class PackedConvTransposeKernel final : public Kernel {
                                    execution.label(), shape_to_string(r.x->shape()), shape_to_string(r.w->shape()),
                                    col_floats));
     }
+    if (blocked) {
+      col_slots_.ensure(static_cast<std::size_t>(threads));
+      for (std::size_t i = 0; i < col_slots_.size(); ++i) col_slots_[i] = static_cast<int64_t>(i);
+    }
     const bool constant_w = !constant_wt_.empty() && r.w->shape() == constant_w_shape_;
     const float* wt = constant_wt_.data();
     if (!constant_w) {
@@ -559,13 +564,12 @@ class PackedConvTransposeKernel final : public Kernel {
         const float* group_bias = pb != nullptr ? pb + grp * r.group_maps : nullptr;
         if (blocked) {
           pack_b_matrices(&execution, admitted, isa_, 1, depth, positions, [&](int64_t) { return xg; }, packed);
-          // Every block runs the same serial product and col2im whichever thread takes it, and a
-          // region has at most `admitted` blocks: one slot each, claimed in turn.
-          std::atomic<int64_t> next_slot{0};
+          // Every block runs the same serial product and col2im whichever thread takes it, into a
+          // col slot it leases: at most `admitted` participants run at once (the pool may cut the
+          // region into more blocks than that, each participant taking several in turn).
           execution.parallel_for(blocks, 1, admitted, [&](int64_t begin, int64_t end) {
-            const int64_t slot = next_slot.fetch_add(1, std::memory_order_relaxed);
-            if (slot >= threads) throw InvalidValueError(fmt::format("{}: more parallel blocks than threads", execution.label()));
-            float* block_col = col + slot * maps_per_block * map_floats;
+            ScratchSlots<int64_t>::Lease slot(col_slots_);
+            float* block_col = col + *slot * maps_per_block * map_floats;
             for (int64_t block = begin; block < end; ++block) {
               const int64_t m0 = block * maps_per_block, m1 = std::min(r.group_maps, m0 + maps_per_block);
               const int64_t block_rows = (m1 - m0) * g.kernel_size;
@@ -611,6 +615,7 @@ class PackedConvTransposeKernel final : public Kernel {
   std::vector<float> constant_wt_;
   Shape constant_w_shape_;
   PackedBuffer col_, packed_x_, run_wt_;
+  ScratchSlots<int64_t> col_slots_;  // slot i: the i-th block of maps in col_ (blocked path)
   Shape out_shape_;
   PortableConvTransposeKernel<float> fallback_;
   std::string variant_;
