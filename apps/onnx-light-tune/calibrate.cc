@@ -175,7 +175,7 @@ void register_calibrate(CLI::App& app, AppContext& context) {
   verb->add_option("--max-duration-ms", o->max_duration_ms, "Time budget for the whole run, in ms (hard limit)")
       ->check(CLI::Range(int64_t{1}, int64_t{24} * 3600 * 1000))
       ->default_val(tune::kDefaultCalibrationDurationMs);
-  verb->add_option("--max-memory", o->max_memory, "Memory budget for one case (K, M, G suffixes); larger cases are not run")
+  verb->add_option("--max-memory", o->max_memory, "Memory budget for one case (K, M, G suffixes); larger cases are not run. The confirmation rounds keep a few smaller cases built beside the largest: at most 3x this in all")
       ->default_val("64M");
   verb->add_flag("--save,!--no-save", o->save, "Merge results into the cache (default) or only publish in-process");
   verb->add_flag("--only-missing", o->only_missing, "Skip keys that already have a profile for this host");
@@ -194,8 +194,10 @@ void register_calibrate(CLI::App& app, AppContext& context) {
                  "without it they are published in-process only");
   verb->footer(
       "Without --element-type a named kernel means its float key; --all means every element type.\n"
-      "Each size is decided from interleaved serial/parallel pairs (median ratio with an order-statistic\n"
-      "interval); confidence is high, medium or low. Low-confidence picks are not saved without --force.\n"
+      "Each size is decided from interleaved serial/parallel pairs (20% trimmed mean of the ratios with\n"
+      "Yuen's 95% interval); the sizes around the crossover are confirmed in rounds. Confidence is high\n"
+      "when decided sizes pin the crossover within one doubling, medium within two, else low.\n"
+      "Low-confidence picks are not saved without --force.\n"
       "Exit status: 0 when every selected key was calibrated or kept with a diagnostic, 1 on errors\n"
       "(output mismatch, invalid result, cache write failure), 2 on usage errors.\n"
       "Examples:\n"

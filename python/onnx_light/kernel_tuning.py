@@ -463,9 +463,11 @@ def calibrate_kernel_tuning(
 
     For each selected key: seeded inputs of doubling sizes run forced serial (the reference)
     and parallel (the candidate); every candidate output is checked against the reference
-    bytes; each size is decided from interleaved serial/parallel pairs (median pair ratio with
-    an order-statistic interval, more pairs while it straddles the 5% margin) and the crossover
-    is chosen after consecutive wins, then refined inside its bracket. When the budget ends
+    bytes; each size is decided from interleaved serial/parallel pairs (20% trimmed mean of the
+    pair ratios with Yuen's interval, more pairs while it straddles the 5% margin) and the
+    crossover is chosen after consecutive wins, refined inside its bracket and confirmed by
+    rounds of pairs across the sizes around it (confidence ``high`` when decided sizes pin it
+    within one doubling). When the budget ends
     first, the pick follows the measurements (a default is kept only when they agree with it).
     The key is always listed in ``calibrated``; ``measurements[i]["confidence"]`` is ``high``,
     ``medium`` or ``low``. A low-confidence pick, or one from no measurement, is published but

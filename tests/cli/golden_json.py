@@ -256,7 +256,9 @@ def case_calibrate(ctx):
         "measurements.*.cases.*.size", "measurements.*.confidence", "measurements.*.noisy",
         "measurements.*.cases.*.ratio", "measurements.*.cases.*.ratio_interval.*", "measurements.*.cases.*.verdict",
         "measurements.*.cases.*.pairs", "measurements.*.cases.*.retested", "measurements.*.cases.*.refined",
-    ), measured_lists=("diagnostics", "measurements.*.cases", "measurements.*.picks"))
+        "measurements.*.cases.*.pair_ratios.*",
+    ), measured_lists=("diagnostics", "measurements.*.cases", "measurements.*.picks",
+                       "measurements.*.cases.*.pair_ratios"))
 
 
 def case_run(ctx):

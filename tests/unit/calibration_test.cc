@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -81,10 +82,41 @@ const SizeEvidence& at(const SequentialSearchResult& r, int64_t size) {
   throw std::runtime_error("size not measured: " + std::to_string(size));
 }
 
-TEST_CASE("median_interval_is_full_range_below_six_pairs_and_trims_order_statistics_above") {
-  CHECK(median_interval({5, 1, 3, 2, 4}) == std::pair<double, double>{1, 5});
-  // n = 9: P(Bin(9, 1/2) <= 1) = 10/512 <= 2.5%, P(<= 2) = 46/512 > 2.5%: the 2nd and 8th values.
-  CHECK(median_interval({9, 1, 8, 2, 7, 3, 6, 4, 5}) == std::pair<double, double>{2, 8});
+TEST_CASE("trimmed_mean_interval_drops_a_fifth_at_each_end_and_uses_the_winsorized_variance") {
+  // 1..10: g = 2, kept 3..8 (mean 5.5); winsorized 3,3,3,4,5,6,7,8,8,8: sum of squares 42.5,
+  // se = sqrt(42.5 / (6 * 5)), t(5) = 2.571.
+  const TrimmedMean t = trimmed_mean_interval({10, 9, 8, 7, 6, 5, 4, 3, 2, 1});
+  CHECK(t.mean == doctest::Approx(5.5));
+  const double half = 2.571 * std::sqrt(42.5 / 30.0);
+  CHECK(t.low == doctest::Approx(5.5 - half));
+  CHECK(t.high == doctest::Approx(5.5 + half));
+  // Identical pairs decide at once: the interval is a point.
+  const TrimmedMean same = trimmed_mean_interval({0.6, 0.6, 0.6, 0.6, 0.6});
+  CHECK(same.low == doctest::Approx(0.6));
+  CHECK(same.high == doctest::Approx(0.6));
+  // A preempted pair (a 90x ratio) is trimmed away, not averaged in.
+  const TrimmedMean outlier = trimmed_mean_interval({0.6, 0.61, 0.59, 0.6, 90.0});
+  CHECK(outlier.mean == doctest::Approx(0.6033).epsilon(0.001));
+}
+
+TEST_CASE("trimmed_mean_interval_narrows_on_a_bimodal_mixture_the_median_cannot_settle") {
+  // A shared VM's parallel timings: a fast mode (0.55) and a slow one (1.3), about half each.
+  // The median jumps between the modes; the trimmed mean converges to the expected ratio.
+  std::vector<double> mixture;
+  for (int i = 0; i < 120; ++i) mixture.push_back(i % 2 ? 0.55 + 0.001 * (i % 7) : 1.3 + 0.001 * (i % 5));
+  const TrimmedMean t = trimmed_mean_interval(mixture);
+  CHECK(t.mean > 0.55);
+  CHECK(t.mean < 1.3);
+  CHECK(t.high - t.low < 0.25);
+}
+
+TEST_CASE("student_t_975_matches_the_table_and_approaches_the_normal_quantile") {
+  CHECK(student_t_975(1) == doctest::Approx(12.706));
+  CHECK(student_t_975(5) == doctest::Approx(2.571));
+  CHECK(student_t_975(30) == doctest::Approx(2.042));
+  CHECK(student_t_975(40) == doctest::Approx(2.021).epsilon(0.002));
+  CHECK(student_t_975(1000) == doctest::Approx(1.962).epsilon(0.002));
+  CHECK(std::isinf(student_t_975(0)));
 }
 
 TEST_CASE("sequential_clean_step_function_gives_exact_bracket_with_high_confidence") {
@@ -220,13 +252,94 @@ TEST_CASE("sequential_straddling_margin_measures_more_pairs_than_clear_sizes") {
   CHECK(at(r, 16384).verdict == SizeVerdict::undecided);
   CHECK(at(r, 8192).ratios.size() == 5);
   CHECK(at(r, 65536).ratios.size() == 5);
-  // 16384 leans towards a loss (median 1.10 of 11 vs 10), so the bracket is 16384..32768,
-  // decided by an undecided size: low confidence and a noise warning naming the dispersion.
+  // 16384 leans towards a loss (trimmed mean 0.96), so the pick is 32768; the nearest decided
+  // sizes are 8192 (loss) and 32768 (win), two doublings apart: medium confidence, and a noise
+  // warning naming the undecided size and the dispersion.
   CHECK(*r.pick == 32768);
-  CHECK(r.confidence == Confidence::low);
+  CHECK(r.confidence == Confidence::medium);
   CHECK(r.noisy);
   CHECK(mentions(r, "too noisy for the 5% margin"));
   CHECK(mentions(r, "dispersion"));
+}
+
+TEST_CASE("sequential_undecided_crossover_between_decided_sizes_one_doubling_apart_is_high_confidence") {
+  // At the crossover the two sides tie by definition: an undecided midpoint between a decided
+  // loss and a decided win one doubling apart pins the pick as well as anything can.
+  SyntheticPairs m;
+  m.ratio = [](int64_t size, int index) {
+    if (size == 46336) return index % 2 ? 0.80 : 1.10;
+    return step_at(65536)(size, index);
+  };
+  SequentialSearchSettings s;
+  s.refine_steps = 1;
+  auto r = sequential_threshold_search(s, 32768, m.fn());
+  CHECK(at(r, 46336).verdict == SizeVerdict::undecided);
+  CHECK(*r.pick == 65536);
+  CHECK(r.confidence == Confidence::high);
+  CHECK_FALSE(r.noisy);
+  CHECK(mentions(r, "the two sides tie there"));
+}
+
+TEST_CASE("sequential_decided_sizes_more_than_two_doublings_apart_are_low_confidence") {
+  SyntheticPairs m;
+  m.ratio = [](int64_t size, int index) {
+    if (size == 16384 || size == 32768) return index % 2 ? 0.80 : 1.10;  // both lean to a loss
+    return step_at(65536)(size, index);
+  };
+  SequentialSearchSettings s = no_refine();
+  s.maximum_pairs = 21;
+  auto r = sequential_threshold_search(s, 32768, m.fn());
+  CHECK(*r.pick == 65536);
+  // The nearest decided loss is 8192: the crossover may be anywhere in 8192..65536.
+  CHECK(r.confidence == Confidence::low);
+  CHECK(r.noisy);
+  CHECK(mentions(r, "a span of 8x"));
+}
+
+TEST_CASE("sequential_confirmation_measures_the_ladder_in_rounds_and_leaves_other_sizes_alone") {
+  SyntheticPairs m;
+  m.ratio = step_at(65536);
+  SequentialSearchSettings s = no_refine();
+  s.confirm_pairs = 13;  // 5 + 2 rounds of 4
+  auto r = sequential_threshold_search(s, 32768, m.fn());
+  CHECK(*r.pick == 65536);
+  // Ladder: half the bracket's low end (16384) to twice its high end (131072).
+  for (int64_t size : {16384, 32768, 65536, 131072}) CHECK(at(r, size).ratios.size() == 13);
+  for (int64_t size : {1024, 2048, 4096, 8192}) CHECK(at(r, size).ratios.size() == 5);
+  // Rounds: each ladder size once per round, not one size to the end and then the next.
+  const std::vector<int64_t> tail(m.batches.end() - 8, m.batches.end());
+  CHECK(tail == std::vector<int64_t>{16384, 32768, 65536, 131072, 16384, 32768, 65536, 131072});
+  CHECK(mentions(r, "confirmed 4 sizes (16384..131072) in 2 rounds"));
+}
+
+TEST_CASE("sequential_confirmation_moves_the_pick_when_the_added_pairs_overturn_a_first_batch") {
+  // 32768's first batch met a slow spell of the machine (a loss); later pairs win like its
+  // neighbours. The confirmation rounds find that out and the pick follows.
+  SyntheticPairs m;
+  m.ratio = [](int64_t size, int index) {
+    if (size == 32768) return index < 5 ? 1.3 : 0.6;
+    return step_at(65536)(size, index);
+  };
+  SequentialSearchSettings s = no_refine();
+  s.confirm_pairs = 45;
+  auto r = sequential_threshold_search(s, 131072, m.fn());
+  CHECK(at(r, 32768).wins);
+  CHECK(*r.pick == 32768);
+  CHECK(mentions(r, "the run of wins starts at 32768 (was 65536)"));
+  CHECK(r.confidence == Confidence::high);  // decided loss at 16384, decided win at 32768
+}
+
+TEST_CASE("sequential_confirmation_stops_at_the_budget_with_a_note") {
+  SyntheticPairs m;
+  m.ratio = step_at(65536);
+  m.pair_budget = 8 * 5 + 6;  // the search (8 sizes x 5 pairs), then one batch of 4 fits
+  SequentialSearchSettings s = no_refine();
+  s.confirm_pairs = 100;
+  auto r = sequential_threshold_search(s, 32768, m.fn());
+  CHECK(*r.pick == 65536);
+  CHECK(at(r, 16384).ratios.size() == 9);
+  CHECK(at(r, 32768).ratios.size() == 5);
+  CHECK(mentions(r, "until the budget ended"));
 }
 
 TEST_CASE("sequential_confidence_is_low_when_nothing_was_measured_or_a_partial_search_is_noisy") {
@@ -373,10 +486,13 @@ TEST_CASE("engine_chooses_crossover_and_reports_bracket_like_the_seed") {
   // 32768..65536 refined at geometric midpoints 46336 and 55040 (both lose).
   CHECK(*r.calibrated[0].bracket_low == 55040);
   CHECK(std::get<int64_t>(r.calibrated[0].values.at("tile.width")) == 8);  // untouched parameter kept
-  REQUIRE(r.diagnostics.size() == 3);
+  REQUIRE(r.diagnostics.size() == 5);
   CHECK(r.diagnostics[0].message == "Fast selected parallel.minimum_elements=65536.");
   CHECK(r.diagnostics[1].message == "Fast crossover is bracketed by measured sizes 55040 and 65536.");
-  CHECK(r.diagnostics[2].message.find("Fast confidence: high") == 0);
+  // The confirmation rounds: 16384 (half of 32768) .. 131072 (twice 65536), midpoints included.
+  CHECK(r.diagnostics[2].message.find("Fast confirmed 6 sizes (16384..131072) in ") == 0);
+  CHECK(r.diagnostics[3].message.find("Fast decided sizes pin the crossover: serial wins at 55040") == 0);
+  CHECK(r.diagnostics[4].message.find("Fast confidence: high") == 0);
   CHECK(r.calibrated[0].confidence == Confidence::high);
   // Search stops after the second consecutive win: 1024 .. 131072, then the two midpoints.
   CHECK(f.script.measured_sizes.front() == 1024);
@@ -543,13 +659,8 @@ TEST_CASE("engine_repeat_saves_median_pick_and_counts_agreement") {
   f.script.medians = [&](int64_t size, const std::vector<TuningValues>& c) {
     return crossover_at(crossovers[run])(size, c);
   };
-  // A new run starts whenever the size sequence restarts at the first size (the first run's
-  // discarded warm-up pass measures 1024 twice in a row).
-  f.script.before_measure = [&, previous = int64_t{0}](int64_t size) mutable {
-    if (size == 1024 && previous != 0 && previous != 1024) ++run;
-    previous = size;
-  };
   auto o = f.options({"Fast"});
+  o.progress = [&](const CalibrationProgress& p) { run = p.repeat; };
   o.repeat = 5;
   o.maximum_duration_ms = 10'000;
   CalibrationReport r = calibrate_kernel_tuning(o, f.context);

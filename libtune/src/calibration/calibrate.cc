@@ -2,6 +2,7 @@
 // within the budgets, validates, publishes everything in one generation and saves it with one
 // locked update.
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <limits>
 
@@ -136,9 +137,10 @@ class PairSource {
     // Predicted cost, warm-ups and minimum pairs included: a size's first batch (inputs, sessions,
     // warm-ups, validation) scales with the size from the last first batch; a further batch at a
     // measured size costs its pairs at that size's rate. A 25% allowance absorbs jitter.
-    const bool known = size == current_size_ && current_pair_ns_ > 0;
+    const auto seen = pair_ns_.find(size);
+    const bool known = seen != pair_ns_.end();
     if (known || last_first_cost_ns_ > 0) {
-      double predicted = known ? current_pair_ns_ * pairs
+      double predicted = known ? seen->second * pairs
                                : static_cast<double>(last_first_cost_ns_) *
                                      std::max(1.0, static_cast<double>(size) / static_cast<double>(last_first_size_)) *
                                      (pairs + 2.0) / (last_first_pairs_ + 2.0);
@@ -188,11 +190,9 @@ class PairSource {
       last_first_cost_ns_ = std::max<int64_t>(cost, 1);
       last_first_size_ = size;
       last_first_pairs_ = pairs;
-      current_size_ = size;
-      current_pair_ns_ = 0;
     }
     // Per pair at this size, the batch's overhead spread over its pairs (on the safe side).
-    current_pair_ns_ = static_cast<double>(cost) / std::max(1, pairs);
+    pair_ns_[size] = static_cast<double>(cost) / std::max(1, pairs);
     ++batches_;
     if (batch.ratios.empty()) batch.stop_reason = "the time budget ran out during a case";
     return batch;
@@ -215,8 +215,7 @@ class PairSource {
   int64_t last_first_cost_ns_ = 0;  // the last first batch at a new size
   int64_t last_first_size_ = 1;
   int last_first_pairs_ = 0;
-  int64_t current_size_ = 0;
-  double current_pair_ns_ = 0;  // per pair at current_size_, overhead included
+  std::map<int64_t, double> pair_ns_;  // per pair at each measured size, overhead included
   int batches_ = 0;
 };
 
@@ -252,9 +251,10 @@ SequentialSearchResult run_threshold_search(const CalibrationOptions& options, C
   SequentialSearchSettings s;
   s.margin = options.search.margin;
   s.consecutive_wins = options.search.consecutive_wins;
-  // Five pairs is the fewest whose full range covers the median with >= 93.75%.
+  // Five pairs: the fewest from which a 20% trimmed mean drops one value at each end.
   s.minimum_pairs = std::max(5, options.minimum_repetitions);
   s.maximum_pairs = std::max(s.minimum_pairs, options.maximum_repetitions);
+  s.confirm_pairs = 8 * s.maximum_pairs;
   s.first_size = std::max<int64_t>(1, options.first_size);
   s.minimum_value = min_value;
   s.maximum_value = max_value;
@@ -276,6 +276,7 @@ std::vector<CalibrationCaseReport> case_reports(const SequentialSearchResult& r)
     c.ratio_high = e.high;
     c.verdict = size_verdict_name(e.verdict);
     c.pairs = static_cast<int>(e.ratios.size());
+    c.pair_ratios = e.ratios;
     c.retested = e.retested;
     c.refined = e.refined;
     out.push_back(std::move(c));
@@ -341,6 +342,7 @@ nlohmann::json CalibrationReport::to_json() const {
         cj["ratio_interval"] = {c.ratio_low, c.ratio_high};
         cj["verdict"] = c.verdict;
         cj["pairs"] = c.pairs;
+        cj["pair_ratios"] = c.pair_ratios;
         cj["retested"] = c.retested;
         cj["refined"] = c.refined;
       }

@@ -53,10 +53,13 @@ class SessionBenchmark final : public CaseBenchmark {
   CaseTiming measure(int64_t size, int variant, const std::vector<runtime::TuningValues>& configurations,
                      int64_t deadline_ns, int minimum_repetitions, int maximum_repetitions) override {
     const std::size_t n = configurations.size();
-    // Batches of the same case reuse its sessions (the sequential search adds pairs to a size):
-    // only a short re-warm-up, not a rebuild, is paid again.
-    const bool reuse = built_ && built_size_ == size && built_variant_ == variant && built_configurations_ == configurations;
-    if (!reuse) build(size, variant, configurations);
+    // Batches of a case built before reuse its sessions (the search adds pairs to a size, and its
+    // confirmation rounds move between sizes): only a short re-warm-up is paid again.
+    Case* found = nullptr;
+    for (auto& c : cases_)
+      if (c->size == size && c->variant == variant && c->configurations == configurations) found = c.get();
+    const bool reuse = found != nullptr;
+    Case& built = reuse ? *found : build(size, variant, configurations);
     if (!process_warmed_) {
       // The first case of a process runs on a cold pool, cold caches and a CPU that may still be
       // ramping its clock: a few untimed pairs keep the first search from being biased high.
@@ -72,19 +75,19 @@ class SessionBenchmark final : public CaseBenchmark {
           });
       }
       for (int i = 0; i < 4; ++i)
-        for (std::size_t c = 0; c < n; ++c) sessions_[c]->run(contexts_[c]);
+        for (std::size_t c = 0; c < n; ++c) built.sessions[c]->run(built.contexts[c]);
     }
-    for (std::size_t c = 0; c < n; ++c) sessions_[c]->run(contexts_[c]);
+    for (std::size_t c = 0; c < n; ++c) built.sessions[c]->run(built.contexts[c]);
     if (!reuse) {
-      for (std::size_t c = 0; c < n; ++c) sessions_[c]->run(contexts_[c]);
-      for (const auto& output : sessions_[0]->outputs()) {
-        const Tensor& reference = contexts_[0].get(output.name);
+      for (std::size_t c = 0; c < n; ++c) built.sessions[c]->run(built.contexts[c]);
+      for (const auto& output : built.sessions[0]->outputs()) {
+        const Tensor& reference = built.contexts[0].get(output.name);
         for (std::size_t c = 1; c < n; ++c)
-          if (!runtime::bitwise_equal(reference, contexts_[c].get(output.name)))
+          if (!runtime::bitwise_equal(reference, built.contexts[c].get(output.name)))
             throw CalibrationMismatch(fmt::format(
                 "{}: output '{}' of configuration {} differs from the serial reference on {}; the kernel is not "
                 "deterministic across thread counts (a bug; nothing was published for it)",
-                def_.schema.key.to_string(), output.name, c, description_));
+                def_.schema.key.to_string(), output.name, c, built.description));
       }
     }
     std::vector<std::vector<double>> samples(n);
@@ -100,55 +103,69 @@ class SessionBenchmark final : public CaseBenchmark {
         // ~30 us futex wake-up (which made MatMul's crossover look 30x later than it is).
         if (threads_ > 1) pool_->parallel_for(threads_, 1, threads_, [](int64_t, int64_t) {});
         int64_t start = clock_.now_ns();
-        sessions_[c]->run(contexts_[c]);
+        built.sessions[c]->run(built.contexts[c]);
         samples[c].push_back(static_cast<double>(clock_.now_ns() - start));
       }
       ++repetitions;
     }
     CaseTiming timing;
     timing.repetitions = repetitions;
-    timing.description = description_;
+    timing.description = built.description;
     for (auto& s : samples) timing.median_ns.push_back(median_of(s));
     timing.samples_ns = std::move(samples);
     return timing;
   }
 
  private:
-  void build(int64_t size, int variant, const std::vector<runtime::TuningValues>& configurations) {
-    built_ = false;
-    sessions_.clear();
-    registries_.clear();
+  // One case: a session per configuration (each with its private registry) and their inputs.
+  struct Case {
+    int64_t size = 0;
+    int variant = 0;
+    std::vector<runtime::TuningValues> configurations;
+    std::vector<std::unique_ptr<runtime::TuningRegistry>> registries;
+    std::vector<std::unique_ptr<runtime::RuntimeSession>> sessions;
+    std::vector<runtime::RuntimeContext> contexts;
+    std::string description;
+    int64_t bytes = 0;  // memory_bytes() of the case
+  };
+  // Cases stay built while all of them together hold at most three times the largest one (so at
+  // most three times the per-case memory budget the engine checks): the confirmation rounds cycle
+  // through a geometric ladder of sizes, whose smaller cases mostly fit beside the largest.
+  Case& build(int64_t size, int variant, const std::vector<runtime::TuningValues>& configurations) {
+    const int64_t bytes = memory_bytes(size, variant, configurations.size());
+    auto kept = [&] {
+      int64_t total = bytes, largest = bytes;
+      for (const auto& c : cases_) total += c->bytes, largest = std::max(largest, c->bytes);
+      return total <= 3 * largest;
+    };
+    while (!cases_.empty() && !kept()) cases_.erase(cases_.begin());  // the oldest first
+    auto built = std::make_unique<Case>();
+    built->bytes = bytes;
     runtime::CalibrationWorkload workload = def_.calibration_workload(size, variant, seed_ + static_cast<uint32_t>(variant));
     runtime::Model model = runtime::parse_model_text(workload.model_text, fmt::format("calibration model for {}", def_.op_type));
     const std::size_t n = configurations.size();
-    contexts_.assign(n, runtime::RuntimeContext());
+    built->contexts.assign(n, runtime::RuntimeContext());
     for (std::size_t c = 0; c < n; ++c) {
-      registries_.push_back(std::make_unique<runtime::TuningRegistry>());
-      registries_.back()->publish({{def_.schema.key, threads_, configurations[c]}});
+      built->registries.push_back(std::make_unique<runtime::TuningRegistry>());
+      built->registries.back()->publish({{def_.schema.key, threads_, configurations[c]}});
       runtime::RuntimeSessionOptions options;
       options.parameters = runtime::RuntimeParameters(threads_);
-      options.registry = registries_.back().get();
+      options.registry = built->registries.back().get();
       options.thread_pool = pool_;
       options.kernels = kernels_;
-      sessions_.push_back(std::make_unique<runtime::RuntimeSession>(model, options));
-      for (const auto& [name, tensor] : workload.inputs) contexts_[c].set(name, tensor);
+      built->sessions.push_back(std::make_unique<runtime::RuntimeSession>(model, options));
+      for (const auto& [name, tensor] : workload.inputs) built->contexts[c].set(name, tensor);
     }
-    description_ = workload.description;
-    built_size_ = size;
-    built_variant_ = variant;
-    built_configurations_ = configurations;
-    built_ = true;
+    built->description = workload.description;
+    built->size = size;
+    built->variant = variant;
+    built->configurations = configurations;
+    cases_.push_back(std::move(built));
+    return *cases_.back();
   }
 
-  bool built_ = false;
   bool process_warmed_ = false;
-  int64_t built_size_ = 0;
-  int built_variant_ = 0;
-  std::vector<runtime::TuningValues> built_configurations_;
-  std::vector<std::unique_ptr<runtime::TuningRegistry>> registries_;
-  std::vector<std::unique_ptr<runtime::RuntimeSession>> sessions_;
-  std::vector<runtime::RuntimeContext> contexts_;
-  std::string description_;
+  std::vector<std::unique_ptr<Case>> cases_;
 
   const runtime::KernelDef& def_;
   int threads_;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace onnx_light::tune {
 
@@ -43,23 +45,48 @@ double quantile(const std::vector<double>& s, double q) {
 
 }  // namespace
 
-std::pair<double, double> median_interval(std::vector<double> values) {
-  if (values.empty()) return {0, 0};
+double student_t_975(int df) {
+  // Two-sided 95% quantiles of Student's t; past 30 degrees of freedom the Cornish-Fisher series
+  // in 1/df is within 1e-3 of the exact value.
+  static constexpr double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                     2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                     2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (df < 1) return std::numeric_limits<double>::infinity();
+  if (df <= 30) return table[df - 1];
+  const double z = 1.959964, d = df;
+  return z + (z * z * z + z) / (4 * d) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * d * d);
+}
+
+TrimmedMean trimmed_mean_interval(std::vector<double> values) {
+  TrimmedMean t;
+  if (values.empty()) return t;
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
-  // Largest k with P(Binomial(n, 1/2) <= k-1) <= 2.5%: then [x_(k), x_(n-k+1)] covers the median
-  // with >= 95%. Below 6 pairs no such k exists and the full range is the widest honest answer.
-  std::size_t k = 0;
-  double tail = 0;
-  double term = std::pow(0.5, static_cast<double>(n));  // C(n, 0) / 2^n
-  for (std::size_t i = 0; i < n / 2; ++i) {
-    tail += term;
-    if (tail > 0.025) break;
-    k = i + 1;
-    term = term * static_cast<double>(n - i) / static_cast<double>(i + 1);
+  const std::size_t g = static_cast<std::size_t>(std::floor(kTrimFraction * static_cast<double>(n)));
+  const std::size_t h = n - 2 * g;
+  double sum = 0;
+  for (std::size_t i = g; i < n - g; ++i) sum += values[i];
+  t.mean = sum / static_cast<double>(h);
+  if (h < 2) {
+    t.low = values.front();
+    t.high = values.back();
+    return t;
   }
-  k = std::max<std::size_t>(k, 1);
-  return {values[k - 1], values[n - k]};
+  // Yuen's interval: the winsorized variance (the g values at each end replaced by their
+  // neighbours) gives the trimmed mean's standard error; t with h - 1 degrees of freedom.
+  double wsum = 0;
+  for (std::size_t i = 0; i < n; ++i) wsum += values[std::clamp(i, g, n - g - 1)];
+  const double wmean = wsum / static_cast<double>(n);
+  double ss = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = values[std::clamp(i, g, n - g - 1)] - wmean;
+    ss += d * d;
+  }
+  const double se = std::sqrt(ss / (static_cast<double>(h) * static_cast<double>(h - 1)));
+  const double half = student_t_975(static_cast<int>(h) - 1) * se;
+  t.low = t.mean - half;
+  t.high = t.mean + half;
+  return t;
 }
 
 namespace {
@@ -71,9 +98,12 @@ class Search {
   void evaluate(SizeEvidence& e) const {
     std::vector<double> sorted = e.ratios;
     std::sort(sorted.begin(), sorted.end());
-    e.ratio = sorted_median(sorted);
-    std::tie(e.low, e.high) = median_interval(sorted);
-    e.dispersion = e.ratio > 0 ? (quantile(sorted, 0.75) - quantile(sorted, 0.25)) / e.ratio : 0;
+    const TrimmedMean t = trimmed_mean_interval(sorted);
+    e.ratio = t.mean;
+    e.low = t.low;
+    e.high = t.high;
+    const double median = sorted_median(sorted);
+    e.dispersion = median > 0 ? (quantile(sorted, 0.75) - quantile(sorted, 0.25)) / median : 0;
     const double bar = 1.0 - s_.margin;
     e.verdict = e.high <= bar ? SizeVerdict::win : (e.low > bar ? SizeVerdict::loss : SizeVerdict::undecided);
     e.wins = e.verdict == SizeVerdict::win || (e.verdict == SizeVerdict::undecided && e.ratio <= bar);
@@ -103,6 +133,18 @@ class Search {
     return e;
   }
 
+  // One more batch at a measured size; false (stop_reason set) when the budget refuses it.
+  bool extend(SizeEvidence& e) {
+    PairBatch extra = measure_(e.size, s_.batch_pairs);
+    if (!extra.stop_reason.empty() || extra.ratios.empty()) {
+      stop_reason = extra.stop_reason.empty() ? "no pair could be measured" : extra.stop_reason;
+      budget_cut_ = true;
+      return false;
+    }
+    absorb(e, extra);
+    return true;
+  }
+
   std::string stop_reason;
   int pairs = 0;
   bool budget_cut_ = false;
@@ -129,6 +171,61 @@ bool outlier(const SizeEvidence& a, const SizeEvidence& b, double factor) {
   if (a.ratio <= 0 || b.ratio <= 0) return false;
   double q = a.ratio / b.ratio;
   return q >= factor || q <= 1.0 / factor;
+}
+
+// The largest decided loss below `pick` and the smallest decided win at or above it (sizes sorted).
+struct Pinned {
+  const SizeEvidence* loss = nullptr;
+  const SizeEvidence* win = nullptr;
+  double span() const {
+    return loss && win ? static_cast<double>(win->size) / static_cast<double>(loss->size)
+                       : std::numeric_limits<double>::infinity();
+  }
+};
+
+Pinned pinned(const std::vector<SizeEvidence>& sizes, int64_t pick) {
+  Pinned p;
+  for (const auto& e : sizes) {
+    if (e.size < pick && e.verdict == SizeVerdict::loss) p.loss = &e;
+    if (e.size >= pick && e.verdict == SizeVerdict::win && p.win == nullptr) p.win = &e;
+  }
+  return p;
+}
+
+// Decided sizes within one doubling of each other around the pick: high; two doublings: medium;
+// otherwise, or with no decided size on one side, low.
+Confidence pinned_confidence(const std::vector<SizeEvidence>& sizes, int64_t pick, std::vector<std::string>& notes) {
+  const Pinned p = pinned(sizes, pick);
+  if (p.loss == nullptr && p.win != nullptr && !sizes.empty() && sizes.front().size == pick) {
+    // Parallel won from the smallest size measured: the crossover lies at or below it, which is
+    // all a pick of that size claims (like "never won" at the top, the edge was not measured).
+    notes.push_back(fmt::format("parallel won from the smallest size measured, {}: the crossover lies at or below it",
+                                pick));
+    return Confidence::medium;
+  }
+  if (p.loss == nullptr || p.win == nullptr) {
+    notes.push_back(fmt::format("no decided {} {} the pick {}: its place is not pinned by the measurements",
+                                p.loss == nullptr ? "loss" : "win", p.loss == nullptr ? "below" : "at or above", pick));
+    return Confidence::low;
+  }
+  const double span = p.span();
+  std::vector<std::string> ties;
+  for (const auto& e : sizes)
+    if (e.size > p.loss->size && e.size < p.win->size && e.verdict == SizeVerdict::undecided)
+      ties.push_back(fmt::format("{} ({})", e.size, interval_text(e)));
+  notes.push_back(fmt::format("decided sizes pin the crossover: serial wins at {} ({}), parallel at {} ({}), a span of "
+                              "{:.2g}x{}{}",
+                              p.loss->size, interval_text(*p.loss), p.win->size, interval_text(*p.win), span,
+                              ties.empty() ? "" : "; undecided in between (the two sides tie there): ",
+                              fmt::format("{}", fmt::join(ties, ", "))));
+  return span <= 2.0 ? Confidence::high : span <= 4.0 ? Confidence::medium : Confidence::low;
+}
+
+// Where the trailing run of wins (sizes sorted) begins; nullopt when the largest size does not win.
+std::optional<int64_t> streak_start(const std::vector<SizeEvidence>& sizes) {
+  std::optional<int64_t> start;
+  for (auto it = sizes.rbegin(); it != sizes.rend() && it->wins; ++it) start = it->size;
+  return start;
 }
 
 }  // namespace
@@ -214,6 +311,7 @@ SequentialSearchResult sequential_threshold_search(const SequentialSearchSetting
   if (r.stop_rule_met) {
     int64_t lo = r.bracket_low.value_or(0);
     int64_t hi = *r.bracket_high;
+    const int64_t search_lo = lo, search_hi = hi;  // the doubling search's bracket
     // Refine inside (lo, hi] at geometric midpoints while the budget allows.
     for (int step = 0; lo > 0 && step < s.refine_steps; ++step) {
       double mid = std::sqrt(static_cast<double>(lo) * static_cast<double>(hi));
@@ -232,12 +330,57 @@ SequentialSearchResult sequential_threshold_search(const SequentialSearchSetting
       if (unsure) break;  // a noisy midpoint narrows no further
     }
     std::sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.size < b.size; });
+    // Confirmation: the measured sizes from half the search's bracket low end to twice its high end get
+    // more pairs in rounds, one batch per size per round, until each has `confirm_pairs` or the
+    // budget ends. The machine's slow spells (on a shared VM the second vCPU comes and goes for
+    // milliseconds at a time) then fall on every size alike instead of deciding one size alone.
+    if (s.confirm_pairs > 0) {
+      std::vector<std::size_t> ladder;
+      for (std::size_t i = 0; i < sizes.size(); ++i)
+        if (sizes[i].size * 2 >= search_lo && sizes[i].size <= search_hi * 2) ladder.push_back(i);
+      int rounds = 0;
+      bool refused = false;
+      while (!refused) {
+        bool any = false;
+        for (std::size_t i : ladder) {
+          if (static_cast<int>(sizes[i].ratios.size()) >= s.confirm_pairs) continue;
+          if (!search.extend(sizes[i])) {
+            refused = true;
+            break;
+          }
+          any = true;
+        }
+        if (!any) break;
+        ++rounds;
+      }
+      if (!ladder.empty())
+        r.notes.push_back(fmt::format("confirmed {} sizes ({}..{}) in {} round{} of pairs{}", ladder.size(),
+                                      sizes[ladder.front()].size, sizes[ladder.back()].size, rounds,
+                                      rounds == 1 ? "" : "s", refused ? " until the budget ended" : ""));
+    }
+    if (auto start = streak_start(sizes); start && *start != hi) {
+      r.notes.push_back(fmt::format("with the added pairs the run of wins starts at {} (was {})", *start, hi));
+      hi = *start;
+      lo = 0;
+      for (const auto& e : sizes)
+        if (e.size < hi) lo = e.size;
+    }
     r.bracket_low = lo > 0 ? std::optional<int64_t>(lo) : std::nullopt;
     r.bracket_high = hi;
     r.pick = hi;
-    // A deciding size left undecided means the margin is below this machine's noise: the pick
-    // rests on medians that may flip from run to run (seen on a loaded VM: 64K vs 4M).
-    r.confidence = undecided ? Confidence::low : Confidence::high;
+    // Confidence is how tightly decided sizes pin the crossover around the pick. An undecided size
+    // in between is expected (at the crossover the two sides tie by definition); an undecided
+    // size that leaves the nearest decided ones far apart means the pick may move from run to
+    // run (seen on a loaded VM: 64K vs 4M).
+    r.confidence = pinned_confidence(sizes, hi, r.notes);
+    // The noise note names the undecided size that keeps the pick from being pinned closer.
+    const Pinned p = pinned(sizes, hi);
+    undecided.reset();
+    for (const auto& e : sizes)
+      if (e.verdict == SizeVerdict::undecided && (!p.loss || e.size > p.loss->size) && (!p.win || e.size < p.win->size))
+        if (!undecided || std::abs(std::log(static_cast<double>(e.size) / static_cast<double>(hi))) <
+                              std::abs(std::log(static_cast<double>(undecided->size) / static_cast<double>(hi))))
+          undecided = e;
   } else {
     const SizeEvidence& last = sizes.back();
     if (streak > 0) {
@@ -281,7 +424,7 @@ SequentialSearchResult sequential_threshold_search(const SequentialSearchSetting
     }
     r.confidence = undecided ? Confidence::low : Confidence::medium;
   }
-  if (undecided) {
+  if (undecided && r.confidence != Confidence::high) {
     r.noisy = true;
     r.notes.push_back(fmt::format(
         "too noisy for the {:.0f}% margin: at {} elements the candidate/serial ratio {} still straddles {:.2f} after "

@@ -129,6 +129,7 @@ struct CalibrationCaseReport {
   double ratio = 0, ratio_low = 0, ratio_high = 0;
   std::string verdict;  // win | loss | undecided
   int pairs = 0;
+  std::vector<double> pair_ratios;  // every candidate/serial pair, in measurement order
   bool retested = false;
   bool refined = false;
 };

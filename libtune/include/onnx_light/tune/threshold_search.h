@@ -35,11 +35,11 @@ const char* size_verdict_name(SizeVerdict v);
 struct SizeEvidence {
   int64_t size = 0;
   std::vector<double> ratios;
-  double ratio = 0;  // median of the pair ratios
-  double low = 0;    // order-statistic interval of the median (coverage >= ~93.75% from 5 pairs)
+  double ratio = 0;  // 20% trimmed mean of the pair ratios (trimmed_mean_interval)
+  double low = 0;    // its 95% interval
   double high = 0;
   SizeVerdict verdict = SizeVerdict::undecided;
-  bool wins = false;       // the decision used: the interval clears the margin, or (undecided) the median does
+  bool wins = false;       // the decision used: the interval clears the margin, or (undecided) the mean does
   bool retested = false;   // measured again because it contradicted its neighbours
   bool refined = false;    // a geometric midpoint inside the final bracket
   double serial_ns = 0;
@@ -54,9 +54,12 @@ struct SequentialSearchSettings {
   int consecutive_wins = 2;
   int minimum_pairs = 5;   // first batch per size
   int batch_pairs = 4;     // added while the interval straddles the margin
-  int maximum_pairs = 21;  // per size, then the median decides and the size counts as undecided
+  int maximum_pairs = 21;  // per size, then the mean decides and the size counts as undecided
   int refine_steps = 2;    // geometric midpoints measured inside the final bracket, budget allowing
-  double outlier_factor = 10;  // a median ratio this far from its neighbour's is measured again
+  // Then the measured sizes from half the bracket's low end to twice its high end get more pairs,
+  // in rounds across the sizes, up to this many each (0: no confirmation), budget allowing.
+  int confirm_pairs = 0;
+  double outlier_factor = 10;  // a mean ratio this far from its neighbour's is measured again
   int64_t first_size = 1024;
   int64_t minimum_value = 1;                     // the parameter's validation range
   int64_t maximum_value = int64_t{1} << 62;
@@ -80,8 +83,19 @@ struct SequentialSearchResult {
 SequentialSearchResult sequential_threshold_search(const SequentialSearchSettings& settings, int64_t default_value,
                                                    const PairMeasure& measure);
 
-// Order-statistic interval of the median of `values` (sorted copy): [x_(k), x_(n-k+1)] with the
-// largest k whose two-sided binomial coverage is >= 95%, or the full range when n is too small.
-std::pair<double, double> median_interval(std::vector<double> values);
+// The statistic each size is decided by: the 20% trimmed mean of the pair ratios with Yuen's 95%
+// interval (winsorized variance, Student's t with h - 1 degrees of freedom, h the values kept).
+// Why not the median: parallel timings on a shared VM are bimodal (the second vCPU is there or it
+// is not: ratios cluster at ~0.55 and ~1.3), and the median's order-statistic interval spans the
+// gap between the modes at any affordable pair count, while a trimmed mean converges like a mean
+// (to the expected ratio, which is what a run pays) and still ignores preempted pairs.
+inline constexpr double kTrimFraction = 0.2;
+struct TrimmedMean {
+  double mean = 0;
+  double low = 0;   // below 2 kept values: the full range
+  double high = 0;
+};
+TrimmedMean trimmed_mean_interval(std::vector<double> values);
+double student_t_975(int df);  // two-sided 95% quantile of Student's t
 
 }  // namespace onnx_light::tune
