@@ -12,10 +12,6 @@
 namespace onnx_light::runtime {
 namespace {
 
-// Blocks per participant: with more blocks than threads a participant that runs late or slow (a
-// vCPU the host took away for a while) leaves its unclaimed blocks to the others.
-constexpr int64_t kBlocksPerParticipant = 4;
-
 thread_local bool t_in_region = false;
 thread_local int t_thread_index = 0;  // set once by each worker
 
@@ -161,8 +157,7 @@ int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
   if (n < 0) throw InvalidValueError("parallel_for: n must be >= 0, got " + std::to_string(n));
   if (n == 0) return 1;
   grain = std::max<int64_t>(grain, 1);
-  const int participants = static_cast<int>(std::min<int64_t>({std::max(admitted, 1), threads_, unit_count(n, grain)}));
-  const int blocks = participants == 1 ? 1 : static_cast<int>(std::min<int64_t>(int64_t{participants} * kBlocksPerParticipant, unit_count(n, grain)));
+  const int blocks = static_cast<int>(std::min<int64_t>({std::max(admitted, 1), threads_, unit_count(n, grain)}));
   if (blocks == 1) {
     RegionFlag flag;
     fn(0, n);
@@ -177,7 +172,7 @@ int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
   job_n_ = n;
   job_grain_ = grain;
   job_blocks_ = blocks;
-  publish(blocks, participants);
+  publish(blocks);
   run_claimed_blocks();
   wait_for_completion();
   if (error_) {
@@ -185,13 +180,11 @@ int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
     caller.unlock();
     std::rethrow_exception(error);
   }
-  return participants;
+  return blocks;
 }
 
-void ThreadPool::publish(int blocks, int participants) {
+void ThreadPool::publish(int blocks) {
   pending_.store(blocks, std::memory_order_relaxed);
-  // participants - 1 helper tickets; see worker_loop.
-  tickets_.store(static_cast<uint64_t>(participants - 1) << 32, std::memory_order_relaxed);
   // Released here and acquired by every claim, so a claimer sees the job fields and pending_.
   claim_.store(static_cast<uint64_t>(blocks) << 32, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_seq_cst);
@@ -201,10 +194,10 @@ void ThreadPool::publish(int blocks, int participants) {
   if (parked == 0) return;
   { std::lock_guard<std::mutex> lock(park_mutex_); }
   // The caller takes a block itself, so at most blocks - 1 helpers are useful.
-  if (participants - 1 >= parked) {
+  if (blocks - 1 >= parked) {
     park_cv_.notify_all();
   } else {
-    for (int i = 0; i < participants - 1; ++i) park_cv_.notify_one();
+    for (int i = 0; i < blocks - 1; ++i) park_cv_.notify_one();
   }
 }
 
@@ -271,11 +264,6 @@ void ThreadPool::worker_loop() {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);
-    // More blocks than participants: an awake worker past the region's admitted count stays out,
-    // so that `admitted` still bounds the threads a region occupies. (A ticket taken on a stale
-    // word lets one late worker in beyond it: a soft bound, never a correctness matter.)
-    const uint64_t ticket = tickets_.fetch_add(1, std::memory_order_relaxed);
-    if (static_cast<uint32_t>(ticket) >= static_cast<uint32_t>(ticket >> 32)) continue;
     run_claimed_blocks();
   }
 }

@@ -92,7 +92,7 @@ for i, e in enumerate(nodes):
 regions = [e for e in events if e.get("cat") == "parallel_region"]
 blocks = [e for e in events if e.get("cat") == "parallel_block"]
 assert len(regions) == 5 * 4 and all(e["args"]["threads"] == 2 for e in regions), regions[:2]
-assert len(blocks) == 8 * len(regions), len(blocks)  # four blocks per participant (thread_pool.h)
+assert len(blocks) == 2 * len(regions), len(blocks)
 assert {e["tid"] for e in blocks} <= {0, 1}, {e["tid"] for e in blocks}
 names = {(e["tid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
 assert (0, "caller") in names, names

@@ -65,13 +65,6 @@ int expected_participants(int64_t n, int64_t grain, int admitted, int threads) {
   return static_cast<int>(std::min<int64_t>({std::max(admitted, 1), threads, units(n, grain)}));
 }
 
-// Four blocks per participant (fewer when there are fewer units), one when a single participant runs.
-int expected_block_count(int64_t n, int64_t grain, int admitted, int threads) {
-  const int participants = expected_participants(n, grain, admitted, threads);
-  if (participants == 1) return 1;
-  return static_cast<int>(std::min<int64_t>(4 * int64_t{participants}, units(n, grain)));
-}
-
 // Hang guard only: generous, so that a loaded machine never trips it.
 bool wait_until(const std::atomic<bool>& flag) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -168,10 +161,10 @@ TEST_CASE("thread pool: parallel_for visits every index exactly once for many (n
           Coverage coverage(n);
           const int used = pool.parallel_for(n, grain, admitted, [&](int64_t b, int64_t e) { coverage.visit(b, e); });
           CHECK(coverage.each_index_once());
-          CHECK(used == expected_participants(n, grain, admitted, threads));
+          const int blocks = expected_participants(n, grain, admitted, threads);
+          CHECK(used == blocks);
           // The pool hands out exactly partition_block's cut.
-          CHECK(same_blocks(coverage.sorted_blocks(),
-                            expected_blocks(n, grain, expected_block_count(n, grain, admitted, threads))));
+          CHECK(same_blocks(coverage.sorted_blocks(), expected_blocks(n, grain, blocks)));
         }
       }
     }
@@ -198,41 +191,16 @@ TEST_CASE("thread pool: zero or negative thread counts throw InvalidValueError")
   CHECK_THROWS_AS(ThreadPool(-2), InvalidValueError);
 }
 
-TEST_CASE("thread pool: n not divisible by the block count gives blocks one unit apart") {
+TEST_CASE("thread pool: n not divisible by threads gives blocks one unit apart") {
   ThreadPool pool(3);
-  Coverage coverage(100);
-  // Three participants, twelve blocks: 100 = 4 * 9 + 8 * 8.
-  CHECK(pool.parallel_for(100, 1, 3, [&](int64_t b, int64_t e) { coverage.visit(b, e); }) == 3);
+  Coverage coverage(10);
+  CHECK(pool.parallel_for(10, 1, 3, [&](int64_t b, int64_t e) { coverage.visit(b, e); }) == 3);
   CHECK(coverage.each_index_once());
   const auto blocks = coverage.sorted_blocks();
-  REQUIRE(blocks.size() == 12);
-  for (std::size_t b = 0; b < blocks.size(); ++b) CHECK(blocks[b].end - blocks[b].begin == (b < 4 ? 9 : 8));
-}
-
-TEST_CASE("thread pool: a late participant leaves its blocks to the others (n_gt_participants)") {
-  // The worker's first block holds on until the caller has run every other block: with one
-  // block per participant the region would wait for the worker; with four the caller takes
-  // the rest, so a slow or descheduled vCPU costs only its block.
-  ThreadPool pool(2);
-  const auto caller = std::this_thread::get_id();
-  std::atomic<int> caller_blocks{0};
-  std::atomic<bool> caller_done{false};
-  std::atomic<bool> hang_guard_tripped{false};
-  std::atomic<bool> worker_holding{false};
-  Coverage coverage(8000);
-  CHECK(pool.parallel_for(8000, 1, 2, [&](int64_t b, int64_t e) {
-    coverage.visit(b, e);
-    if (std::this_thread::get_id() == caller) {
-      caller_blocks.fetch_add(1);
-      if (caller_blocks.load() == 7) caller_done.store(true, std::memory_order_release);
-      return;
-    }
-    if (!worker_holding.exchange(true) && !wait_until(caller_done)) hang_guard_tripped = true;
-  }) == 2);
-  CHECK_FALSE(hang_guard_tripped.load());
-  CHECK(coverage.each_index_once());
-  // Either the worker held one block and the caller ran seven, or the worker never came in time.
-  CHECK(caller_blocks.load() >= 7);
+  REQUIRE(blocks.size() == 3);
+  CHECK(blocks[0].end - blocks[0].begin == 4);
+  CHECK(blocks[1].end - blocks[1].begin == 3);
+  CHECK(blocks[2].end - blocks[2].begin == 3);
 }
 
 TEST_CASE("thread pool: n smaller than threads uses n participants of one index each") {
@@ -301,7 +269,7 @@ TEST_CASE("thread pool: nested parallel_for runs inline on the same thread with 
   for (int i = 0; i < kOuter; ++i) {
     CHECK(inner[static_cast<std::size_t>(i)].each_index_once());
     // Inline blocks run in order, cut exactly as the pool would have cut them.
-    CHECK(same_blocks(inner_order[static_cast<std::size_t>(i)], expected_blocks(kInner, 5, expected_block_count(kInner, 5, 3, 4))));
+    CHECK(same_blocks(inner_order[static_cast<std::size_t>(i)], expected_blocks(kInner, 5, 3)));
   }
 }
 
@@ -409,7 +377,7 @@ TEST_CASE("thread pool: a second caller of a busy pool runs inline with the same
   CHECK_FALSE(hang_guard_tripped.load());
   CHECK(first.each_index_once());
   CHECK(second_used == 1);
-  CHECK(same_blocks(second_blocks, expected_blocks(101, 4, expected_block_count(101, 4, 2, 2))));
+  CHECK(same_blocks(second_blocks, expected_blocks(101, 4, 2)));
   for (const auto& id : second_ran_on) CHECK(id == second_thread_id);
 }
 
@@ -473,15 +441,14 @@ TEST_CASE("thread pool: per-block float sums are bit-identical to a serial run o
     for (int64_t i = b; i < e; ++i) s += data[static_cast<std::size_t>(i)];
     return s;
   };
-  const int blocks = expected_block_count(n, 16, 3, 3);
   std::vector<float> serial;
-  for (const BlockRange& r : expected_blocks(n, 16, blocks)) serial.push_back(block_sum(r.begin, r.end));
+  for (const BlockRange& r : expected_blocks(n, 16, 3)) serial.push_back(block_sum(r.begin, r.end));
   ThreadPool pool(3);
   for (int round = 0; round < 20; ++round) {
-    std::vector<float> partial(static_cast<std::size_t>(blocks), -1.0f);
+    std::vector<float> partial(3, -1.0f);
     pool.parallel_for(n, 16, 3, [&](int64_t b, int64_t e) {
-      for (std::size_t k = 0; k < partial.size(); ++k) {
-        if (partition_block(n, 16, blocks, static_cast<int>(k)).begin == b) partial[k] = block_sum(b, e);
+      for (std::size_t k = 0; k < 3; ++k) {
+        if (partition_block(n, 16, 3, static_cast<int>(k)).begin == b) partial[k] = block_sum(b, e);
       }
     });
     CHECK(partial == serial);

@@ -48,16 +48,13 @@ class ThreadPool {
 
   int threads() const { return threads_; }
 
-  // Runs fn(begin, end) over [0, n) as partition_block(n, grain, B, b) for b in [0, B), with
-  // P = min(admitted, threads(), ceil(n / grain)) participants (the caller and P - 1 workers) and
-  // B = 1 when P == 1, else min(4 P, ceil(n / grain)) blocks, so no block is ever empty. The
-  // participants claim blocks as they come free: one that runs late or slow (a vCPU the host took
-  // away for a while) leaves its share to the others. n <= grain, admitted <= 1, nesting, or a
-  // busy pool (another thread is in a region of this pool) run the same B blocks inline on the
-  // calling thread, in order. Every block runs even when one throws; the exception of the
-  // lowest-numbered throwing block is rethrown here after all blocks finished.
+  // Runs fn(begin, end) over [0, n) as partition_block(n, grain, B, b) for b in [0, B), where
+  // B = min(admitted, threads(), ceil(n / grain)), so no block is ever empty. admitted <= 1,
+  // n <= grain, nesting, or a busy pool (another thread is in a region of this pool) run the same
+  // B blocks inline on the calling thread, in order. Every block runs even when one throws; the
+  // exception of the lowest-numbered throwing block is rethrown here after all blocks finished.
   // n == 0 calls nothing; n < 0 throws InvalidValueError.
-  // Returns the participants used: P when the pool ran the region, 1 when it ran inline.
+  // Returns the participants used: B when the pool ran the region, 1 when it ran inline.
   int parallel_for(int64_t n, int64_t grain, int admitted, FunctionRef<void(int64_t, int64_t)> fn);
 
   // True on a thread that is currently executing a block of this or any pool.
@@ -86,7 +83,7 @@ class ThreadPool {
   // Claims and runs blocks of the current job until none is left.
   void run_claimed_blocks();
   void run_block(int block);
-  void publish(int blocks, int participants);
+  void publish(int blocks);
   void wait_for_completion();
   void stop_workers() noexcept;
 
@@ -103,7 +100,6 @@ class ThreadPool {
   // worker that wakes late can never run a block of a finished job.
   std::atomic<uint64_t> claim_{0};
   std::atomic<uint64_t> generation_{0};  // bumped per job: what idle workers wait on
-  std::atomic<uint64_t> tickets_{0};     // (helpers admitted << 32) | helpers in: bounds a region's workers
   std::atomic<int> pending_{0};          // blocks of the current job not finished yet
   std::atomic<bool> stop_{false};
   std::mutex park_mutex_;
