@@ -76,6 +76,7 @@ int run_main(int argc, char** argv) {
   register_load(app, context);
   register_remove(app, context);
   register_calibrate(app, context);
+  register_verify(app, context);
   register_run(app, context);
   register_completion(app, context);
 

@@ -37,7 +37,8 @@ expect_exit 0 "$TOOL" --cache "$CACHE" -v -v set Abs parallel.minimum_elements=1
 json_ok "$SCRATCH/out" "set --json"
 [[ -s $SCRATCH/err ]] || fail "-v -v set logged nothing on stderr"
 for args in "list Abs" "propose Abs" "inspect" "load" "calibrate Abs --no-save --max-duration-ms 30" \
-  "run $ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt -i x=random:3 --dim N=8" "remove --yes"; do
+  "run $ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt -i x=random:3 --dim N=8" "verify Abs --max-duration-ms 30" \
+  "remove --yes"; do
   # shellcheck disable=SC2086
   expect_exit 0 "$TOOL" --cache "$CACHE" -v $args --json
   json_ok "$SCRATCH/out" "$args --json"

@@ -144,8 +144,9 @@ json inspect inspect
 json load load
 json calibrate calibrate Abs --no-save --max-duration-ms 50
 json run run "$ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt" -i x=random:1 --dim N=64 --profile
+json verify verify Abs --max-duration-ms 50
 json remove remove --kernel Abs --yes
-for verb in set list propose inspect load calibrate run remove; do
+for verb in set list propose inspect load calibrate run verify remove; do
   check_json_keys "$MAN_DIR/onnx-light-tune-$verb.1" "$SCRATCH/$verb.json"
 done
 

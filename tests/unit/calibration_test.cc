@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <unistd.h>
 #include <map>
 #include <stdexcept>
@@ -16,7 +17,9 @@
 #include "onnx_light/runtime/tuning_registry.h"
 #include "onnx_light/tune/cache_file.h"
 #include "onnx_light/tune/calibration.h"
+#include "onnx_light/tune/operations.h"
 #include "onnx_light/tune/threshold_search.h"
+#include "onnx_light/tune/verification.h"
 
 using namespace onnx_light;
 using namespace onnx_light::runtime;
@@ -964,3 +967,74 @@ TEST_CASE("session_benchmark_mismatch_of_one_key_keeps_it_out_of_the_registry_an
 }
 
 }  // namespace
+
+// --- verify: re-measured cached thresholds -------------------------------------------------------
+
+TEST_CASE("verify_reports_holds_drifted_and_not_measured_and_never_writes_or_publishes") {
+  Fixture f;
+  const std::string path = (f.dir / "cache.toml").string();
+  for (const char* kernel : {"Fast", "Slow", "Plain"}) {
+    SetOptions s;
+    s.kernel = kernel;
+    s.implementation = "portable";
+    s.values = {{"parallel.minimum_elements", int64_t{65536}}};
+    s.path = path;
+    s.num_threads = 2;
+    s.load = false;
+    REQUIRE(set_kernel_tuning_parameters(s, f.context).status == UpdateStatus::updated);
+  }
+  Script fast, slow;
+  fast.medians = crossover_at(65536);    // the cached value still holds
+  slow.medians = crossover_at(1048576);  // four doublings later now
+  // "Plain" has no calibration workload in f.table: it cannot be re-measured.
+  std::ifstream in(path, std::ios::binary);
+  const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const uint64_t generation = f.registry.published_generation();
+
+  VerifyOptions o;
+  o.selection.element_types = {1};
+  o.selection.implementation = "portable";
+  o.path = path;
+  o.num_threads = 2;
+  o.clock = std::shared_ptr<CalibrationClock>(&f.clock, [](CalibrationClock*) {});
+  o.benchmark_factory = [&](const KernelDef& def, int, uint32_t) {
+    return std::make_unique<FakeBenchmark>(def.op_type == "Fast" ? fast : slow, f.clock);
+  };
+  const VerificationReport r = verify_kernel_tuning(o, f.context);
+  REQUIRE(r.profiles.size() == 3);
+  std::map<std::string, const ProfileVerification*> by;
+  for (const auto& p : r.profiles) by[p.key.kernel] = &p;
+  CHECK(by["Fast"]->status == DriftStatus::holds);
+  CHECK(*by["Fast"]->cached == 65536);
+  CHECK(*by["Fast"]->measured == 65536);
+  CHECK(by["Slow"]->status == DriftStatus::drifted);
+  CHECK(*by["Slow"]->measured == 1048576);
+  CHECK(by["Slow"]->reason.find("cached parallel.minimum_elements=65536, measured now 1048576") != std::string::npos);
+  CHECK(by["Plain"]->status == DriftStatus::not_measured);
+  CHECK_FALSE(by["Plain"]->measured.has_value());
+  CHECK(by["Plain"]->reason.find("no calibration routine") != std::string::npos);
+  CHECK(r.drifted());
+  const auto json = r.to_json();
+  CHECK(json["summary"]["holds"] == 1);
+  CHECK(json["summary"]["drifted"] == 1);
+  CHECK(json["summary"]["not_measured"] == 1);
+  // Read-only: the cache's bytes and the process's registry are as they were.
+  std::ifstream again(path, std::ios::binary);
+  const std::string after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  CHECK(after == before);
+  CHECK(f.registry.published_generation() == generation);
+}
+
+TEST_CASE("verify_budget_and_argument_errors") {
+  Fixture f;
+  VerifyOptions o;
+  o.path = (f.dir / "cache.toml").string();
+  o.maximum_duration_ms = 0;
+  CHECK_THROWS_AS(verify_kernel_tuning(o, f.context), InvalidValueError);
+  // No cache: nothing to verify.
+  o.maximum_duration_ms = 100;
+  const VerificationReport r = verify_kernel_tuning(o, f.context);
+  CHECK(r.cache_status == FileStatus::not_found);
+  CHECK(r.profiles.empty());
+  CHECK_FALSE(r.drifted());
+}

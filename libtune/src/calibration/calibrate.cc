@@ -26,6 +26,12 @@ bool has_calibration_routine(const runtime::KernelDef& def) {
   return def.schema.has_threshold() && static_cast<bool>(def.calibration_workload);
 }
 
+const runtime::ParameterSpec* threshold_parameter(const runtime::TuningSchema& schema) {
+  for (const auto& p : schema.parameters)
+    if (p.role == runtime::ParameterRole::threshold && p.type == runtime::ValueType::int64) return &p;
+  return nullptr;
+}
+
 namespace {
 
 // Comparison mode: work of each case over the last.
@@ -38,12 +44,6 @@ Diagnostic key_message(const TuningKey& key, std::string message) {
   d.key = key;
   d.message = std::move(message);
   return d;
-}
-
-const runtime::ParameterSpec* threshold_parameter(const runtime::TuningSchema& schema) {
-  for (const auto& p : schema.parameters)
-    if (p.role == runtime::ParameterRole::threshold && p.type == runtime::ValueType::int64) return &p;
-  return nullptr;
 }
 
 // The bounded search of one key: owns the clock arithmetic so both modes share the budget rules.
@@ -588,7 +588,8 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
   // One generation for everything that succeeded, then one locked write.
   std::vector<runtime::PublishedProfile> published;
   for (const auto& k : report.calibrated) published.push_back({k.key, static_cast<int>(threads), k.values});
-  report.published_generation = published.empty() ? registry.published_generation() : registry.publish(published);
+  report.published_generation =
+      published.empty() || !options.publish ? registry.published_generation() : registry.publish(published);
   // A pick that measured nothing, or whose measurements disagree (low confidence), is published
   // for this process but not saved as calibrated unless forced.
   std::vector<KeyCalibration*> to_save;

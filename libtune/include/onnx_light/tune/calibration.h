@@ -100,6 +100,7 @@ struct CalibrationOptions {
   int64_t maximum_duration_ms = kDefaultCalibrationDurationMs;  // for the whole call
   int64_t maximum_memory_bytes = kDefaultCalibrationMemoryBytes;
   bool save = true;
+  bool publish = true;  // false: measure and report only (verify), the process's registry untouched
   std::string path;  // "": default cache path
   bool only_missing = false;
   std::optional<int64_t> num_threads;  // unset/0: one per physical core
@@ -184,5 +185,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
 // The KernelDef behind a schema key (nullptr when none); calibratable when it has a threshold
 // parameter and a calibration workload.
 bool has_calibration_routine(const runtime::KernelDef& def);
+// The int64 threshold parameter a search calibrates (nullptr when the schema has none).
+const runtime::ParameterSpec* threshold_parameter(const runtime::TuningSchema& schema);
 
 }  // namespace onnx_light::tune
