@@ -278,6 +278,15 @@ def case_run(ctx):
                                          "profile.op_types.*.total_us"))
 
 
+def case_verify(ctx):
+    # Abs portable at 8192 (case_set) measured again: whether it holds depends on the machine.
+    doc = ctx.json("--cache", ctx.cache, "verify", "Abs", "--implementation", "portable", "--threads", "2",
+                   "--max-duration-ms", "200", "--json")
+    return normalise(doc, ctx, measured=(
+        "elapsed_ms", "profiles.*.measured", "profiles.*.status", "profiles.*.confidence", "profiles.*.reason",
+        "profiles.*.elapsed_ms", "summary.*"))
+
+
 def case_remove_kernel(ctx):
     return normalise(ctx.json("--cache", ctx.cache, "remove", "--kernel", "Abs", "--threads", "2", "--yes", "--json"),
                      ctx)
@@ -303,6 +312,7 @@ CASES = [
     ("propose_after_set", case_propose_after_set),
     ("calibrate", case_calibrate),
     ("run", case_run),
+    ("verify", case_verify),
     ("remove_kernel", case_remove_kernel),
     ("remove_file", case_remove_file),
     ("inspect_missing", case_inspect_missing),
