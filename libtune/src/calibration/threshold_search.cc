@@ -125,7 +125,6 @@ class Search {
       PairBatch extra = measure_(size, more);
       if (!extra.stop_reason.empty() || extra.ratios.empty()) {
         stop_reason = extra.stop_reason.empty() ? "no pair could be measured" : extra.stop_reason;
-        budget_cut_ = true;
         break;
       }
       absorb(e, extra);
@@ -138,7 +137,6 @@ class Search {
     PairBatch extra = measure_(e.size, s_.batch_pairs);
     if (!extra.stop_reason.empty() || extra.ratios.empty()) {
       stop_reason = extra.stop_reason.empty() ? "no pair could be measured" : extra.stop_reason;
-      budget_cut_ = true;
       return false;
     }
     absorb(e, extra);
@@ -147,7 +145,6 @@ class Search {
 
   std::string stop_reason;
   int pairs = 0;
-  bool budget_cut_ = false;
 
  private:
   void absorb(SizeEvidence& e, const PairBatch& b) {

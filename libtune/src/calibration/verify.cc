@@ -1,7 +1,6 @@
 // verify_kernel_tuning: the cached profiles of this host re-measured by the calibration engine
 // (no save, no publish), one key at a time within an even share of the budget left.
 #include <algorithm>
-#include <chrono>
 
 #include <fmt/format.h>
 
@@ -54,9 +53,6 @@ nlohmann::json VerificationReport::to_json() const {
 
 namespace {
 
-int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::optional<int64_t> int_value(const runtime::TuningValues& values, const std::string& name) {
   auto it = values.find(name);
@@ -70,6 +66,9 @@ std::optional<int64_t> int_value(const runtime::TuningValues& values, const std:
 VerificationReport verify_kernel_tuning(const VerifyOptions& options, const OperationContext& context) {
   if (options.maximum_duration_ms <= 0)
     throw InvalidValueError(fmt::format("maximum_duration_ms must be positive, got {}", options.maximum_duration_ms));
+  // The engine's clock (injected in tests), so that the shares and the searches agree on time.
+  const std::shared_ptr<CalibrationClock> clock = options.clock ? options.clock : steady_calibration_clock();
+  const auto steady_ms = [&clock] { return clock->now_ns() / 1'000'000; };
   const int64_t start_ms = steady_ms();
   ProposeOptions propose;
   propose.selection = options.selection;
@@ -116,7 +115,7 @@ VerificationReport verify_kernel_tuning(const VerifyOptions& options, const Oper
         c.publish = false;
         c.path = options.path;
         c.progress = options.progress;
-        c.clock = options.clock;
+        c.clock = clock;
         c.benchmark_factory = options.benchmark_factory;
         const int64_t key_start = steady_ms();
         CalibrationReport r = calibrate_kernel_tuning(c, context);
