@@ -6,10 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "calibrate_model.h"
 #include "calibration_svg.h"
 #include "cli_common.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/tune/calibration.h"
+#include "onnx_light/tune/model_calibration.h"
 #include "verbs.h"
 
 namespace onnx_light::cli {
@@ -29,6 +31,12 @@ struct CalibrateVerbOptions {
   std::string report_path;
   bool prune_stale = false;
   bool force = false;
+  // --model: the model-driven calibration (calibrate_model.h)
+  std::string model_path;
+  std::vector<std::string> inputs;
+  std::vector<std::string> dims;
+  bool no_blocks = false;
+  bool duration_given = false;
 };
 
 // One status line on stderr, redrawn in place; only on a terminal and not with -q.
@@ -57,6 +65,37 @@ class ProgressLine {
 };
 
 int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
+  if (!o.model_path.empty()) {
+    std::string conflict = !o.kernels.empty() || !o.filters.kernels.empty() ? "kernel names"
+                           : o.all                                        ? "--all"
+                           : !o.parameters.empty()                        ? "--parameter"
+                           : o.repeat > 1                                 ? "--repeat"
+                           : o.only_missing                               ? "--only-missing"
+                           : !o.report_path.empty()                       ? "--report"
+                           : o.force                                      ? "--force"
+                                                                          : "";
+    if (!conflict.empty()) {
+      *context.err << fmt::format("onnx-light-tune calibrate: --model chooses the keys from the model's nodes; it does not "
+                                  "take {} (see 'onnx-light-tune calibrate --help')\n",
+                                  conflict);
+      return kExitUsage;
+    }
+    CalibrateModelOptions m;
+    m.model_path = o.model_path;
+    m.inputs = o.inputs;
+    m.dims = o.dims;
+    m.threads = o.filters.thread_count();
+    m.max_duration_ms = o.duration_given ? o.max_duration_ms : tune::kDefaultModelCalibrationDurationMs;
+    m.save = o.save;
+    m.tune_blocks = !o.no_blocks;
+    m.prune_stale = o.prune_stale;
+    m.json = o.filters.json;
+    return calibrate_model_verb(m, context);
+  }
+  if (!o.inputs.empty() || !o.dims.empty() || o.no_blocks) {
+    *context.err << "onnx-light-tune calibrate: --input, --dim and --no-blocks need --model\n";
+    return kExitUsage;
+  }
   tune::CalibrationOptions options;
   for (auto& k : o.kernels) o.filters.kernels.push_back(k);
   if (o.all == !o.filters.kernels.empty()) {
@@ -172,9 +211,21 @@ void register_calibrate(CLI::App& app, AppContext& context) {
       ->type_name("KERNEL");
   verb->add_flag("--all", o->all, "Calibrate every calibratable key (filters still apply)");
   add_filter_flags(*verb, o->filters, ThreadsMeaning::session);
-  verb->add_option("--max-duration-ms", o->max_duration_ms, "Time budget for the whole run, in ms (hard limit)")
+  CLI::Option* duration = verb->add_option("--max-duration-ms", o->max_duration_ms,
+                   "Time budget for the whole run, in ms (hard limit); default 250, or 20000 with --model")
       ->check(CLI::Range(int64_t{1}, int64_t{24} * 3600 * 1000))
       ->default_val(tune::kDefaultCalibrationDurationMs);
+  verb->add_option("--model", o->model_path,
+                   "Calibrate the keys MODEL's nodes use, on the shapes they run at in it, and save only when the "
+                   "whole model is not slower (binary .onnx or ONNX text)")
+      ->type_name("MODEL")
+      ->check(CLI::ExistingFile);
+  verb->add_option("-i,--input", o->inputs,
+                   "With --model: NAME=FILE.npy or NAME=random[:SEED] (inputs not named are random)")
+      ->type_name("NAME=SOURCE");
+  verb->add_option("--dim", o->dims, "With --model: bind a symbolic dimension of random inputs: SYMBOL=SIZE")
+      ->type_name("SYMBOL=SIZE");
+  verb->add_flag("--no-blocks", o->no_blocks, "With --model: tune parallel thresholds only, not GEMM block sizes");
   verb->add_option("--max-memory", o->max_memory, "Memory budget for one case (K, M, G suffixes); larger cases are not run. The confirmation rounds keep a few smaller cases built beside the largest: at most 3x this in all")
       ->default_val("64M");
   verb->add_flag("--save,!--no-save", o->save, "Merge results into the cache (default) or only publish in-process");
@@ -200,13 +251,22 @@ void register_calibrate(CLI::App& app, AppContext& context) {
       "Low-confidence picks are not saved without --force.\n"
       "Exit status: 0 when every selected key was calibrated or kept with a diagnostic, 1 on errors\n"
       "(output mismatch, invalid result, cache write failure), 2 on usage errors.\n"
+      "With --model, the keys come from the model's nodes: each node's parallel/serial time is measured\n"
+      "in place (thresholds are placed around the work sizes of the model's nodes), GEMM block sizes\n"
+      "are compared one allowed step down and up on the model's own products, and the whole model is\n"
+      "then run with the values in force and the new ones interleaved: the new values are saved only\n"
+      "when the model is not slower (exit 1 and nothing written on a regression).\n"
       "Examples:\n"
       "  onnx-light-tune calibrate Abs --save                 # the CI recipe\n"
+      "  onnx-light-tune calibrate --model model.onnx --dim batch=1 --threads 2\n"
       "  onnx-light-tune calibrate Abs Add --element-type float,double --max-duration-ms 1000\n"
       "  onnx-light-tune calibrate --all --only-missing --max-duration-ms 60000\n"
       "  onnx-light-tune calibrate Abs --repeat 5 --no-save --json\n"
       "  onnx-light-tune calibrate Abs --parameter parallel.minimum_elements=32768,16384,65536 --report abs.svg");
-  verb->callback([o, &context] { context.action = [o, &context] { return calibrate_verb(*o, context); }; });
+  verb->callback([o, duration, &context] {
+    o->duration_given = duration->count() > 0;
+    context.action = [o, &context] { return calibrate_verb(*o, context); };
+  });
 }
 
 }  // namespace onnx_light::cli

@@ -159,6 +159,9 @@ struct RuntimeSession::Impl {
       return used;
     }
     const std::string& label() const override { return step_.label; }
+    void note_threshold_work(int64_t work) const override {
+      if (impl_.profiler) impl_.profiler->note_threshold_work(impl_.step_index(step_), work);
+    }
 
    private:
     // The same region with its blocks and itself timed for the profile (and the collector).

@@ -43,6 +43,7 @@ int64_t SessionProfiler::begin_step(std::size_t step, const KernelExecution& exe
   // Assigning over last call's shapes reuses their storage: nothing allocated in the steady state.
   std::vector<std::optional<Shape>>& shapes = steps_[step].input_shapes;
   shapes.resize(execution.input_count());
+  steps_[step].threshold_work = -1;
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     const Tensor* input = execution.input(k);
     if (input == nullptr)
@@ -79,6 +80,7 @@ void SessionProfiler::reset() {
     a.threads = 0;
     a.variant.clear();
     a.input_shapes.clear();
+    a.threshold_work = -1;
   }
   next_event_.store(0, std::memory_order_relaxed);
   dropped_.store(0, std::memory_order_relaxed);
@@ -117,6 +119,7 @@ SessionProfile SessionProfiler::profile() const {
     n.share = nodes_ns == 0 ? 0.0 : static_cast<double>(a.total_ns) / static_cast<double>(nodes_ns);
     n.parallel_regions = a.regions;
     n.parallel_threads = a.threads;
+    n.threshold_work = a.threshold_work;
     p.nodes.push_back(std::move(n));
   }
 
@@ -209,7 +212,8 @@ std::string profile_json(const SessionProfile& profile) {
                      {"mean_us", n.mean_us},
                      {"share", n.share},
                      {"parallel_regions", n.parallel_regions},
-                     {"parallel_threads", n.parallel_threads}});
+                     {"parallel_threads", n.parallel_threads},
+                     {"threshold_work", n.threshold_work}});
   }
   nlohmann::json op_types = nlohmann::json::array();
   for (const auto& t : profile.op_types)

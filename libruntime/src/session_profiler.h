@@ -3,6 +3,7 @@
 // on; its run loop then reads the clock around every step and its parallel regions around every
 // block. Everything is preallocated when the session is built, so recording does not allocate
 // once shapes and implementation names repeat.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -48,6 +49,10 @@ class SessionProfiler {
     ++steps_[step].regions;
     steps_[step].threads += static_cast<uint64_t>(admitted);
   }
+  // From the thread that runs the step, before its regions open.
+  void note_threshold_work(std::size_t step, int64_t work) {
+    steps_[step].threshold_work = std::max(steps_[step].threshold_work, work);
+  }
   // From any thread running a block; thread-safe and lock-free.
   void record_block(std::size_t step, int tid, int64_t begin_ns, int64_t end_ns);
 
@@ -64,6 +69,7 @@ class SessionProfiler {
     int64_t total_ns = 0;
     uint64_t regions = 0;
     uint64_t threads = 0;
+    int64_t threshold_work = -1;  // of the last call
   };
   struct RawEvent {
     TraceEvent::Kind kind;

@@ -45,6 +45,21 @@ nlohmann::json KernelTuningEntry::to_json() const {
   return object;
 }
 
+nlohmann::json update_to_json(const UpdateResult& update) {
+  auto keys_of = [](const std::vector<CacheProfile>& profiles) {
+    std::vector<runtime::TuningKey> keys;
+    for (const auto& p : profiles) keys.push_back(p.key);
+    return keys_to_json(keys);
+  };
+  return {{"status", update_status_name(update.status)},
+          {"path", update.path.string()},
+          {"updated", keys_of(update.updated)},
+          {"preserved", keys_of(update.preserved)},
+          {"pruned", keys_of(update.pruned)},
+          {"diagnostics", diagnostics_to_json(update.diagnostics)}};
+}
+
+
 namespace {
 
 nlohmann::json entries_to_json(const std::vector<KernelTuningEntry>& entries) {

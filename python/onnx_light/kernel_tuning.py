@@ -51,12 +51,15 @@ __all__ = [
     "remove_kernel_tuning_cache",
     "DEFAULT_CALIBRATION_DURATION_MS",
     "DEFAULT_CALIBRATION_MEMORY_BYTES",
+    "DEFAULT_MODEL_CALIBRATION_DURATION_MS",
 ]
 
 #: Time budget of :func:`calibrate_kernel_tuning` for the whole call, in milliseconds.
 DEFAULT_CALIBRATION_DURATION_MS: int = _tuning.DEFAULT_CALIBRATION_DURATION_MS
 #: Memory budget of one calibration case, in bytes.
 DEFAULT_CALIBRATION_MEMORY_BYTES: int = _tuning.DEFAULT_CALIBRATION_MEMORY_BYTES
+#: Time budget of :func:`calibrate_kernel_tuning` with ``model=`` (whole runs of a model per decision).
+DEFAULT_MODEL_CALIBRATION_DURATION_MS: int = _tuning.DEFAULT_MODEL_CALIBRATION_DURATION_MS
 
 PathLike = Union[str, "os.PathLike[str]"]
 ElementType = Union[int, str]
@@ -440,7 +443,7 @@ def load_kernel_tuning_cache(
 def calibrate_kernel_tuning(
     kernel: Union[str, Iterable[str], None] = None,
     element_types: Union[ElementType, Iterable[ElementType], None] = None,
-    maximum_duration_ms: int = DEFAULT_CALIBRATION_DURATION_MS,
+    maximum_duration_ms: Optional[int] = None,
     maximum_memory_bytes: int = DEFAULT_CALIBRATION_MEMORY_BYTES,
     save: bool = True,
     path: Optional[PathLike] = None,
@@ -458,8 +461,26 @@ def calibrate_kernel_tuning(
     seed: Optional[int] = None,
     prune_stale: bool = False,
     force_save: bool = False,
+    model: Any = None,
+    inputs: Optional[Mapping[str, Any]] = None,
+    dims: Optional[Mapping[str, int]] = None,
+    tune_blocks: bool = True,
 ) -> dict:
     """Measures where parallel execution pays off and publishes (and by default saves) the result.
+
+    With ``model=`` (a path, an ``onnx.ModelProto``, its bytes or ONNX text), the keys come from
+    the model's nodes instead of ``kernel``: every node's parallel/serial time is measured in
+    place and each key's threshold is placed around the work of its nodes; GEMM block sizes are
+    compared one allowed step down and up on the model's own products (``tune_blocks``); then the
+    whole model runs with the values in force and the new ones interleaved, and the new values
+    are saved only when the model is not slower. ``inputs`` maps input names to arrays (others
+    are seeded random tensors of their declared shapes, symbolic dimensions bound by ``dims``).
+    The budget defaults to ``DEFAULT_MODEL_CALIBRATION_DURATION_MS`` and covers everything. The
+    result is ``onnx-light-tune calibrate --model --json``'s dictionary: ``keys`` (per key its
+    ``old_values``, ``new_values``, ``changed`` and ``reasons``), ``nodes`` (the in-place
+    evidence), ``end_to_end`` (``speedup`` with ``speedup_low``/``speedup_high`` and a
+    ``verdict``: ``faster``, ``same``, ``slower``, ``not_measured`` or ``unchanged``), ``saved``
+    and ``cache_update``.
 
     For each selected key: seeded inputs of doubling sizes run forced serial (the reference)
     and parallel (the candidate); every candidate output is checked against the reference
@@ -478,7 +499,9 @@ def calibrate_kernel_tuning(
             or ``all=True``.
         element_types: ``TensorProto.DataType`` numbers or names; ``None`` means float (``1``)
             for named kernels and every type with ``all=True``, as on the CLI.
-        maximum_duration_ms: Time budget for the whole call (hard limit).
+        maximum_duration_ms: Time budget for the whole call (hard limit); ``None``:
+            ``DEFAULT_CALIBRATION_DURATION_MS``, or ``DEFAULT_MODEL_CALIBRATION_DURATION_MS`` with
+            ``model=``.
         maximum_memory_bytes: Memory budget of one case; larger cases are not run.
         save: Merge the results into the cache (default); ``False`` publishes them in this
             process only.
@@ -508,6 +531,52 @@ def calibrate_kernel_tuning(
         TypeError: an argument of the wrong type.
         ValueError: neither kernels nor ``all=True`` (or both), or a budget out of range.
     """
+    if model is not None:
+        given = [
+            label
+            for label, value in (
+                ("kernel", kernel), ("kernels", kernels), ("element_types", element_types),
+                ("element_type", element_type), ("implementation", implementation), ("library", library),
+                ("device", device), ("parameters", parameters),
+            )
+            if value is not None
+        ]
+        if _boolean("all", all):
+            given.append("all")
+        if only_missing:
+            given.append("only_missing")
+        if repeat != 1:
+            given.append("repeat")
+        if force_save:
+            given.append("force_save")
+        if given:
+            raise ValueError(
+                "calibrate_kernel_tuning(model=...) takes its keys from the model's nodes; "
+                f"it does not take {', '.join(given)}"
+            )
+        if inputs is not None and not isinstance(inputs, Mapping):
+            raise TypeError(f"inputs must be a mapping of input names to arrays, not {type(inputs).__name__}")
+        if dims is not None and not isinstance(dims, Mapping):
+            raise TypeError(f"dims must be a mapping of dimension names to sizes, not {type(dims).__name__}")
+        return _tuning.calibrate_model(
+            model=model,
+            inputs=dict(inputs or {}),
+            dims={str(k): _integer(f"dims[{k!r}]", v) for k, v in (dims or {}).items()},
+            maximum_duration_ms=_integer(
+                "maximum_duration_ms",
+                DEFAULT_MODEL_CALIBRATION_DURATION_MS if maximum_duration_ms is None else maximum_duration_ms,
+            ),
+            save=_boolean("save", save),
+            path=_path(path),
+            num_threads=_optional_integer("num_threads", num_threads),
+            tune_blocks=_boolean("tune_blocks", tune_blocks),
+            seed=_seed(seed),
+            prune_stale=_boolean("prune_stale", prune_stale),
+        )
+    if inputs is not None or dims is not None:
+        raise ValueError("calibrate_kernel_tuning(): inputs and dims need model=")
+    if maximum_duration_ms is None:
+        maximum_duration_ms = DEFAULT_CALIBRATION_DURATION_MS
     names = _kernels(kernel, kernels)
     every = _boolean("all", all)
     if every and names:

@@ -344,6 +344,9 @@ int checked_threads(int64_t num_threads) {
 
 }  // namespace
 
+rt::Model model_from_python(py::handle model) { return model_from_object(model); }
+rt::Tensor tensor_from_python(const py::object& value) { return tensor_from_value(value); }
+
 void bind_runtime(py::module_& m) {
   m.doc() =
       "The onnx_light runtime: tensors, runtime contexts, sessions and parallel-region profiling.\n\n"
@@ -737,7 +740,8 @@ void bind_runtime(py::module_& m) {
           "'profile' object of `onnx-light-tune run --profile --json`: {'nodes': [...], 'op_types': [...],\n"
           "'runs', 'total_us', 'nodes_us'}. Each node: node, label, op_type, domain, implementation (what\n"
           "actually ran), input_shapes (of its last call; None for an omitted input), calls, total_us,\n"
-          "mean_us, share (of the time in nodes), parallel_regions and parallel_threads (admitted, summed);\n"
+          "mean_us, share (of the time in nodes), parallel_regions and parallel_threads (admitted, summed),\n"
+          "threshold_work (the work its last call compared with its parallel threshold, -1: none);\n"
           "longest first. Empty lists and 0 runs when RuntimeSessionOptions.profile is off.")
       .def(
           "reset_profile",

@@ -18,6 +18,7 @@
 #include "onnx_light/runtime/tuning_value.h"
 #include "onnx_light/tune/cache_path.h"
 #include "onnx_light/tune/calibration.h"
+#include "onnx_light/tune/model_calibration.h"
 #include "onnx_light/tune/operations.h"
 
 namespace onnx_light::python {
@@ -274,6 +275,40 @@ void bind_tuning(py::module_& m) {
       py::arg("save"), py::arg("path"), py::arg("only_missing"), py::arg("num_threads"), py::arg("parameters"),
       py::arg("repeat"), py::arg("seed"), py::arg("prune_stale"), py::arg("force_save") = false,
       "See onnx_light.kernel_tuning.");
+
+  m.attr("DEFAULT_MODEL_CALIBRATION_DURATION_MS") = tune::kDefaultModelCalibrationDurationMs;
+  m.def(
+      "calibrate_model",
+      [](py::object model, py::dict inputs, std::map<std::string, int64_t> dims, int64_t maximum_duration_ms, bool save,
+         std::string path, std::optional<int64_t> num_threads, bool tune_blocks, std::optional<uint32_t> seed,
+         bool prune_stale) {
+        if (maximum_duration_ms < 1 || maximum_duration_ms > int64_t{24} * 3600 * 1000) {
+          throw InvalidValueError(fmt::format(
+              "maximum_duration_ms = {} is out of range (1 ms to 24 hours)", maximum_duration_ms));
+        }
+        for (const auto& [symbol, size] : dims)
+          if (size < 0) throw InvalidValueError(fmt::format("dims['{}'] = {} must not be negative", symbol, size));
+        runtime::Model loaded = model_from_python(model);
+        tune::ModelCalibrationOptions options;
+        for (const auto& item : inputs) {
+          if (!py::isinstance<py::str>(item.first))
+            throw TypeMismatchError("inputs: keys must be input names (str)");
+          options.inputs.emplace_back(item.first.cast<std::string>(),
+                                      tensor_from_python(py::reinterpret_borrow<py::object>(item.second)));
+        }
+        options.dims = std::move(dims);
+        options.maximum_duration_ms = maximum_duration_ms;
+        options.save = save;
+        options.path = std::move(path);
+        options.num_threads = checked_threads(num_threads, "num_threads");
+        options.tune_blocks = tune_blocks;
+        if (seed) options.seed = *seed;
+        options.prune_stale = prune_stale;
+        return report_without_gil([&] { return tune::calibrate_model(loaded, options); });
+      },
+      py::kw_only(), py::arg("model"), py::arg("inputs"), py::arg("dims"), py::arg("maximum_duration_ms"),
+      py::arg("save"), py::arg("path"), py::arg("num_threads"), py::arg("tune_blocks"), py::arg("seed"),
+      py::arg("prune_stale"), "See onnx_light.kernel_tuning.calibrate_kernel_tuning(model=...).");
 }
 
 }  // namespace onnx_light::python

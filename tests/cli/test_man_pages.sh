@@ -69,11 +69,12 @@ check_options() {
   done <"$SCRATCH/documented"
 }
 
-# check_json_keys PAGE JSON_FILE: the top-level keys of the report equal the keys under JSON OUTPUT.
+# check_json_keys PAGE JSON_FILE [HEADING]: the top-level keys of the report equal the keys under
+# JSON OUTPUT (or HEADING, e.g. MODEL JSON OUTPUT for calibrate --model).
 check_json_keys() {
-  local page="$1" json="$2" text="$SCRATCH/page.txt"
+  local page="$1" json="$2" text="$SCRATCH/page.txt" heading="${3:-JSON OUTPUT}"
   render "$page" >"$text"
-  section "$text" "JSON OUTPUT" | tagged_keys >"$SCRATCH/documented_keys"
+  section "$text" "$heading" | tagged_keys >"$SCRATCH/documented_keys"
   "$PY" -c 'import json, sys; print("\n".join(sorted(json.load(open(sys.argv[1])))))' "$json" >"$SCRATCH/keys"
   while read -r key; do
     grep -qxF -- "$key" "$SCRATCH/documented_keys" || problem "$(basename "$page"): JSON key '$key' is not documented under JSON OUTPUT"
@@ -146,9 +147,11 @@ json calibrate calibrate Abs --no-save --max-duration-ms 50
 json run run "$ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt" -i x=random:1 --dim N=64 --profile
 json verify verify Abs --max-duration-ms 50
 json remove remove --kernel Abs --yes
+json calibrate_model calibrate --model "$ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt" --dim N=64 --no-save --max-duration-ms 100
 for verb in set list propose inspect load calibrate run verify remove; do
   check_json_keys "$MAN_DIR/onnx-light-tune-$verb.1" "$SCRATCH/$verb.json"
 done
+check_json_keys "$MAN_DIR/onnx-light-tune-calibrate.1" "$SCRATCH/calibrate_model.json" "MODEL JSON OUTPUT"
 
 ((problems == 0)) || fail "$problems problem(s) in the man pages"
 echo "man pages: OK"

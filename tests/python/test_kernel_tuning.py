@@ -526,3 +526,55 @@ def test_calibrate_comparison_mode(cache_path):
     fastest = min(measured["comparison"], key=lambda e: e["total_median_ns"])
     assert entry["values"]["parallel.minimum_elements"] == fastest["value"], measured["comparison"]
     assert measured["changed_default"] == (fastest["value"] != 32768)
+
+
+# ---- calibrate_kernel_tuning(model=...) --------------------------------------------------------
+
+ABS_MODEL = """<ir_version: 8, opset_import: ["" : 18]>
+g (float[N,16] x) => (float[N,16] y, float[N,16] z) { y = Abs(x)
+ z = Abs(x) }"""
+
+
+def test_calibrate_model_reports_the_models_keys_without_saving(cache_path):
+    x = np.linspace(-1, 1, 64 * 16, dtype=np.float32).reshape(64, 16)
+    report = kernel_tuning.calibrate_kernel_tuning(model=ABS_MODEL, inputs={"x": x}, maximum_duration_ms=400,
+                                                   save=False, path=cache_path, num_threads=2)
+    assert {"model", "keys", "nodes", "end_to_end", "saved", "cache_update", "diagnostics", "ok"} <= set(report)
+    (key,) = report["keys"]
+    assert key["kernel"] == "Abs" and key["nodes"] == 2
+    assert KEY_FIELDS <= set(key) and "parallel.minimum_elements" in key["old_values"]
+    assert [n["work"] for n in report["nodes"]] == [64 * 16, 64 * 16]
+    assert report["end_to_end"]["verdict"] in {"unchanged", "faster", "same", "slower", "not_measured"}
+    assert not report["saved"] and report["cache_update"] is None
+    assert not os.path.exists(cache_path)
+
+
+def test_calibrate_model_random_inputs_bind_symbolic_dims(cache_path):
+    with pytest.raises(ValueError, match="dims=") as raised:
+        kernel_tuning.calibrate_kernel_tuning(model=ABS_MODEL, save=False, path=cache_path, num_threads=1)
+    assert "'N'" in str(raised.value)
+    report = kernel_tuning.calibrate_kernel_tuning(model=ABS_MODEL, dims={"N": 8}, save=False, path=cache_path,
+                                                   num_threads=1, maximum_duration_ms=200)
+    assert [n for n in report["nodes"]] == []  # one thread: no threshold to place
+    assert report["end_to_end"]["verdict"] == "unchanged" and report["ok"]
+
+
+@pytest.mark.parametrize("arguments, error, match", [
+    (dict(kernel="Abs"), ValueError, "does not take kernel"),
+    (dict(all=True), ValueError, "does not take all"),
+    (dict(repeat=2), ValueError, "does not take repeat"),
+    (dict(inputs=[1, 2]), TypeError, "inputs must be a mapping"),
+    (dict(dims={"N": "eight"}), TypeError, "dims"),
+    (dict(dims={"N": -1}), ValueError, "must not be negative"),
+    (dict(maximum_duration_ms=0), ValueError, "maximum_duration_ms"),
+    (dict(inputs={"x": np.zeros((2, 16), np.float32), "nope": np.zeros(3, np.float32)}), ValueError, "'nope'"),
+])
+def test_calibrate_model_argument_errors(arguments, error, match, cache_path):
+    with pytest.raises(error, match=match):
+        kernel_tuning.calibrate_kernel_tuning(model=ABS_MODEL, **{"path": cache_path, "save": False, **arguments})
+    assert not os.path.exists(cache_path)
+
+
+def test_calibrate_without_model_refuses_inputs(cache_path):
+    with pytest.raises(ValueError, match="need model="):
+        kernel_tuning.calibrate_kernel_tuning("Abs", dims={"N": 4}, path=cache_path, save=False)

@@ -327,3 +327,27 @@ TEST_CASE("chrome_trace_is_valid_json_with_one_event_per_node_per_run") {
 TEST_CASE("chrome_trace_file_that_cannot_be_written_is_an_io_error") {
   CHECK_THROWS_AS(write_chrome_trace(SessionProfile{}, std::filesystem::path("/nonexistent-dir/trace.json")), IoError);
 }
+
+TEST_CASE("profile_reports_each_nodes_work_in_its_thresholds_unit") {
+  // Elementwise nodes compare their element count with parallel.minimum_elements, Softmax its row
+  // count with parallel.minimum_rows, MatMul its multiply-accumulates with parallel.minimum_macs;
+  // Shape compares nothing. The work is reported whether or not the node went parallel.
+  RuntimeSession session(named("<ir_version: 8, opset_import: [\"\" : 18]>\n"
+                               "g (float[6,40] x, float[40,5] w) => (float[6,5] y, float[6,40] s, int64[2] n) {"
+                               " a = Abs(x)\n s = Softmax(a)\n y = MatMul(a, w)\n n = Shape(x) }",
+                               {"abs", "softmax", "mm", "shape"}),
+                         options(2, true));
+  RuntimeContext context;
+  context.set("x", filled({6, 40}, -1.0f, 0.01f));
+  context.set("w", filled({40, 5}, -0.5f, 0.005f));
+  session.run(context);
+  const SessionProfile p = session.profile();
+  CHECK(node_named(p, "abs").threshold_work == 240);
+  CHECK(node_named(p, "softmax").threshold_work == 6);
+  CHECK(node_named(p, "mm").threshold_work == 6 * 40 * 5);
+  CHECK(node_named(p, "shape").threshold_work == -1);
+  session.reset_profile();
+  CHECK(session.profile().nodes.front().threshold_work == -1);
+  const auto json = nlohmann::json::parse(profile_json(p));
+  CHECK(json["nodes"][0].contains("threshold_work"));
+}

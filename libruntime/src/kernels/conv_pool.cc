@@ -644,7 +644,7 @@ class PackedConvKernel final : public Kernel {
       const ConvRun r = check_conv(execution, attrs_, group_, ElementType::float32, out_shape_);
       if (const auto dw = depthwise_of(r, group_, fusion_)) {
         const int admitted =
-            admitted_threads_for(r.batch * r.maps * r.g.out_size * r.g.kernel_size, minimum_macs_, execution.threads());
+            execution.admitted_threads(r.batch * r.maps * r.g.out_size * r.g.kernel_size, minimum_macs_);
         last_variant_ = run_depthwise(execution, *dw, std::string_view(isa_.name) == "avx512" ? DepthwiseIsa::avx512 : DepthwiseIsa::avx2,
                                       admitted, dw_workspace_, label_);
         return;
@@ -665,7 +665,7 @@ class PackedConvKernel final : public Kernel {
       pointwise = pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
     last_variant_ = pointwise ? pointwise_variant_ : variant_;
     const int64_t nr = isa_.nr, panels = (g.out_size + nr - 1) / nr;
-    const int admitted = admitted_threads_for(r.batch * r.maps * g.out_size * r.depth, minimum_macs_, execution.threads());
+    const int admitted = execution.admitted_threads(r.batch * r.maps * g.out_size * r.depth, minimum_macs_);
     if (!pointwise && g.rank == 2 && g.stride[0] == 1 && g.stride[1] == 1 && isa_.kernel_direct_a_indirect_b != nullptr) {
       last_variant_ = implicit_variant_;
       run_implicit(execution, r, admitted);

@@ -289,7 +289,7 @@ class PortableConvTransposeKernel final : public Kernel {
     const int64_t rows_per_map = g.out[0] * g.out[1];
     const int64_t lines = r.batch * r.maps * rows_per_map;
     const int64_t map_weights = r.group_maps * g.kernel_size;  // W elements per input channel
-    const int threads = admitted_threads_for(transpose_macs(r), minimum_macs_, execution.threads());
+    const int threads = execution.admitted_threads(transpose_macs(r), minimum_macs_);
     const TapTables& t = tables_;
     execution.parallel_for(lines, 1, threads, [&](int64_t begin, int64_t end) {
       for (int64_t line = begin; line < end; ++line) {
@@ -501,7 +501,7 @@ class PackedConvTransposeKernel final : public Kernel {
       return;
     }
     const int64_t rows = r.group_maps * g.kernel_size, depth = r.group_channels, positions = g.in_size;
-    const int admitted = admitted_threads_for(transpose_macs(r), minimum_macs_, execution.threads());
+    const int admitted = execution.admitted_threads(transpose_macs(r), minimum_macs_);
     const int64_t col_floats = checked_mul(rows, positions, "ConvTranspose's column buffer");
     // Map blocks: when the whole col would leave the caches and there are maps enough for every
     // thread, each task multiplies the W^T rows of a few maps (serially, into its own slot) and

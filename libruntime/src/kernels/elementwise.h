@@ -38,7 +38,7 @@ class ThresholdKernel : public Kernel {
 
  protected:
   int admitted(int64_t n, const KernelExecution& execution) const {
-    return admitted_threads_for(n, minimum_elements_, execution.threads());
+    return execution.admitted_threads(n, minimum_elements_);
   }
   int64_t minimum_elements_;
 };

@@ -37,6 +37,7 @@ class InnerExecution final : public KernelExecution {
     return outer_.parallel_for(n, grain, admitted, fn);
   }
   const std::string& label() const override { return outer_.label(); }
+  void note_threshold_work(int64_t work) const override { outer_.note_threshold_work(work); }
   Tensor* y() const { return y_; }
 
  private:

@@ -176,7 +176,7 @@ class RowKernel : public Kernel {
 
  protected:
   int admitted_rows(int64_t rows, const KernelExecution& execution) const {
-    return admitted_threads_for(rows, minimum_rows_, execution.threads());
+    return execution.admitted_threads(rows, minimum_rows_);
   }
   int64_t minimum_rows_;
 };
@@ -190,7 +190,7 @@ class TiledKernel : public Kernel {
 
  protected:
   int admitted_macs(int64_t macs, const KernelExecution& execution) const {
-    return admitted_threads_for(macs, minimum_macs_, execution.threads());
+    return execution.admitted_threads(macs, minimum_macs_);
   }
   int64_t tile_m_, tile_n_, tile_k_, minimum_macs_;
 };

@@ -227,7 +227,7 @@ class PackedGemmKernelBase : public Kernel {
 
  protected:
   int admitted_macs(int64_t macs, const KernelExecution& execution) const {
-    return admitted_threads_for(macs, minimum_macs_, execution.threads());
+    return execution.admitted_threads(macs, minimum_macs_);
   }
   // Packs the constant B tensor's `matrices` k x n matrices (strides inside one matrix given).
   void pack_constant_b(const Tensor& b, int64_t matrices, int64_t k, int64_t n, int64_t row_stride, int64_t col_stride) {

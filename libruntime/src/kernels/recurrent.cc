@@ -320,7 +320,7 @@ class RecurrentKernel final : public Kernel {
         const int64_t macs = checked_mul(units, std::max<int64_t>(in_size, 1), "the input projection");
         const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(in_size, 1));
         T* xw = xw_.data();
-        execution.parallel_for(units, grain, admitted_threads_for(macs, minimum_macs_, execution.threads()),
+        execution.parallel_for(units, grain, execution.admitted_threads(macs, minimum_macs_),
                                [&](int64_t begin, int64_t end) {
                                  for (int64_t u = begin; u < end; ++u) {
                                    const int64_t g = u % rows, tb = u / rows;
@@ -383,7 +383,7 @@ class RecurrentKernel final : public Kernel {
     const int64_t macs = units * active * hidden;  // bounded by the input projection's checked size
     T* out = gates_.data();
     execution.parallel_for(units, std::max<int64_t>(1, 2048 / std::max<int64_t>(1, hidden * active)),
-                           admitted_threads_for(macs, minimum_macs_, execution.threads()),
+                           execution.admitted_threads(macs, minimum_macs_),
                            [&](int64_t begin, int64_t end) {
                              for (int64_t g = g0 + begin; g < g0 + end; ++g)
                                for (int64_t b = 0; b < batch; ++b)

@@ -296,20 +296,6 @@ std::vector<TuningValue> parse_comparison_values(const runtime::ParameterSpec& s
   return values;
 }
 
-nlohmann::json update_to_json(const UpdateResult& update) {
-  auto keys_of = [](const std::vector<CacheProfile>& profiles) {
-    std::vector<TuningKey> keys;
-    for (const auto& p : profiles) keys.push_back(p.key);
-    return keys_to_json(keys);
-  };
-  return {{"status", update_status_name(update.status)},
-          {"path", update.path.string()},
-          {"updated", keys_of(update.updated)},
-          {"preserved", keys_of(update.preserved)},
-          {"pruned", keys_of(update.pruned)},
-          {"diagnostics", diagnostics_to_json(update.diagnostics)}};
-}
-
 }  // namespace
 
 bool CalibrationReport::ok() const {

@@ -59,8 +59,19 @@ class KernelExecution {
                            FunctionRef<void(int64_t, int64_t)> fn) = 0;
   // Node label for error messages ("Add node 'sum'").
   virtual const std::string& label() const = 0;
+  // Participants for `work` measured against a parallel threshold (`minimum`, the same unit):
+  // all of the pool from the threshold up, else one. Every threshold decision goes through here
+  // so that a profiling session can report each node's work in its threshold's unit
+  // (NodeProfile::threshold_work), which model-driven calibration places thresholds around.
+  int admitted_threads(int64_t work, int64_t minimum) const {
+    note_threshold_work(work);
+    return admitted_threads_for(work, minimum, threads());
+  }
 
   const Tensor& required_input(std::size_t index) const;
+  // Called by admitted_threads (kernels call that); a profiling session keeps the node's largest
+  // work per call, and wrapping executions forward it to the one they wrap.
+  virtual void note_threshold_work(int64_t work) const { (void)work; }
 };
 
 class Kernel {

@@ -31,6 +31,9 @@ struct NodeProfile {
   double share = 0;  // of the time spent in all nodes (shares sum to 1)
   uint64_t parallel_regions = 0;  // regions the node opened through the session's pool
   uint64_t parallel_threads = 0;  // participants admitted, summed over those regions
+  // The largest work the node's last call compared with its parallel threshold, in that
+  // threshold's unit (elements, rows or multiply-accumulates); -1 when it compared none.
+  int64_t threshold_work = -1;
 };
 
 struct OpTypeProfile {

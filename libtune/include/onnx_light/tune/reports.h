@@ -25,6 +25,8 @@ nlohmann::json keys_to_json(const std::vector<runtime::TuningKey>& keys);
 // int64 -> integer, double -> number with a fraction, bool, string.
 nlohmann::json value_to_json(const runtime::TuningValue& value);
 nlohmann::json values_to_json(const runtime::TuningValues& values);
+// {status, path, updated, preserved, pruned (keys), diagnostics}.
+nlohmann::json update_to_json(const UpdateResult& update);
 
 // One registered key as `list` and `propose` show it.
 struct KernelTuningEntry {
