@@ -102,8 +102,8 @@ const KernelDef* KernelTable::find_by_key(const TuningKey& key) const {
 }
 
 std::string KernelTable::dispatched_implementation(std::string_view op_type, ElementType type,
-                                                   const CpuFeatures& features) const {
-  auto it = index_.find(std::make_tuple(std::string(), std::string(op_type), static_cast<int32_t>(type)));
+                                                   const CpuFeatures& features, std::string_view domain) const {
+  auto it = index_.find(std::make_tuple(std::string(domain), std::string(op_type), static_cast<int32_t>(type)));
   if (it == index_.end()) return {};
   int newest = -1;
   for (std::size_t i : it->second) newest = std::max(newest, defs_[i].end_version >= (1 << 29) ? (1 << 29) : defs_[i].end_version);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -103,7 +106,9 @@ std::vector<const runtime::KernelDef*> select_definitions(const runtime::KernelT
                                                           const KeySelection& selection,
                                                           const runtime::CpuFeatures& features) {
   std::map<TuningKey, const runtime::KernelDef*> chosen;
-  std::map<std::pair<std::string, int32_t>, std::string> dispatched;  // (op, type) -> implementation
+  // (domain, op, type) -> implementation; the optimizer's fused kernels (FusedConv, ...) live in
+  // their own domain and dispatch like any other.
+  std::map<std::tuple<std::string, std::string, int32_t>, std::string> dispatched;
   for (const auto& def : table.definitions()) {
     const TuningKey& key = def.schema.key;
     KeySelection literal = selection;
@@ -111,8 +116,8 @@ std::vector<const runtime::KernelDef*> select_definitions(const runtime::KernelT
     if (!literal.matches(key)) continue;
     if (selection.implementation.empty()) {
       const auto element = static_cast<runtime::ElementType>(key.element_type);
-      auto [it, inserted] = dispatched.try_emplace({def.op_type, key.element_type});
-      if (inserted) it->second = table.dispatched_implementation(def.op_type, element, features);
+      auto [it, inserted] = dispatched.try_emplace({def.domain, def.op_type, key.element_type});
+      if (inserted) it->second = table.dispatched_implementation(def.op_type, element, features, def.domain);
       if (it->second != key.implementation) continue;
     } else if (selection.implementation != kAllImplementations && selection.implementation != key.implementation) {
       continue;

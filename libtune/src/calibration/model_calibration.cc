@@ -429,7 +429,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   // order), so both are built again every 10 pairs, in alternating order: that bias averages out
   // instead of deciding.
   auto whole_model_ab = [&](const std::map<TuningKey, TuningValues>& a, const std::map<TuningKey, TuningValues>& b,
-                            int64_t until, int maximum_pairs, const char* phase) {
+                            int64_t until, int maximum_pairs, const char* phase, bool stop_early = true) {
     std::unique_ptr<runtime::RuntimeSession> s_a, s_b;
     std::vector<double> a_t, b_t;
     for (int pair = 0; pair < maximum_pairs; ++pair) {
@@ -453,7 +453,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
       const double y = bench.run(a_first ? *s_b : *s_a);
       a_t.push_back(a_first ? x : y);
       b_t.push_back(a_first ? y : x);
-      if (a_t.size() >= 20 && a_t.size() % 10 == 0) {
+      if (stop_early && a_t.size() >= 20 && a_t.size() % 10 == 0) {
         const EndToEndComparison e = compare_end_to_end(a_t, b_t);
         if (e.ratio.high < 1.0 || e.ratio.low > 1.0) break;
       }
@@ -548,47 +548,139 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
       ThresholdChoice choice;
     };
     std::vector<Proposal> proposals;
+    // Small gains per key add up (every parallel region of a model that does not pay costs a
+    // little), so every key with a predicted gain takes part in a combined trial first; a key
+    // on its own must promise 1% of the model's run.
+    const double minimum_alone_us = std::max(2.0, 0.01 * model_us);
     for (const auto& [key, spec] : threshold_keys) {
       ModelKeyCalibration& k = results[key];
       const int64_t current = std::get<int64_t>(k.old_values.at(spec.name));
-      // A change must pay at least 1% of the model's run, or 2 us, to be worth a profile.
-      ThresholdChoice c = choose_model_threshold(per_key[key], current, spec.maximum, std::max(2.0, 0.01 * model_us));
+      ThresholdChoice c = choose_model_threshold(per_key[key], current, spec.maximum, std::max(0.5, 0.001 * model_us));
       if (c.changed) proposals.push_back({key, spec.name, c});
       else k.reasons.push_back(fmt::format("{}: {}", spec.name, c.reason));
     }
-    // Node times add up only roughly: a node's parallel region costs more when the one before ran
-    // serially (the workers have parked), so every proposal is confirmed on the whole model, the
-    // largest predicted gain first, each against the values kept so far.
     std::sort(proposals.begin(), proposals.end(),
               [](const auto& a, const auto& b) { return a.choice.predicted_gain_us > b.choice.predicted_gain_us; });
     const int64_t verify_end = phase_deadline(tiles_possible ? 0.15 : 0.25);
+    auto speedup_text = [](const EndToEndComparison& e) {
+      return fmt::format("x{:.3f} [{:.3f}, {:.3f}] over {} pairs", 1.0 / e.ratio.mean, 1.0 / e.ratio.high,
+                         e.ratio.low > 0 ? 1.0 / e.ratio.low : 0.0, e.pairs);
+    };
+    auto confirmed = [](const EndToEndComparison& e) { return e.measured && e.pairs >= 20 && e.ratio.high < 1.0; };
+    auto accept = [&](const Proposal& p, const std::string& how) {
+      ModelKeyCalibration& k = results[p.key];
+      k.new_values[p.parameter] = p.choice.value;
+      k.changed.push_back(p.parameter);
+      k.reasons.push_back(fmt::format("{}: {}; {}", p.parameter, p.choice.reason, how));
+    };
+    std::set<std::size_t> decided;
+    // Whole-model candidates: the per-key proposals together, every node of the model serial, and
+    // every node parallel. Node sums miss what the extremes have and a mix has not: when every
+    // node runs on the same split, each thread finds its part of a layer's input in its own
+    // cache; a serial node between two parallel ones moves the data across cores twice.
+    struct Candidate {
+      std::string name;
+      std::map<TuningKey, TuningValues> values;
+      std::vector<Proposal> changes;
+    };
+    std::vector<Candidate> candidates;
+    if (proposals.size() > 1) {
+      Candidate c{fmt::format("the {} proposed threshold changes together", proposals.size()), old_values, proposals};
+      for (const auto& p : proposals) c.values[p.key][p.parameter] = p.choice.value;
+      candidates.push_back(std::move(c));
+    }
+    for (const bool all_serial : {true, false}) {
+      Candidate c{all_serial ? "every node serial" : "every node parallel", old_values, {}};
+      for (const auto& [key, spec] : threshold_keys) {
+        int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+        for (const auto& n : per_key[key])
+          if (n.work > 1) {
+            lo = std::min(lo, n.work);
+            hi = std::max(hi, n.work);
+          }
+        if (hi == 0) continue;
+        const int64_t current = std::get<int64_t>(old_values[key].at(spec.name));
+        // The value nearest the current one that gives this split (as choose_model_threshold).
+        const int64_t value = all_serial ? (current > hi ? current : (hi > spec.maximum / 2 ? spec.maximum : hi * 2))
+                                     : (current <= lo ? current : lo);
+        if (value == current) continue;
+        ThresholdChoice choice;
+        choice.value = value;
+        choice.changed = true;
+        choice.reason = fmt::format("chose {} (was {}): {}", value, current, c.name);
+        c.values[key][spec.name] = value;
+        c.changes.push_back({key, spec.name, choice});
+      }
+      if (!c.changes.empty()) candidates.push_back(std::move(c));
+    }
+    {
+      std::optional<std::size_t> best;
+      EndToEndComparison best_e;
+      const int64_t share_end = [&] {
+        const int64_t now = clock->now_ns();
+        return now + (verify_end - now) * 2 / 3;
+      }();
+      for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const int64_t now = clock->now_ns();
+        const int64_t until = now + (share_end - now) / static_cast<int64_t>(candidates.size() - i);
+        // The same number of pairs for each (no early stop): the best of several is chosen, and
+        // a candidate stopped early on a lucky streak would win by its luck.
+        const EndToEndComparison e =
+            whole_model_ab(old_values, candidates[i].values, until, 100, "thresholds_confirm", /*stop_early=*/false);
+        report.diagnostics.push_back(note(fmt::format("Whole-model candidate, {}: {}.", candidates[i].name,
+                                                      e.measured ? speedup_text(e) : std::string("not measured"))));
+        if (confirmed(e) && (!best || e.ratio.mean < best_e.ratio.mean)) {
+          best = i;
+          best_e = e;
+        }
+      }
+      if (best) {
+        const Candidate& c = candidates[*best];
+        for (const auto& p : c.changes)
+          accept(p, fmt::format("the whole model confirmed {}: {}", c.name, speedup_text(best_e)));
+        // Every proposal is settled: the winner replaced them.
+        for (std::size_t i = 0; i < proposals.size(); ++i) {
+          decided.insert(i);
+          const bool taken = std::any_of(c.changes.begin(), c.changes.end(), [&](const Proposal& q) {
+            return q.key == proposals[i].key && q.parameter == proposals[i].parameter;
+          });
+          if (!taken)
+            results[proposals[i].key].reasons.push_back(
+                fmt::format("{}: kept: {} won on the whole model without it", proposals[i].parameter, c.name));
+        }
+      }
+    }
+    // Alone, largest predicted gain first, each against the values kept so far: a node's parallel
+    // region costs more when the one before ran serially (the workers have parked), so node sums
+    // are only a guide.
     std::map<TuningKey, TuningValues> kept = old_values;
     for (std::size_t i = 0; i < proposals.size(); ++i) {
+      if (decided.count(i) != 0) continue;
       const Proposal& p = proposals[i];
       ModelKeyCalibration& k = results[p.key];
+      const std::string was = runtime::format_value(k.old_values.at(p.parameter));
+      if (p.choice.predicted_gain_us < minimum_alone_us) {
+        k.reasons.push_back(fmt::format("{}: kept {}: alone, {} would save {:.1f} us per run by its nodes, below the "
+                                        "{:.1f} us that counts",
+                                        p.parameter, was, p.choice.value, p.choice.predicted_gain_us, minimum_alone_us));
+        continue;
+      }
       std::map<TuningKey, TuningValues> trial = kept;
       trial[p.key][p.parameter] = p.choice.value;
-      // An even share of what is left to each proposal.
       const int64_t now = clock->now_ns();
       const int64_t until = now + (verify_end - now) / static_cast<int64_t>(proposals.size() - i);
       const EndToEndComparison e = whole_model_ab(kept, trial, until, 200, "thresholds_confirm");
-      if (e.measured && e.pairs >= 20 && e.ratio.high < 1.0) {
+      if (confirmed(e)) {
         kept = trial;
-        k.new_values[p.parameter] = p.choice.value;
-        k.changed.push_back(p.parameter);
-        k.reasons.push_back(fmt::format("{}: {}; the whole model confirmed it: x{:.3f} [{:.3f}, {:.3f}] over {} pairs",
-                                        p.parameter, p.choice.reason, 1.0 / e.ratio.mean, 1.0 / e.ratio.high,
-                                        e.ratio.low > 0 ? 1.0 / e.ratio.low : 0.0, e.pairs));
+        accept(p, fmt::format("the whole model confirmed it: {}", speedup_text(e)));
       } else if (e.measured) {
         k.reasons.push_back(fmt::format("{}: kept {}: its nodes said {} would save {:.1f} us per run, but the whole model "
-                                        "ran x{:.3f} [{:.3f}, {:.3f}] with it over {} pairs",
-                                        p.parameter, std::get<int64_t>(k.old_values.at(p.parameter)), p.choice.value,
-                                        p.choice.predicted_gain_us, 1.0 / e.ratio.mean, 1.0 / e.ratio.high,
-                                        e.ratio.low > 0 ? 1.0 / e.ratio.low : 0.0, e.pairs));
+                                        "ran {} with it",
+                                        p.parameter, was, p.choice.value, p.choice.predicted_gain_us, speedup_text(e)));
       } else {
         k.reasons.push_back(fmt::format("{}: kept {}: {} was proposed but the budget left no time to confirm it on the "
                                         "whole model",
-                                        p.parameter, std::get<int64_t>(k.old_values.at(p.parameter)), p.choice.value));
+                                        p.parameter, was, p.choice.value));
       }
     }
   }
@@ -705,6 +797,34 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
                                             name, was));
           }
         }
+      }
+      // Per-key node sums can favour a block size the whole model does not (the next node reads
+      // what this one wrote, in the layout its blocks left in cache): the steps taken are kept
+      // only when the whole model confirms them.
+      std::map<TuningKey, TuningValues> with_blocks = phase_base;
+      std::vector<std::pair<TuningKey, std::string>> steps;
+      for (const auto& [key, t] : tiles)
+        for (const auto& [name, allowed] : t)
+          if (results[key].new_values.at(name) != phase_base[key].at(name)) {
+            with_blocks[key][name] = results[key].new_values.at(name);
+            steps.emplace_back(key, name);
+          }
+      if (!steps.empty()) {
+        const int64_t now = clock->now_ns();
+        const EndToEndComparison e = whole_model_ab(phase_base, with_blocks, now + (deadline_ns - now) / 3, 200, "blocks_confirm");
+        const std::string text = e.measured ? fmt::format("x{:.3f} [{:.3f}, {:.3f}] over {} pairs", 1.0 / e.ratio.mean,
+                                                          1.0 / e.ratio.high, e.ratio.low > 0 ? 1.0 / e.ratio.low : 0.0, e.pairs)
+                                            : std::string("not measured");
+        const bool keep = e.measured && e.pairs >= 20 && e.ratio.high < 1.0;
+        report.diagnostics.push_back(note(fmt::format("Block sizes: the {} step{} on the whole model: {}; {}.", steps.size(),
+                                                      steps.size() == 1 ? "" : "s", text, keep ? "kept" : "undone")));
+        if (!keep)
+          for (const auto& [key, name] : steps) {
+            ModelKeyCalibration& k = results[key];
+            k.new_values[name] = phase_base[key].at(name);
+            k.changed.erase(std::remove(k.changed.begin(), k.changed.end(), name), k.changed.end());
+            k.reasons.push_back(fmt::format("{}: undone: the whole model did not confirm the block steps ({})", name, text));
+          }
       }
     }
   }

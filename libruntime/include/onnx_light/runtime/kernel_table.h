@@ -60,9 +60,10 @@ class KernelTable {
   bool implements(std::string_view domain, std::string_view op_type) const;
   // The definition whose schema key is `key`, or nullptr.
   const KernelDef* find_by_key(const TuningKey& key) const;
-  // The implementation this host dispatches to for (op, type) at the newest opset; empty when none.
-  std::string dispatched_implementation(std::string_view op_type, ElementType type,
-                                        const CpuFeatures& features) const;
+  // The implementation this host dispatches to for (op, type) of `domain` at the newest opset;
+  // empty when none.
+  std::string dispatched_implementation(std::string_view op_type, ElementType type, const CpuFeatures& features,
+                                        std::string_view domain = "") const;
 
  private:
   std::vector<KernelDef> defs_;

@@ -42,7 +42,7 @@ namespace onnx_light::tune {
 inline constexpr int64_t kDefaultModelCalibrationDurationMs = 20000;
 
 struct ModelCalibrationProgress {
-  std::string phase;  // "warm_up", "thresholds", "thresholds_confirm", "blocks", "end_to_end"
+  std::string phase;  // "warm_up", "thresholds", "thresholds_confirm", "blocks", "blocks_confirm", "end_to_end"
   int round = 0;
   int64_t elapsed_ms = 0;
   int64_t budget_ms = 0;
