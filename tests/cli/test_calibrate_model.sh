@@ -73,6 +73,19 @@ expect_exit 0 "$TOOL" --cache "$CACHE" calibrate --model "$SCRATCH/sym.onnxtxt" 
 expect_exit 1 "$TOOL" --cache "$CACHE" calibrate --model "$MODEL" -i nope=random --no-save
 expect_grep "$SCRATCH/err" "'nope'"
 
+# The optimizer's fused kernels (their own domain) are keys like any other: model calibration
+# writes them, and set/list/load must reach them (they once did not: dispatch looked in ai.onnx).
+expect_exit 0 "$TOOL" --cache "$SCRATCH/fused.cache" set FusedConv parallel.minimum_macs=2457600 --threads 2
+expect_exit 0 "$TOOL" --cache "$SCRATCH/fused.cache" list FusedConv --threads 2 --json
+$PY - "$SCRATCH/out" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+(k,) = [k for k in r["kernels"] if k["kernel"] == "FusedConv" and k["element_type"] == 1]
+assert k["active_values"]["parallel.minimum_macs"] == 2457600 or k["cached_values"]["parallel.minimum_macs"] == 2457600, k
+PYEOF
+expect_exit 0 "$TOOL" --cache "$SCRATCH/fused.cache" load --threads 2
+expect_grep "$SCRATCH/out" "loaded +FusedConv"
+
 # Usage errors.
 expect_exit 2 "$TOOL" --cache "$CACHE" calibrate --model "$MODEL" Abs
 expect_grep "$SCRATCH/err" "does not take kernel names"

@@ -129,3 +129,14 @@ TEST_CASE("cpu_kernel_table_has_the_foundation_kernels") {
   CHECK(abs.def->schema.key.tuning_abi == 2);
   CHECK(std::get<int64_t>(abs.def->schema.defaults().at("parallel.minimum_elements")) == 32768);
 }
+
+TEST_CASE("kernel_table_dispatches_a_kernel_of_another_domain_in_its_domain") {
+  // The optimizer's fused kernels (FusedConv, ...) live in their own domain: dispatch must look
+  // there, or every key selection by kernel name (set, list, load) misses them.
+  KernelTable t;
+  KernelDef fused = def("Fused", ElementType::float32, 1, 1 << 30, "portable");
+  fused.domain = "test.fused";
+  t.add(fused);
+  CHECK(t.dispatched_implementation("Fused", ElementType::float32, CpuFeatures{}, "test.fused") == "portable");
+  CHECK(t.dispatched_implementation("Fused", ElementType::float32, CpuFeatures{}).empty());
+}
