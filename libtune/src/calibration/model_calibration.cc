@@ -592,6 +592,10 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
     for (const bool all_serial : {true, false}) {
       Candidate c{all_serial ? "every node serial" : "every node parallel", old_values, {}};
       for (const auto& [key, spec] : threshold_keys) {
+        // A profile holds for every model on this machine: a key whose nodes take under 1% of this
+        // one cannot pay back here what an extreme value may cost elsewhere (Concat parallel from
+        // 3 elements).
+        if (results[key].share < 0.01) continue;
         int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
         for (const auto& n : per_key[key])
           if (n.work > 1) {
