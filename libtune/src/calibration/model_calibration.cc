@@ -34,13 +34,6 @@ namespace {
 
 constexpr int64_t kNsPerMs = 1'000'000;
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 Diagnostic note(std::string message, std::optional<TuningKey> key = std::nullopt) {
   Diagnostic d;
   d.message = std::move(message);
@@ -260,8 +253,8 @@ EndToEndComparison compare_end_to_end(const std::vector<double>& old_us, const s
   std::vector<double> ratios;
   for (std::size_t i = 0; i < n; ++i) ratios.push_back(new_us[i] / std::max(1e-3, old_us[i]));
   e.pairs = static_cast<int>(n);
-  e.old_ms = median_of(old_us) / 1000.0;
-  e.new_ms = median_of(new_us) / 1000.0;
+  e.old_ms = median(old_us) / 1000.0;
+  e.new_ms = median(new_us) / 1000.0;
   e.ratio = trimmed_mean_interval(ratios);
   if (e.pairs < kMinimumEndToEndPairs) {
     e.verdict = "not_measured";
@@ -395,9 +388,9 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
       }
       base_ms.push_back(total / 1000.0);
     }
-    for (auto& [label, v] : per_node) base_node_us[label] = median_of(v);
+    for (auto& [label, v] : per_node) base_node_us[label] = median(v);
   }
-  report.model_ms = median_of(base_ms);
+  report.model_ms = median(base_ms);
   const double model_us = report.model_ms * 1000.0;
 
   std::map<TuningKey, ModelKeyCalibration> results;
@@ -529,8 +522,8 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
       for (std::size_t i = 0; i < sv.size(); ++i) ratios.push_back(sv[i] > 0 ? par[label][i] / sv[i] : 1.0);
       n.pairs = static_cast<int>(ratios.size());
       n.ratio = trimmed_mean_interval(ratios);
-      n.serial_us = median_of(sv);
-      n.parallel_us = median_of(par[label]);
+      n.serial_us = median(sv);
+      n.parallel_us = median(par[label]);
       n.verdict = verdict_of(n.ratio);
       // A tie is no evidence either way: it weighs the same on both sides of any split.
       per_key[n.key].push_back({n.work, n.serial_us, n.verdict == "tie" ? n.serial_us : n.parallel_us});

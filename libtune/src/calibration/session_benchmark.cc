@@ -26,12 +26,6 @@ class SteadyClock final : public CalibrationClock {
   }
 };
 
-double median_of(std::vector<double> v) {  // by value: sorts a copy
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 class SessionBenchmark final : public CaseBenchmark {
  public:
   SessionBenchmark(const runtime::KernelDef& def, int threads, uint32_t seed, const runtime::KernelTable* kernels)
@@ -111,7 +105,7 @@ class SessionBenchmark final : public CaseBenchmark {
     CaseTiming timing;
     timing.repetitions = repetitions;
     timing.description = built.description;
-    for (auto& s : samples) timing.median_ns.push_back(median_of(s));
+    for (auto& s : samples) timing.median_ns.push_back(median(s));
     timing.samples_ns = std::move(samples);
     return timing;
   }

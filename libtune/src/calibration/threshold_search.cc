@@ -30,11 +30,6 @@ const char* size_verdict_name(SizeVerdict v) {
 
 namespace {
 
-double sorted_median(const std::vector<double>& s) {
-  if (s.empty()) return 0;
-  return s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
-}
-
 double quantile(const std::vector<double>& s, double q) {
   if (s.empty()) return 0;
   double pos = q * static_cast<double>(s.size() - 1);
@@ -55,6 +50,13 @@ double student_t_975(int df) {
   if (df <= 30) return table[df - 1];
   const double z = 1.959964, d = df;
   return z + (z * z * z + z) / (4 * d) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * d * d);
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 TrimmedMean trimmed_mean_interval(std::vector<double> values) {
@@ -102,8 +104,8 @@ class Search {
     e.ratio = t.mean;
     e.low = t.low;
     e.high = t.high;
-    const double median = sorted_median(sorted);
-    e.dispersion = median > 0 ? (quantile(sorted, 0.75) - quantile(sorted, 0.25)) / median : 0;
+    const double middle = median(sorted);
+    e.dispersion = middle > 0 ? (quantile(sorted, 0.75) - quantile(sorted, 0.25)) / middle : 0;
     const double bar = 1.0 - s_.margin;
     e.verdict = e.high <= bar ? SizeVerdict::win : (e.low > bar ? SizeVerdict::loss : SizeVerdict::undecided);
     e.wins = e.verdict == SizeVerdict::win || (e.verdict == SizeVerdict::undecided && e.ratio <= bar);

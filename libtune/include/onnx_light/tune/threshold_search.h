@@ -96,6 +96,7 @@ struct TrimmedMean {
   double high = 0;
 };
 TrimmedMean trimmed_mean_interval(std::vector<double> values);
+double median(std::vector<double> values);  // 0 for none; the mean of the middle two for an even count
 double student_t_975(int df);  // two-sided 95% quantile of Student's t
 
 }  // namespace onnx_light::tune
