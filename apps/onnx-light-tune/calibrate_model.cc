@@ -92,10 +92,7 @@ int calibrate_model_verb(const CalibrateModelOptions& o, AppContext& context) {
   }
   print_diagnostics(out, report.diagnostics, color);
   if (report.cache_update) {
-    const auto& u = *report.cache_update;
-    out << fmt::format("cache: {} {} ({} updated, {} preserved, {} pruned)\n",
-                       paint(std::string(tune::update_status_name(u.status)), u.ok() ? Tone::good : Tone::bad, color),
-                       u.path.string(), u.updated.size(), u.preserved.size(), u.pruned.size());
+    print_cache_update(out, *report.cache_update, color);
   } else {
     out << fmt::format("cache: nothing written{}\n", o.save ? "" : " (--no-save)");
   }

@@ -165,4 +165,10 @@ void print_diagnostics(std::ostream& out, const std::vector<tune::Diagnostic>& d
   for (const auto& diagnostic : diagnostics) out << "  " << diagnostic.message << "\n";
 }
 
+void print_cache_update(std::ostream& out, const tune::UpdateResult& u, bool color) {
+  out << fmt::format("cache: {} {} ({} updated, {} preserved, {} pruned)\n",
+                     paint(std::string(tune::update_status_name(u.status)), u.ok() ? Tone::good : Tone::bad, color),
+                     u.path.string(), u.updated.size(), u.preserved.size(), u.pruned.size());
+}
+
 }  // namespace onnx_light::cli

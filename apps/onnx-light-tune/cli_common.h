@@ -13,6 +13,7 @@
 #include "app_context.h"
 #include "onnx_light/runtime/tuning_key.h"
 #include "onnx_light/runtime/tuning_value.h"
+#include "onnx_light/tune/cache_update.h"
 #include "onnx_light/tune/diagnostic.h"
 #include "onnx_light/tune/kernel_selection.h"
 #include "onnx_light/tune/operations.h"
@@ -76,5 +77,7 @@ std::string paint(const std::string& text, Tone tone, bool color);
 
 // "diagnostics:" followed by one indented line per message; nothing when empty.
 void print_diagnostics(std::ostream& out, const std::vector<tune::Diagnostic>& diagnostics, bool color);
+// "cache: updated PATH (N updated, N preserved, N pruned)", the status painted by outcome.
+void print_cache_update(std::ostream& out, const tune::UpdateResult& update, bool color);
 
 }  // namespace onnx_light::cli

@@ -812,7 +812,9 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
         const std::string text = e.measured ? fmt::format("x{:.3f} [{:.3f}, {:.3f}] over {} pairs", 1.0 / e.ratio.mean,
                                                           1.0 / e.ratio.high, e.ratio.low > 0 ? 1.0 / e.ratio.low : 0.0, e.pairs)
                                             : std::string("not measured");
-        const bool keep = e.measured && e.pairs >= 20 && e.ratio.high < 1.0;
+        // 2% by the whole interval: block steps that passed in process at +1-3% did not hold across
+        // processes (bench/RESULTS.md, "Calibration driven by a model").
+        const bool keep = e.measured && e.pairs >= 20 && e.ratio.high < 1.0 / 1.02;
         report.diagnostics.push_back(note(fmt::format("Block sizes: the {} step{} on the whole model: {}; {}.", steps.size(),
                                                       steps.size() == 1 ? "" : "s", text, keep ? "kept" : "undone")));
         if (!keep)
