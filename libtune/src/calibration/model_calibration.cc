@@ -426,6 +426,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
     std::unique_ptr<runtime::RuntimeSession> s_a, s_b;
     std::vector<double> a_t, b_t;
     for (int pair = 0; pair < maximum_pairs; ++pair) {
+      if (clock->now_ns() + static_cast<int64_t>(2.5 * run_ns) > until) break;
       if (pair % 10 == 0) {
         s_a.reset();
         s_b.reset();
@@ -439,7 +440,6 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
         bench.run(*s_a);
         bench.run(*s_b);
       }
-      if (clock->now_ns() + static_cast<int64_t>(2.5 * run_ns) > until) break;
       if (pair % 8 == 0) progress(phase, pair);
       const bool a_first = pair % 2 == 0;
       const double x = bench.run(a_first ? *s_a : *s_b);

@@ -5,15 +5,20 @@
 // 1. Thresholds (threads > 1). Every node reports the work it compares with its key's parallel
 //    threshold (NodeProfile::threshold_work). The model runs interleaved with every threshold at
 //    its maximum (all serial) and at 1 (all parallel); each node's parallel/serial time ratio is
-//    decided in place, with its neighbours' cache effects, by the calibration statistic (20%
-//    trimmed mean, Yuen 95% interval). Per key the threshold that minimises the summed node time
-//    wins; the value in force is kept when it already splits the nodes that way, else the new
-//    value is the geometric midpoint between the largest serial and the smallest parallel work.
+//    decided in place by the calibration statistic (20% trimmed mean, Yuen 95% interval), and per
+//    key the threshold that minimises its nodes' summed time is proposed (the value in force is
+//    kept when it already splits the nodes that way; else the geometric midpoint between the
+//    largest serial and the smallest parallel work). Node times do not add up (a serial node
+//    between parallel ones moves the data across cores), so the proposals together, every node
+//    of the model serial and every node parallel are then compared on the whole model, and the
+//    fastest confirmed candidate wins; failing that, each proposal alone is confirmed or dropped.
 // 2. Block sizes of packed-GEMM keys (MatMul, Gemm, Conv, ConvTranspose): each tile parameter one
 //    allowed step down and up, all keys at once, interleaved with the base; per key the summed
-//    time of its nodes decides, and a step is taken only when its interval is below 1.
+//    time of its nodes decides, and the steps taken are kept only when the whole model runs at
+//    least 2% faster with them.
 // 3. The whole model with the values in force and with the new values, interleaved: the
-//    end-to-end speedup with its interval. Saved only when the model is not slower.
+//    end-to-end speedup with its interval. Saved when the model is faster by the interval, or the
+//    same with a mean ratio not above 1 (worth_saving); never when it is slower.
 // The time budget covers all of it (sessions, warm-ups and all three phases).
 #include <cstdint>
 #include <functional>
