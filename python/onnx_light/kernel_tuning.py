@@ -34,6 +34,7 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path as _Path
 from typing import Any, Optional, Union
 
 import numpy as _np
@@ -468,7 +469,8 @@ def calibrate_kernel_tuning(
 ) -> dict:
     """Measures where parallel execution pays off and publishes (and by default saves) the result.
 
-    With ``model=`` (a path, an ``onnx.ModelProto``, its bytes or ONNX text), the keys come from
+    With ``model=`` (a path — a ``str`` naming a file counts as one —, an ``onnx.ModelProto``, its
+    bytes or ONNX text), the keys come from
     the model's nodes instead of ``kernel``: every node's parallel/serial time is measured in
     place and each key's threshold is placed around the work of its nodes; GEMM block sizes are
     compared one allowed step down and up on the model's own products (``tune_blocks``); then the
@@ -554,6 +556,8 @@ def calibrate_kernel_tuning(
                 "calibrate_kernel_tuning(model=...) takes its keys from the model's nodes; "
                 f"it does not take {', '.join(given)}"
             )
+        if isinstance(model, str) and os.path.isfile(model):
+            model = _Path(model)  # a file name, not ONNX text
         if inputs is not None and not isinstance(inputs, Mapping):
             raise TypeError(f"inputs must be a mapping of input names to arrays, not {type(inputs).__name__}")
         if dims is not None and not isinstance(dims, Mapping):

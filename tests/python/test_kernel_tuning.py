@@ -578,3 +578,12 @@ def test_calibrate_model_argument_errors(arguments, error, match, cache_path):
 def test_calibrate_without_model_refuses_inputs(cache_path):
     with pytest.raises(ValueError, match="need model="):
         kernel_tuning.calibrate_kernel_tuning("Abs", dims={"N": 4}, path=cache_path, save=False)
+
+
+def test_calibrate_model_takes_a_file_name_as_a_path(cache_path, tmp_path):
+    model_file = tmp_path / "abs.onnxtxt"
+    model_file.write_text(ABS_MODEL)
+    report = kernel_tuning.calibrate_kernel_tuning(model=str(model_file), dims={"N": 4}, save=False, path=cache_path,
+                                                   num_threads=1, maximum_duration_ms=200)
+    assert report["model"] == str(model_file)
+    assert [k["kernel"] for k in report["keys"]] == ["Abs"]
