@@ -409,7 +409,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
     results[key] = std::move(k);
   }
 
-  // A phase is worth starting only with time for a few rounds; the end-to-end check keeps a third.
+  // Each phase takes a share of the time left when it starts; the end-to-end check gets the rest.
   const double run_ns = std::max(1.0, model_us * 1000.0);
   auto phase_deadline = [&](double share) {
     const int64_t now = clock->now_ns();
