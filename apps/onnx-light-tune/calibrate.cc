@@ -182,10 +182,12 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
   // The evidence per size: median parallel/serial pair ratio, its interval and verdict.
   for (const auto& k : report.calibrated) {
     if (!k.comparison.empty() || k.cases.empty()) continue;
-    out << fmt::format("evidence {} (parallel/serial time, 20% trimmed mean [95% interval] of pairs):\n", key_label(k.key));
+    out << fmt::format("evidence {} (parallel/serial time, 20% trimmed mean [95% interval] of pairs, fit across "
+                       "sizes):\n",
+                       key_label(k.key));
     for (const auto& c : k.cases)
-      out << fmt::format("  {:>9} {:.3f} [{:.3f}, {:.3f}] {:<9} {:>2} pairs{}{}\n", c.size, c.ratio, c.ratio_low,
-                         c.ratio_high, c.verdict, c.pairs, c.retested ? ", measured again" : "",
+      out << fmt::format("  {:>9} {:.3f} [{:.3f}, {:.3f}] fit {:.3f} {:<9} {:>3} pairs{}{}\n", c.size, c.ratio,
+                         c.ratio_low, c.ratio_high, c.fitted_ratio, c.verdict, c.pairs, c.retested ? ", measured again" : "",
                          c.refined ? ", refinement" : "");
   }
   print_diagnostics(out, report.diagnostics, color);

@@ -113,6 +113,31 @@ TEST_CASE("trimmed_mean_interval_narrows_on_a_bimodal_mixture_the_median_cannot_
   CHECK(t.high - t.low < 0.25);
 }
 
+TEST_CASE("non_increasing_fit_pools_adjacent_violators_by_weight_and_leaves_a_falling_curve_alone") {
+  using V = std::vector<double>;
+  // Already non-increasing: unchanged.
+  CHECK(non_increasing_fit(V{1.3, 1.0, 0.7}, V{1, 1, 1}) == V{1.3, 1.0, 0.7});
+  // 0.9 below 1.1: pooled to their mean, equal weights.
+  const V equal = non_increasing_fit(V{1.3, 0.9, 1.1, 0.6}, V{1, 1, 1, 1});
+  REQUIRE(equal.size() == 4);
+  CHECK(equal[0] == doctest::Approx(1.3));
+  CHECK(equal[1] == doctest::Approx(1.0));
+  CHECK(equal[2] == doctest::Approx(1.0));
+  CHECK(equal[3] == doctest::Approx(0.6));
+  // Weights pull the pooled value toward the better measured size: (0.9 * 3 + 1.1 * 1) / 4.
+  const V weighted = non_increasing_fit(V{0.9, 1.1}, V{3, 1});
+  CHECK(weighted[0] == doctest::Approx(0.95));
+  CHECK(weighted[1] == doctest::Approx(0.95));
+  // A violation discovered late pools backwards through earlier blocks: 0.8, 0.9 then 1.3.
+  const V chain = non_increasing_fit(V{0.8, 0.9, 1.3}, V{1, 1, 1});
+  for (double v : chain) CHECK(v == doctest::Approx(1.0));
+  // A zero weight still gets a defined value.
+  const V zero = non_increasing_fit(V{0.5, 0.7}, V{0, 1});
+  CHECK(zero[0] == doctest::Approx(0.7));
+  CHECK(zero[1] == doctest::Approx(0.7));
+  CHECK(non_increasing_fit(V{}, V{}).empty());
+}
+
 TEST_CASE("student_t_975_matches_the_table_and_approaches_the_normal_quantile") {
   CHECK(student_t_975(1) == doctest::Approx(12.706));
   CHECK(student_t_975(5) == doctest::Approx(2.571));
@@ -343,6 +368,86 @@ TEST_CASE("sequential_confirmation_stops_at_the_budget_with_a_note") {
   CHECK(at(r, 16384).ratios.size() == 9);
   CHECK(at(r, 32768).ratios.size() == 5);
   CHECK(mentions(r, "until the budget ended"));
+}
+
+TEST_CASE("sequential_fit_pools_a_plateau_so_one_size_above_the_bar_does_not_push_the_pick_two_doublings_up") {
+  // A plateau near the margin, as on a slow VM: parallel wins ~10% at 262144 and ~3% at 524288
+  // (both undecided), then clearly from 1048576. Per size, 524288 breaks the run of wins and the
+  // pick would be 1048576; the fit pools the two plateau sizes (0.935, under the 0.95 bar).
+  SyntheticPairs m;
+  m.ratio = [](int64_t size, int index) {
+    if (size == 262144) return index % 2 ? 0.65 : 1.15;
+    if (size == 524288) return index % 2 ? 0.72 : 1.22;
+    return size >= 1048576 ? 0.6 : 1.3;
+  };
+  SequentialSearchSettings s = no_refine();
+  s.confirm_pairs = 45;
+  auto r = sequential_threshold_search(s, 32768, m.fn());
+  CHECK(at(r, 262144).verdict == SizeVerdict::undecided);
+  CHECK(at(r, 524288).verdict == SizeVerdict::undecided);
+  CHECK_FALSE(at(r, 524288).wins);
+  CHECK(at(r, 262144).fitted == doctest::Approx(0.935).epsilon(0.01));
+  CHECK(at(r, 524288).fitted == doctest::Approx(at(r, 262144).fitted));
+  CHECK(at(r, 131072).fitted == doctest::Approx(1.3));
+  REQUIRE(r.pick.has_value());
+  CHECK(*r.pick == 262144);
+  CHECK(mentions(r, "fit across sizes the run of wins starts at 262144 (was 1048576)"));
+}
+
+TEST_CASE("sequential_fit_never_carries_the_pick_below_a_decided_loss") {
+  // 131072 measured faster (0.5) than the decided loss at 262144 (1.2): the fit pools them to
+  // 0.85, under the bar, but a decided loss ends the run of wins whatever the fit says.
+  SyntheticPairs m;
+  m.ratio = [](int64_t size, int) {
+    if (size == 131072) return 0.5;
+    if (size == 262144) return 1.2;
+    return size >= 524288 ? 0.6 : 1.3;
+  };
+  SequentialSearchSettings s = no_refine();
+  s.confirm_pairs = 13;
+  auto r = sequential_threshold_search(s, 32768, m.fn());
+  CHECK(at(r, 262144).verdict == SizeVerdict::loss);
+  CHECK(at(r, 262144).fitted < 0.95);  // pooled with 131072 (equal pairs): (0.5 + 1.2) / 2
+  REQUIRE(r.pick.has_value());
+  CHECK(*r.pick == 524288);
+}
+
+TEST_CASE("sequential_unsure_rounds_measure_on_until_decided_sizes_pin_the_pick_within_one_doubling") {
+  // 32768 is noisy (0.5 or 1.9, mean 1.2): still undecided after 45 pairs, so the nearest
+  // decided loss is 16384, two doublings below the pick (medium). More rounds decide it a loss.
+  auto noisy_below = [](int64_t size, int index) {
+    if (size == 32768) return index % 2 ? 0.5 : 1.9;
+    return step_at(65536)(size, index);
+  };
+  SequentialSearchSettings s = no_refine();
+  s.confirm_pairs = 45;
+
+  SyntheticPairs base;
+  base.ratio = noisy_below;
+  auto without = sequential_threshold_search(s, 131072, base.fn());
+  CHECK(*without.pick == 65536);
+  CHECK(at(without, 32768).verdict == SizeVerdict::undecided);
+  CHECK(without.confidence == Confidence::medium);
+
+  SyntheticPairs more;
+  more.ratio = noisy_below;
+  s.unsure_confirm_pairs = 180;
+  auto with = sequential_threshold_search(s, 131072, more.fn());
+  CHECK(*with.pick == 65536);
+  CHECK(at(with, 32768).verdict == SizeVerdict::loss);
+  CHECK(at(with, 32768).ratios.size() > 45);
+  CHECK(at(with, 32768).ratios.size() < 180);  // stopped once pinned, not at the cap
+  CHECK(with.confidence == Confidence::high);
+  CHECK(mentions(with, "then they did"));
+
+  // The budget ends the extra rounds, with a note, and the pick stands.
+  SyntheticPairs cut;
+  cut.ratio = noisy_below;
+  cut.pair_budget = 260;
+  auto short_of_time = sequential_threshold_search(s, 131072, cut.fn());
+  CHECK(*short_of_time.pick == 65536);
+  CHECK(short_of_time.confidence == Confidence::medium);
+  CHECK(mentions(short_of_time, "up to 180 per size) until the budget ended"));
 }
 
 TEST_CASE("sequential_confidence_is_low_when_nothing_was_measured_or_a_partial_search_is_noisy") {

@@ -255,6 +255,7 @@ SequentialSearchResult run_threshold_search(const CalibrationOptions& options, C
   s.minimum_pairs = std::max(5, options.minimum_repetitions);
   s.maximum_pairs = std::max(s.minimum_pairs, options.maximum_repetitions);
   s.confirm_pairs = 8 * s.maximum_pairs;
+  s.unsure_confirm_pairs = 3 * s.confirm_pairs;
   s.first_size = std::max<int64_t>(1, options.first_size);
   s.minimum_value = min_value;
   s.maximum_value = max_value;
@@ -274,6 +275,7 @@ std::vector<CalibrationCaseReport> case_reports(const SequentialSearchResult& r)
     c.ratio = e.ratio;
     c.ratio_low = e.low;
     c.ratio_high = e.high;
+    c.fitted_ratio = e.fitted;
     c.verdict = size_verdict_name(e.verdict);
     c.pairs = static_cast<int>(e.ratios.size());
     c.pair_ratios = e.ratios;
@@ -326,6 +328,7 @@ nlohmann::json CalibrationReport::to_json() const {
       if (!c.verdict.empty()) {
         cj["ratio"] = c.ratio;
         cj["ratio_interval"] = {c.ratio_low, c.ratio_high};
+        cj["fitted_ratio"] = c.fitted_ratio;
         cj["verdict"] = c.verdict;
         cj["pairs"] = c.pairs;
         cj["pair_ratios"] = c.pair_ratios;

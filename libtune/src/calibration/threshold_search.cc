@@ -59,6 +59,32 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+std::vector<double> non_increasing_fit(const std::vector<double>& values, const std::vector<double>& weights) {
+  struct Block {
+    double mean;
+    double weight;
+    std::size_t count;
+  };
+  std::vector<Block> blocks;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    // A zero or missing weight still counts a little, so a block's mean stays defined.
+    const double w = std::max(i < weights.size() ? weights[i] : 1.0, 1e-12);
+    blocks.push_back({values[i], w, 1});
+    while (blocks.size() >= 2 && blocks[blocks.size() - 2].mean < blocks.back().mean) {
+      const Block b = blocks.back();
+      blocks.pop_back();
+      Block& a = blocks.back();
+      a.mean = (a.mean * a.weight + b.mean * b.weight) / (a.weight + b.weight);
+      a.weight += b.weight;
+      a.count += b.count;
+    }
+  }
+  std::vector<double> fitted;
+  fitted.reserve(values.size());
+  for (const Block& b : blocks) fitted.insert(fitted.end(), b.count, b.mean);
+  return fitted;
+}
+
 TrimmedMean trimmed_mean_interval(std::vector<double> values) {
   TrimmedMean t;
   if (values.empty()) return t;
@@ -220,10 +246,24 @@ Confidence pinned_confidence(const std::vector<SizeEvidence>& sizes, int64_t pic
   return span <= 2.0 ? Confidence::high : span <= 4.0 ? Confidence::medium : Confidence::low;
 }
 
-// Where the trailing run of wins (sizes sorted) begins; nullopt when the largest size does not win.
-std::optional<int64_t> streak_start(const std::vector<SizeEvidence>& sizes) {
+// Sets every size's `fitted` ratio (sizes sorted), each size weighted by its pairs.
+void fit_sizes(std::vector<SizeEvidence>& sizes) {
+  std::vector<double> ratios, weights;
+  for (const auto& e : sizes) {
+    ratios.push_back(e.ratio);
+    weights.push_back(static_cast<double>(e.ratios.size()));
+  }
+  const std::vector<double> fitted = non_increasing_fit(ratios, weights);
+  for (std::size_t i = 0; i < sizes.size(); ++i) sizes[i].fitted = fitted[i];
+}
+
+// Where the trailing run of sizes whose fitted ratio clears the margin begins (sizes sorted and
+// fitted); a decided loss ends the run whatever the fit says. nullopt when the largest size does
+// not clear it.
+std::optional<int64_t> fitted_streak_start(const std::vector<SizeEvidence>& sizes, double bar) {
   std::optional<int64_t> start;
-  for (auto it = sizes.rbegin(); it != sizes.rend() && it->wins; ++it) start = it->size;
+  for (auto it = sizes.rbegin(); it != sizes.rend() && it->fitted <= bar && it->verdict != SizeVerdict::loss; ++it)
+    start = it->size;
   return start;
 }
 
@@ -333,33 +373,57 @@ SequentialSearchResult sequential_threshold_search(const SequentialSearchSetting
     // more pairs in rounds, one batch per size per round, until each has `confirm_pairs` or the
     // budget ends. The machine's slow spells (on a shared VM the second vCPU comes and goes for
     // milliseconds at a time) then fall on every size alike instead of deciding one size alone.
-    if (s.confirm_pairs > 0) {
-      std::vector<std::size_t> ladder;
+    std::vector<std::size_t> ladder;
+    if (s.confirm_pairs > 0)
       for (std::size_t i = 0; i < sizes.size(); ++i)
         if (sizes[i].size * 2 >= search_lo && sizes[i].size <= search_hi * 2) ladder.push_back(i);
-      int rounds = 0;
-      bool refused = false;
-      while (!refused) {
-        bool any = false;
-        for (std::size_t i : ladder) {
-          if (static_cast<int>(sizes[i].ratios.size()) >= s.confirm_pairs) continue;
-          if (!search.extend(sizes[i])) {
-            refused = true;
-            break;
-          }
-          any = true;
+    bool refused = false;
+    // One batch at every ladder size that has fewer than `cap` pairs; false when none had.
+    auto round = [&](int cap) {
+      bool any = false;
+      for (std::size_t i : ladder) {
+        if (static_cast<int>(sizes[i].ratios.size()) >= cap) continue;
+        if (!search.extend(sizes[i])) {
+          refused = true;
+          break;
         }
-        if (!any) break;
-        ++rounds;
+        any = true;
       }
-      if (!ladder.empty())
-        r.notes.push_back(fmt::format("confirmed {} sizes ({}..{}) in {} round{} of pairs{}", ladder.size(),
-                                      sizes[ladder.front()].size, sizes[ladder.back()].size, rounds,
-                                      rounds == 1 ? "" : "s", refused ? " until the budget ended" : ""));
+      return any;
+    };
+    int rounds = 0;
+    while (!refused && round(s.confirm_pairs)) ++rounds;
+    if (!ladder.empty())
+      r.notes.push_back(fmt::format("confirmed {} sizes ({}..{}) in {} round{} of pairs{}", ladder.size(),
+                                    sizes[ladder.front()].size, sizes[ladder.back()].size, rounds,
+                                    rounds == 1 ? "" : "s", refused ? " until the budget ended" : ""));
+    // The pick is read from the non-increasing fit across sizes, so one size's slow spell moves
+    // it less than a doubling (on a plateau near the margin the per-size verdicts flip from run
+    // to run; the fit pools them).
+    const double bar = 1.0 - s.margin;
+    auto fitted_pick = [&] {
+      fit_sizes(sizes);
+      return fitted_streak_start(sizes, bar).value_or(hi);
+    };
+    int64_t pick = fitted_pick();
+    // Not pinned within one doubling: more rounds while the budget lasts, the pick re-read after each.
+    auto pinned_closely = [&] { return pick == sizes.front().size || pinned(sizes, pick).span() <= 2.0; };
+    int unsure_rounds = 0;
+    if (!ladder.empty() && s.unsure_confirm_pairs > s.confirm_pairs && !pinned_closely()) {
+      while (!refused && !pinned_closely() && round(s.unsure_confirm_pairs)) {
+        ++unsure_rounds;
+        pick = fitted_pick();
+      }
+      r.notes.push_back(fmt::format("decided sizes did not pin the pick within one doubling: {} more round{} of pairs "
+                                    "(up to {} per size){}",
+                                    unsure_rounds, unsure_rounds == 1 ? "" : "s", s.unsure_confirm_pairs,
+                                    refused ? " until the budget ended" : pinned_closely() ? ", then they did" : ""));
     }
-    if (auto start = streak_start(sizes); start && *start != hi) {
-      r.notes.push_back(fmt::format("with the added pairs the run of wins starts at {} (was {})", *start, hi));
-      hi = *start;
+    if (pick != hi) {
+      r.notes.push_back(fmt::format("with the added pairs and the fit across sizes the run of wins starts at {} "
+                                    "(was {})",
+                                    pick, hi));
+      hi = pick;
       lo = 0;
       for (const auto& e : sizes)
         if (e.size < hi) lo = e.size;
@@ -431,6 +495,7 @@ SequentialSearchResult sequential_threshold_search(const SequentialSearchSetting
         s.margin * 100, undecided->size, interval_text(*undecided), 1.0 - s.margin, undecided->ratios.size(),
         undecided->dispersion * 100));
   }
+  fit_sizes(sizes);
   r.pairs = search.pairs;
   return r;
 }

@@ -128,6 +128,7 @@ struct CalibrationCaseReport {
   bool candidate_wins = false;  // threshold mode
   // Threshold mode: median candidate/serial pair ratio, its interval, verdict, pairs.
   double ratio = 0, ratio_low = 0, ratio_high = 0;
+  double fitted_ratio = 0;  // after the non-increasing fit across sizes: what the pick is read from
   std::string verdict;  // win | loss | undecided
   int pairs = 0;
   std::vector<double> pair_ratios;  // every candidate/serial pair, in measurement order

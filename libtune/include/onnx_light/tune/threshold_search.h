@@ -47,6 +47,9 @@ struct SizeEvidence {
   std::string description;
   // Interquartile range of the ratios over their median: the dispersion named in noise warnings.
   double dispersion = 0;
+  // `ratio` after the non-increasing fit across all sizes (non_increasing_fit, weighted by pairs):
+  // what the pick is read from once the search has its bracket.
+  double fitted = 0;
 };
 
 struct SequentialSearchSettings {
@@ -59,6 +62,9 @@ struct SequentialSearchSettings {
   // Then the measured sizes from half the bracket's low end to twice its high end get more pairs,
   // in rounds across the sizes, up to this many each (0: no confirmation), budget allowing.
   int confirm_pairs = 0;
+  // When the sizes still do not pin the pick within one doubling after that (confidence not
+  // high), the rounds go on up to this many pairs per size, budget allowing (0: they stop).
+  int unsure_confirm_pairs = 0;
   double outlier_factor = 10;  // a mean ratio this far from its neighbour's is measured again
   int64_t first_size = 1024;
   int64_t minimum_value = 1;                     // the parameter's validation range
@@ -96,7 +102,12 @@ struct TrimmedMean {
   double high = 0;
 };
 TrimmedMean trimmed_mean_interval(std::vector<double> values);
-double median(std::vector<double> values);  // 0 for none; the mean of the middle two for an even count
+double median(std::vector<double> values);
+// The weighted least-squares non-increasing fit of `values` (pool-adjacent-violators). The
+// parallel/serial ratio falls with the size (fixed costs amortise), so a size measured faster
+// than a larger one is noise, and pooling it with its neighbours lets every size's pairs inform
+// the crossover instead of whichever single size a slow spell of the machine hit.
+std::vector<double> non_increasing_fit(const std::vector<double>& values, const std::vector<double>& weights);  // 0 for none; the mean of the middle two for an even count
 double student_t_975(int df);  // two-sided 95% quantile of Student's t
 
 }  // namespace onnx_light::tune
