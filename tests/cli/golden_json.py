@@ -255,6 +255,7 @@ def case_calibrate(ctx):
         "measurements.*.cases.*.descriptions.*", "measurements.*.cases.*.median_ns.*",
         "measurements.*.cases.*.size", "measurements.*.confidence", "measurements.*.noisy",
         "measurements.*.cases.*.ratio", "measurements.*.cases.*.ratio_interval.*", "measurements.*.cases.*.verdict",
+        "measurements.*.cases.*.fitted_ratio",
         "measurements.*.cases.*.pairs", "measurements.*.cases.*.retested", "measurements.*.cases.*.refined",
         "measurements.*.cases.*.pair_ratios.*",
     ), measured_lists=("diagnostics", "measurements.*.cases", "measurements.*.picks",
