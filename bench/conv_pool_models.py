@@ -28,6 +28,11 @@ MODELS = {
     # Small planes of the PaddleOCR models (ppocr_cls 48x192 input, ppocrv4_rec 48x320).
     "dw3x3s1_120x12x48": ("Conv", [1, 120, 12, 48], dict(group=120, pads=[1, 1, 1, 1]), [120, 1, 3, 3]),
     "dw3x3s1_288x6x24": ("Conv", [1, 288, 6, 24], dict(group=288, pads=[1, 1, 1, 1]), [288, 1, 3, 3]),
+    # PP-OCRv4 det at 1x3x320x320: the large planes (cut into bands of rows by the blocked kernel).
+    "dw3x3s1_16x160x160": ("Conv", [1, 16, 160, 160], dict(group=16, pads=[1, 1, 1, 1]), [16, 1, 3, 3]),
+    "dw3x3s2_32x160x160": ("Conv", [1, 32, 160, 160], dict(group=32, pads=[1, 1, 1, 1], strides=[2, 2]), [32, 1, 3, 3]),
+    "dw3x3s1_48x80x80": ("Conv", [1, 48, 80, 80], dict(group=48, pads=[1, 1, 1, 1]), [48, 1, 3, 3]),
+    "dw5x5s1_192x20x20": ("Conv", [1, 192, 20, 20], dict(group=192, pads=[2, 2, 2, 2]), [192, 1, 5, 5]),
     "dw3x3s2_64x24x96": ("Conv", [1, 64, 24, 96], dict(group=64, pads=[1, 1, 1, 1], strides=[2, 2]), [64, 1, 3, 3]),
     "dw5x5s1_480x6x80": ("Conv", [1, 480, 6, 80], dict(group=480, pads=[2, 2, 2, 2]), [480, 1, 5, 5]),
     "dw5x5s2x1_480x6x80": ("Conv", [1, 480, 6, 80], dict(group=480, pads=[2, 2, 2, 2], strides=[2, 1]), [480, 1, 5, 5]),

@@ -21,6 +21,7 @@
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
 #include "implementation_tables.h"
+#include "kernels/depthwise_conv.h"
 #include "kernels/simd/dwconv_f32.h"
 #include "onnx_light/runtime/cpu_features.h"
 #include "test_models.h"
@@ -76,6 +77,7 @@ std::vector<Case> cases() {
       {"dwconv_3x3_asymmetric_pads", {1, 3, 8, 18}, 1, 3, 3, 1, 1, 1, 1, {0, 2, 1, 0}, ""},
       {"dwconv_3x3_width_below_vector", {1, 3, 5, 3}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
       {"dwconv_3x3_width_one", {1, 2, 4, 1}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
+      {"dwconv_3x3_height_one", {1, 3, 1, 20}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
       {"dwconv_3x3_pads_larger_than_kernel", {1, 2, 4, 6}, 1, 3, 3, 1, 1, 1, 1, {4, 5, 4, 3}, ""},
       {"dwconv_3x3_multiplier_2", {1, 3, 6, 20}, 2, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
       {"dwconv_7x7_s3", {1, 2, 16, 31}, 1, 7, 7, 3, 3, 1, 1, {3, 3, 3, 3}, ""},
@@ -91,6 +93,16 @@ std::vector<Case> cases() {
       {"dwconv_3x3_sigmoid_residual", {1, 3, 6, 21}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, true, "Sigmoid"},
       {"dwconv_3x3_silu", {1, 3, 6, 21}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, false, "SiLU"},
       {"dwconv_3x3_tanh", {1, 3, 6, 21}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, false, "Tanh"},
+      // SIMD: blocks of 16 (8) maps whose lanes map to channels through the multiplier, a block
+      // spanning two channels' maps, and a partial last block.
+      {"dwconv_5x5_multiplier_2_blocks_span_channels", {1, 9, 6, 14}, 2, 5, 5, 1, 1, 1, 1, {2, 2, 2, 2}, "", true, true,
+       "Relu"},
+      // SIMD: a stride-2 plane larger than one task's L2 budget, cut into bands of output rows
+      // (bottom and top pads move with the band).
+      {"dwconv_3x3_s2_plane_in_bands", {1, 3, 130, 200}, 1, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, ""},
+      {"dwconv_5x5_s1_plane_in_bands_asymmetric_pads", {1, 2, 90, 96}, 1, 5, 5, 1, 1, 1, 1, {3, 2, 1, 2}, ""},
+      // SIMD: a wide stride-1 plane keeps the row kernels.
+      {"dwconv_3x3_s1_wide_plane_rows", {1, 2, 100, 112}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
   };
 }
 
@@ -263,6 +275,27 @@ TEST_CASE("depthwise_conv_reuses_its_scratch_across_shapes_without_stale_pads") 
 }
 
 #if defined(__x86_64__) || defined(_M_X64)  // the simd folder is built on x86-64 (libruntime/CMakeLists.txt)
+TEST_CASE("depthwise_variant_names_the_blocked_kernel_and_wide_stride_1_planes_keep_the_rows") {
+  using kernels::DepthwiseConv;
+  using kernels::DepthwiseIsa;
+  DepthwiseConv c;
+  c.batch = 1;
+  c.channels = c.maps = 32;
+  c.kernel_h = c.kernel_w = 3;
+  c.stride_h = c.stride_w = 2;
+  c.in_h = c.in_w = 160;
+  c.out_h = c.out_w = 80;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s2_blocked16_avx512");
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx2) == "dwconv_3x3s2_blocked8_avx2");
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::portable) == "dwconv_3x3s2_portable");
+  c.stride_h = c.stride_w = 1;
+  c.out_h = c.out_w = 160;  // 25600 output pixels at stride 1: the rows
+  CHECK_FALSE(kernels::depthwise_runs_blocked(c, DepthwiseIsa::avx512));
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s1_avx512");
+  c.out_h = c.out_w = 80;  // 6400: blocked
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s1_blocked16_avx512");
+}
+
 namespace {
 
 namespace simd = onnx_light::runtime::kernels::simd;

@@ -287,11 +287,15 @@ TEST_CASE("conv_variant_names_the_path_that_ran") {
         worst = std::max(worst, double(std::fabs(fast.y.data<float>()[i] - portable.y.data<float>()[i])));
       CHECK(worst <= 1e-5);  // sums of at most 27 products of values in [-1, 1), in another order
     }
-    // Depthwise (one input channel per group, any multiplier, 2-D) runs the depthwise rows.
+    // Depthwise (one input channel per group, any multiplier, 2-D) runs the depthwise kernels:
+    // channel-blocked on small planes, the rows on wide stride-1 planes.
+    const std::string blocked = implementation == "avx512" ? "blocked16_" : "blocked8_";
     CHECK(variant_after_run(implementation, "group = 4, pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {4, 1, 3, 3}) ==
-          "dwconv_3x3s1_" + implementation);
+          "dwconv_3x3s1_" + blocked + implementation);
     CHECK(variant_after_run(implementation, "group = 4, dilations = [2, 2]", {1, 4, 9, 9}, {8, 1, 3, 3}) ==
-          "dwconv_3x3s1d2_" + implementation);
+          "dwconv_3x3s1d2_" + blocked + implementation);
+    CHECK(variant_after_run(implementation, "group = 2, pads = [1, 1, 1, 1]", {1, 2, 120, 120}, {2, 1, 3, 3}) ==
+          "dwconv_3x3s1_" + implementation);
     // 1x1, stride 1, no pads: X's rows are the GEMM's B. With an A too large to pack B inside
     // the tasks (520 x 256 floats), B is packed in a region of its own; both match the portable loop.
     for (const Shape& w : {Shape{24, 40, 1, 1}, Shape{520, 256, 1, 1}}) {

@@ -9,12 +9,16 @@
 #include <fmt/format.h>
 
 #include "kernels/simd/dwconv_f32.h"
+#include "kernels/simd/dwconv_f32_blocked.h"
 
 namespace onnx_light::runtime::kernels {
 
 namespace {
 
 using Layout = DepthwiseWorkspace::Layout;
+
+// Output planes (pixels) from which stride-1 planes run the row kernels rather than blocked.
+constexpr int64_t kRowsFromPixels = 10000;
 
 // Output widths below which a stride-1 plane runs as one flat row (see run_depthwise_conv).
 constexpr int64_t kFlatBelowWidth = 64;
@@ -99,7 +103,144 @@ void portable_row(const simd::DwconvF32Row& r) {
     for (int64_t j = 0; j < r.n; ++j) y[j] += r.z[j];
 }
 
+// The channel-blocked path's functions for an ISA.
+struct BlockedFunctions {
+  int64_t lanes;
+  void (*to_blocked)(const float* const*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, int64_t);
+  void (*block)(const simd::DwconvF32Block&);
+  void (*from_blocked)(const float*, int64_t, float* const*, int64_t, const float* const*, int, float, float);
+};
+
+#if defined(ONNX_LIGHT_X86_SIMD)
+BlockedFunctions blocked_functions(DepthwiseIsa isa) {
+  if (isa == DepthwiseIsa::avx512)
+    return {simd::dwconv_f32_block_lanes_avx512, simd::dwconv_f32_to_blocked_avx512, simd::dwconv_f32_block_avx512,
+            simd::dwconv_f32_from_blocked_avx512};
+  return {simd::dwconv_f32_block_lanes_avx2, simd::dwconv_f32_to_blocked_avx2, simd::dwconv_f32_block_avx2,
+          simd::dwconv_f32_from_blocked_avx2};
+}
+#endif
+
+// Bytes of blocked input and output one task keeps: within L2 beside the weights and the planes
+// it reads (AMD Zen 4/5: 1 MiB per core). Larger planes are cut into bands of output rows.
+constexpr int64_t kBlockedBandBytes = 384 * 1024;
+
+// Tasks of `lanes` maps of one image and a band of output rows: the band's input rows reordered
+// into a zero-padded blocked plane, convolved there and reordered back (simd/dwconv_f32_blocked.h),
+// in parallel over tasks. A band only changes which outputs a task computes, never how: the
+// results do not depend on the bands or the thread count.
+void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const BlockedFunctions& f, int admitted,
+                 int row_activation, bool activation_after, DepthwiseWorkspace& workspace) {
+  const int64_t L = f.lanes;
+  const int64_t pitch = c.stride_w * (c.out_w - 1) + (c.kernel_w - 1) * c.dilation_w + 1;
+  const int64_t reach = (c.kernel_h - 1) * c.dilation_h + 1;  // padded rows one output row reads
+  const int64_t taps = c.kernel_h * c.kernel_w, multiplier = c.maps / c.channels;
+  const int64_t in_plane = c.in_h * c.in_w, out_plane = c.out_h * c.out_w;
+  const int64_t blocks_per_image = (c.maps + L - 1) / L;
+  // Band height: the L2 budget, and enough tasks for every admitted thread.
+  const int64_t row_bytes = (c.stride_h * pitch + c.out_w) * L * static_cast<int64_t>(sizeof(float));
+  int64_t band = std::clamp<int64_t>(kBlockedBandBytes / std::max<int64_t>(1, row_bytes), 1, c.out_h);
+  if (const int64_t tasks = c.batch * blocks_per_image; tasks < admitted)
+    band = std::min(band, std::max<int64_t>(1, (c.out_h * tasks + admitted - 1) / admitted));
+  const int64_t bands = (c.out_h + band - 1) / band;
+  const int64_t band_rows = c.stride_h * (band - 1) + reach;
+  std::vector<int64_t>& offsets = workspace.tap_offsets;
+  offsets.clear();
+  for (int64_t ky = 0; ky < c.kernel_h; ++ky)
+    for (int64_t kx = 0; kx < c.kernel_w; ++kx) offsets.push_back((ky * c.dilation_h * pitch + kx * c.dilation_w) * L);
+  ScratchSlots<DepthwiseWorkspace::Slot>& slots = workspace.slots;
+  slots.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
+  const std::size_t in_floats = static_cast<std::size_t>(band_rows * pitch * L);
+  const auto out_floats = static_cast<std::size_t>(band * c.out_w * L);
+  // The pad columns are never written by a reorder: zeroed once per layout. Pad rows move with the
+  // band and are zeroed by each task.
+  const std::array<int64_t, 8> signature{pitch, c.pad_left, c.in_w, L, static_cast<int64_t>(in_floats), -1, -1, -1};
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    DepthwiseWorkspace::Slot& s = slots[i];
+    if (s.blocked_in_floats < in_floats) {
+      s.blocked_in.grow(in_floats);
+      s.blocked_in_floats = in_floats;
+      s.blocked_signature = {};
+    }
+    if (s.blocked_signature != signature) {
+      std::fill(s.blocked_in.data(), s.blocked_in.data() + in_floats, 0.0f);
+      s.blocked_signature = signature;
+    }
+    if (s.blocked_out_floats < out_floats) {
+      s.blocked_out.grow(out_floats);
+      s.blocked_out_floats = out_floats;
+    }
+    s.block_weights.resize(static_cast<std::size_t>(taps * L));
+    s.block_bias.resize(static_cast<std::size_t>(L));
+    s.in_planes.resize(static_cast<std::size_t>(L));
+    s.z_planes.resize(static_cast<std::size_t>(L));
+    s.out_planes.resize(static_cast<std::size_t>(L));
+  }
+  const bool residual = c.z != nullptr;
+  execution.parallel_for(c.batch * blocks_per_image * bands, 1, admitted, [&](int64_t begin, int64_t end) {
+    ScratchSlots<DepthwiseWorkspace::Slot>::Lease slot(slots);
+    DepthwiseWorkspace::Slot& s = *slot;
+    int64_t loaded = -1;  // the (image, block) whose weights and bias `s` holds
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t block = task / bands, oy0 = (task % bands) * band, oy1 = std::min(c.out_h, oy0 + band);
+      const int64_t image = block / blocks_per_image, m0 = (block % blocks_per_image) * L;
+      const int64_t valid = std::min(L, c.maps - m0);
+      if (block != loaded) {
+        for (int64_t l = 0; l < L; ++l) {
+          const auto i = static_cast<std::size_t>(l);
+          const int64_t map = m0 + l;
+          const bool live = l < valid;
+          s.block_bias[i] = live && c.bias != nullptr ? c.bias[map] : 0.0f;
+          for (int64_t t = 0; t < taps; ++t)
+            s.block_weights[static_cast<std::size_t>(t * L + l)] = live ? c.w[map * taps + t] : 0.0f;
+        }
+        loaded = block;
+      }
+      // Padded rows [r0, r0 + rows) of this band; input rows [i0, i1) of them hold values.
+      const int64_t r0 = oy0 * c.stride_h, rows = c.stride_h * (oy1 - oy0 - 1) + reach;
+      const int64_t i0 = std::clamp<int64_t>(r0 - c.pad_top, 0, c.in_h);
+      const int64_t i1 = std::clamp<int64_t>(r0 + rows - c.pad_top, i0, c.in_h);
+      float* in = s.blocked_in.data();
+      const int64_t first_value_row = i0 + c.pad_top - r0, end_value_row = i1 + c.pad_top - r0;
+      std::fill(in, in + std::max<int64_t>(0, first_value_row) * pitch * L, 0.0f);
+      std::fill(in + std::min(rows, std::max<int64_t>(0, end_value_row)) * pitch * L, in + rows * pitch * L, 0.0f);
+      for (int64_t l = 0; l < L; ++l) {
+        const auto i = static_cast<std::size_t>(l);
+        const int64_t map = m0 + l;
+        const bool live = l < valid;
+        s.in_planes[i] = live ? c.x + (image * c.channels + map / multiplier) * in_plane + i0 * c.in_w : nullptr;
+        s.out_planes[i] = live ? c.y + (image * c.maps + map) * out_plane + oy0 * c.out_w : nullptr;
+        s.z_planes[i] = live && residual ? c.z + (image * c.maps + map) * out_plane + oy0 * c.out_w : nullptr;
+      }
+      if (i1 > i0) f.to_blocked(s.in_planes.data(), valid, i1 - i0, c.in_w, in, rows, pitch, first_value_row, c.pad_left);
+      const simd::DwconvF32Block b{in, pitch, s.block_weights.data(), offsets.data(), taps, s.block_bias.data(),
+                                   c.stride_h, c.stride_w, oy1 - oy0, c.out_w,
+                                   residual ? simd::dwconv_f32_none : row_activation, c.epilogue.alpha,
+                                   c.epilogue.beta, s.blocked_out.data()};
+      f.block(b);
+      const int64_t n = (oy1 - oy0) * c.out_w;
+      f.from_blocked(s.blocked_out.data(), n, s.out_planes.data(), valid, residual ? s.z_planes.data() : nullptr,
+                     row_activation, c.epilogue.alpha, c.epilogue.beta);
+      if (activation_after)
+        for (int64_t l = 0; l < valid; ++l) apply_activation(c.epilogue, s.out_planes[static_cast<std::size_t>(l)], n);
+    }
+  });
+}
+
 }  // namespace
+
+bool depthwise_runs_blocked(const DepthwiseConv& c, DepthwiseIsa isa) {
+#if defined(ONNX_LIGHT_X86_SIMD)
+  // Wide stride-1 planes keep the row kernels: their rows are long enough for full vectors and row
+  // pairs without a reorder (bench/RESULTS.md: 16x160x160 rows 164 us, blocked 198 us; 32x112x112
+  // a tie). Everything else runs blocked (stride 2 2-3x faster, 7x7 and 6x24 planes ~2x).
+  return isa != DepthwiseIsa::portable && !(c.stride_h == 1 && c.stride_w == 1 && c.out_h * c.out_w >= kRowsFromPixels);
+#else
+  (void)c;
+  (void)isa;
+  return false;
+#endif
+}
 
 void depthwise_variant(const DepthwiseConv& c, DepthwiseIsa isa, std::string& out) {
   const char* name = isa == DepthwiseIsa::avx512 ? "avx512" : isa == DepthwiseIsa::avx2 ? "avx2" : "portable";
@@ -112,6 +253,7 @@ void depthwise_variant(const DepthwiseConv& c, DepthwiseIsa isa, std::string& ou
     if (c.dilation_h == c.dilation_w) fmt::format_to(it, "d{}", c.dilation_h);
     else fmt::format_to(it, "d{}x{}", c.dilation_h, c.dilation_w);
   }
+  if (depthwise_runs_blocked(c, isa)) fmt::format_to(it, "_blocked{}", isa == DepthwiseIsa::avx512 ? 16 : 8);
   fmt::format_to(it, "_{}", name);
 }
 
@@ -143,6 +285,12 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
 #endif
   const int row_activation = isa == DepthwiseIsa::portable ? simd::dwconv_f32_none : simd_activation(c.epilogue);
   const bool activation_after = row_activation == simd::dwconv_f32_none && !c.epilogue.is_identity();
+#if defined(ONNX_LIGHT_X86_SIMD)
+  if (depthwise_runs_blocked(c, isa)) {
+    run_blocked(execution, c, blocked_functions(isa), admitted, row_activation, activation_after, workspace);
+    return;
+  }
+#endif
   // Pairs of rows share their input rows' loads where consecutive output rows are one input row apart.
   const bool pairs = rows2_fn != nullptr && c.stride_h == 1 && c.dilation_h == 1;
   // Narrow planes at stride 1 without a residual: the whole plane as one long row over the padded

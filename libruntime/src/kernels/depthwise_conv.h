@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/epilogue.h"
+#include "kernels/packed_gemm.h"
 #include "kernels/scratch_slots.h"
 #include "onnx_light/runtime/kernel.h"
 
@@ -49,8 +50,17 @@ struct DepthwiseWorkspace {
     std::array<int64_t, 8> signature{};  // the layout whose pads `plane` holds as zeros
     std::vector<float> flat;   // a narrow plane's outputs at the padded pitch
     std::vector<const float*> src, below;
+    // The channel-blocked path: a block's padded input and output (64-byte aligned: every pixel
+    // is one vector load, and a load split across cache lines costs two), weights and bias by lane.
+    PackedBuffer blocked_in, blocked_out;
+    std::size_t blocked_in_floats = 0, blocked_out_floats = 0;
+    std::array<int64_t, 8> blocked_signature{};  // the layout whose pads `blocked_in` holds as zeros
+    std::vector<float> block_weights, block_bias;
+    std::vector<const float*> in_planes, z_planes;
+    std::vector<float*> out_planes;
   };
   Layout layout;
+  std::vector<int64_t> tap_offsets;  // the blocked path's taps, in floats from an output's first input pixel
   ScratchSlots<Slot> slots;
 };
 
@@ -58,7 +68,11 @@ struct DepthwiseWorkspace {
 void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& conv, DepthwiseIsa isa, int admitted,
                         DepthwiseWorkspace& workspace);
 
-// "dwconv_3x3s1_avx512", "dwconv_5x5s2_portable": what run_depthwise_conv ran, for Kernel::variant().
+// Whether run_depthwise_conv takes the channel-blocked path (simd/dwconv_f32_blocked.h).
+bool depthwise_runs_blocked(const DepthwiseConv& conv, DepthwiseIsa isa);
+
+// "dwconv_3x3s1_avx512", "dwconv_5x5s2_blocked16_avx512", "dwconv_5x5s2_portable": what
+// run_depthwise_conv ran, for Kernel::variant().
 std::string depthwise_variant(const DepthwiseConv& conv, DepthwiseIsa isa);
 // The same written into `out` (no allocation once `out` has held a label as long).
 void depthwise_variant(const DepthwiseConv& conv, DepthwiseIsa isa, std::string& out);

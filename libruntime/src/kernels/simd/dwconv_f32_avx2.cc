@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "kernels/simd/dwconv_f32.h"
+#include "kernels/simd/dwconv_f32_blocked.h"
+#include "kernels/simd/dwconv_f32_blocked_loops.h"
 #include "kernels/simd/dwconv_f32_rows.h"
 #include "kernels/simd/ops_f32_avx2.h"
 
@@ -19,6 +21,16 @@ void dwconv_f32_rows2_avx2(const DwconvF32Row& first, const float* const* below_
 
 DwconvF32Kernels dwconv_f32_kernels_avx2(int64_t kernel_h, int64_t kernel_w) {
   return dwconv_kernels_for<Avx2>(kernel_h, kernel_w);
+}
+
+void dwconv_f32_to_blocked_avx2(const float* const* planes, int64_t valid, int64_t h, int64_t w, float* dst,
+                                int64_t rows, int64_t pitch, int64_t pad_top, int64_t pad_left) {
+  dwconv_to_blocked<Avx2>(planes, valid, h, w, dst, rows, pitch, pad_top, pad_left);
+}
+void dwconv_f32_block_avx2(const DwconvF32Block& block) { dwconv_block<Avx2>(block); }
+void dwconv_f32_from_blocked_avx2(const float* src, int64_t n, float* const* planes, int64_t valid,
+                                  const float* const* z, int activation, float alpha, float beta) {
+  dwconv_from_blocked<Avx2>(src, n, planes, valid, z, activation, alpha, beta);
 }
 
 }  // namespace onnx_light::runtime::kernels::simd

@@ -31,6 +31,24 @@ struct Avx2 {
   static V select_negative(V v, V if_negative, V otherwise) {
     return _mm256_blendv_ps(otherwise, if_negative, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
   }
+  // r[i][j] <- r[j][i] for an 8 x 8 block: pairs, quads within 128-bit lanes, then lanes.
+  static void transpose(V* r) {
+    V t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 8; g += 4) {  // u[g + m], lane k: column 4k + m of rows g..g+3
+      u[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+      u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
+      u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+      u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int m = 0; m < 4; ++m) {
+      r[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
+      r[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
+    }
+  }
 };
 
 }  // namespace

@@ -35,6 +35,28 @@ struct Avx512 {
   static V select_negative(V v, V if_negative, V otherwise) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), otherwise, if_negative);
   }
+  // r[i][j] <- r[j][i] for a 16 x 16 block: pairs, then quads within 128-bit lanes, then lanes.
+  static void transpose(V* r) {
+    V t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) {  // u[g + m], lane k: column 4k + m of rows g..g+3
+      u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[g]), _mm512_castps_pd(t[g + 2])));
+      u[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[g]), _mm512_castps_pd(t[g + 2])));
+      u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[g + 1]), _mm512_castps_pd(t[g + 3])));
+      u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[g + 1]), _mm512_castps_pd(t[g + 3])));
+    }
+    for (int m = 0; m < 4; ++m) {
+      const V lo_a = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44), hi_a = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
+      const V lo_b = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44), hi_b = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
+      r[m] = _mm512_shuffle_f32x4(lo_a, lo_b, 0x88);
+      r[4 + m] = _mm512_shuffle_f32x4(lo_a, lo_b, 0xDD);
+      r[8 + m] = _mm512_shuffle_f32x4(hi_a, hi_b, 0x88);
+      r[12 + m] = _mm512_shuffle_f32x4(hi_a, hi_b, 0xDD);
+    }
+  }
 };
 
 }  // namespace

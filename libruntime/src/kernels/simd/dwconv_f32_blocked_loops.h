@@ -1,0 +1,102 @@
+#pragma once
+// The channel-blocked depthwise loops of dwconv_f32_blocked.h written once over an ops struct
+// (Avx2 / Avx512, which supply `transpose`); each ISA file compiles its own internal copy.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/simd/activation_f32.h"
+#include "kernels/simd/dwconv_f32_blocked.h"
+
+namespace onnx_light::runtime::kernels::simd {
+namespace {
+
+template <typename Ops>
+void dwconv_to_blocked(const float* const* planes, int64_t valid, int64_t h, int64_t w, float* dst, int64_t rows,
+                       int64_t pitch, int64_t pad_top, int64_t pad_left) {
+  using V = typename Ops::V;
+  constexpr int64_t L = Ops::width;
+  const int64_t n = h * w;
+  V v[L];
+  int64_t r = 0, c = 0;  // the input pixel of the chunk's next column
+  // Chunks of L pixels of the flattened plane: full vectors even when a row is narrower than L.
+  for (int64_t p = 0; p < n; p += L) {
+    const int64_t count = n - p < L ? n - p : L;
+    const typename Ops::Mask m = Ops::mask(count);
+    for (int64_t l = 0; l < L; ++l)
+      v[l] = l >= valid ? Ops::zero() : count == L ? Ops::load(planes[l] + p) : Ops::load_partial(planes[l] + p, m);
+    Ops::transpose(v);
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t dr = r + pad_top, dc = c + pad_left;
+      if (dr < rows && dc < pitch) Ops::store(dst + (dr * pitch + dc) * L, v[i]);
+      if (++c == w) {
+        c = 0;
+        ++r;
+      }
+    }
+  }
+}
+
+// G output pixels of one row: each tap's weight vector loaded once for G independent FMA chains.
+template <typename Ops, int G>
+inline void dwconv_block_pixels(const DwconvF32Block& b, const float* origin, float* y, typename Ops::V bias) {
+  using V = typename Ops::V;
+  constexpr int64_t L = Ops::width;
+  const int64_t step = b.stride_w * L;
+  V acc[G];
+#pragma GCC unroll 16
+  for (int g = 0; g < G; ++g) acc[g] = Ops::zero();
+  for (int64_t t = 0; t < b.taps; ++t) {
+    const V k = Ops::load(b.weights + t * L);
+    const float* p = origin + b.tap_offsets[t];
+#pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) acc[g] = Ops::fma(Ops::load(p + g * step), k, acc[g]);
+  }
+#pragma GCC unroll 16
+  for (int g = 0; g < G; ++g)
+    Ops::store(y + g * L, apply_f32_activation<Ops>(b.activation, b.alpha, b.beta, Ops::add(acc[g], bias)));
+}
+
+// 16 pixels per group with AVX-512's 32 registers (5% faster than 8 on every measured shape);
+// AVX2's 16 registers hold 8 accumulators beside the weight and the loads.
+template <typename Ops>
+void dwconv_block(const DwconvF32Block& b) {
+  constexpr int64_t L = Ops::width;
+  constexpr int kWide = L >= 16 ? 16 : 8;
+  const typename Ops::V bias = Ops::load(b.bias);
+  for (int64_t oy = 0; oy < b.out_h; ++oy) {
+    const float* row = b.x + oy * b.stride_h * b.pitch * L;
+    float* y = b.y + oy * b.out_w * L;
+    int64_t ox = 0;
+    for (; ox + kWide <= b.out_w; ox += kWide)
+      dwconv_block_pixels<Ops, kWide>(b, row + ox * b.stride_w * L, y + ox * L, bias);
+    for (; ox + 8 <= b.out_w; ox += 8) dwconv_block_pixels<Ops, 8>(b, row + ox * b.stride_w * L, y + ox * L, bias);
+    for (; ox + 4 <= b.out_w; ox += 4) dwconv_block_pixels<Ops, 4>(b, row + ox * b.stride_w * L, y + ox * L, bias);
+    for (; ox < b.out_w; ++ox) dwconv_block_pixels<Ops, 1>(b, row + ox * b.stride_w * L, y + ox * L, bias);
+  }
+}
+
+template <typename Ops>
+void dwconv_from_blocked(const float* src, int64_t n, float* const* planes, int64_t valid, const float* const* z,
+                         int activation, float alpha, float beta) {
+  using V = typename Ops::V;
+  constexpr int64_t L = Ops::width;
+  V v[L];
+  for (int64_t p = 0; p < n; p += L) {
+    const int64_t count = n - p < L ? n - p : L;
+    for (int64_t i = 0; i < L; ++i) v[i] = i < count ? Ops::load(src + (p + i) * L) : Ops::zero();
+    Ops::transpose(v);
+    const typename Ops::Mask m = Ops::mask(count);
+    for (int64_t l = 0; l < valid; ++l) {
+      V o = v[l];
+      if (z != nullptr) {
+        o = Ops::add(o, count == L ? Ops::load(z[l] + p) : Ops::load_partial(z[l] + p, m));
+        o = apply_f32_activation<Ops>(activation, alpha, beta, o);
+      }
+      if (count == L) Ops::store(planes[l] + p, o);
+      else Ops::store_partial(planes[l] + p, o, m);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime::kernels::simd
