@@ -152,9 +152,20 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
   slots.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
   const std::size_t in_floats = static_cast<std::size_t>(band_rows * pitch * L);
   const auto out_floats = static_cast<std::size_t>(band * c.out_w * L);
+  // Weights and bias by block, lanes past the maps zero: once per run, not per task.
+  workspace.blocked_weights.assign(static_cast<std::size_t>(blocks_per_image * taps * L), 0.0f);
+  workspace.blocked_bias.assign(static_cast<std::size_t>(blocks_per_image * L), 0.0f);
+  for (int64_t map = 0; map < c.maps; ++map) {
+    const int64_t block = map / L, lane = map % L;
+    if (c.bias != nullptr) workspace.blocked_bias[static_cast<std::size_t>(block * L + lane)] = c.bias[map];
+    for (int64_t t = 0; t < taps; ++t)
+      workspace.blocked_weights[static_cast<std::size_t>((block * taps + t) * L + lane)] = c.w[map * taps + t];
+  }
   // The pad columns are never written by a reorder: zeroed once per layout. Pad rows move with the
-  // band and are zeroed by each task.
-  const std::array<int64_t, 8> signature{pitch, c.pad_left, c.in_w, L, static_cast<int64_t>(in_floats), -1, -1, -1};
+  // band and are zeroed by each task, unless the plane is one band (then they are fixed too).
+  const bool one_band = bands == 1;
+  const std::array<int64_t, 8> signature{pitch, c.pad_left, c.in_w, L, static_cast<int64_t>(in_floats),
+                                         one_band ? c.pad_top : -1, one_band ? c.in_h : -1, one_band ? band_rows : -1};
   for (std::size_t i = 0; i < slots.size(); ++i) {
     DepthwiseWorkspace::Slot& s = slots[i];
     if (s.blocked_in_floats < in_floats) {
@@ -170,8 +181,6 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
       s.blocked_out.grow(out_floats);
       s.blocked_out_floats = out_floats;
     }
-    s.block_weights.resize(static_cast<std::size_t>(taps * L));
-    s.block_bias.resize(static_cast<std::size_t>(L));
     s.in_planes.resize(static_cast<std::size_t>(L));
     s.z_planes.resize(static_cast<std::size_t>(L));
     s.out_planes.resize(static_cast<std::size_t>(L));
@@ -180,30 +189,20 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
   execution.parallel_for(c.batch * blocks_per_image * bands, 1, admitted, [&](int64_t begin, int64_t end) {
     ScratchSlots<DepthwiseWorkspace::Slot>::Lease slot(slots);
     DepthwiseWorkspace::Slot& s = *slot;
-    int64_t loaded = -1;  // the (image, block) whose weights and bias `s` holds
     for (int64_t task = begin; task < end; ++task) {
       const int64_t block = task / bands, oy0 = (task % bands) * band, oy1 = std::min(c.out_h, oy0 + band);
       const int64_t image = block / blocks_per_image, m0 = (block % blocks_per_image) * L;
       const int64_t valid = std::min(L, c.maps - m0);
-      if (block != loaded) {
-        for (int64_t l = 0; l < L; ++l) {
-          const auto i = static_cast<std::size_t>(l);
-          const int64_t map = m0 + l;
-          const bool live = l < valid;
-          s.block_bias[i] = live && c.bias != nullptr ? c.bias[map] : 0.0f;
-          for (int64_t t = 0; t < taps; ++t)
-            s.block_weights[static_cast<std::size_t>(t * L + l)] = live ? c.w[map * taps + t] : 0.0f;
-        }
-        loaded = block;
-      }
       // Padded rows [r0, r0 + rows) of this band; input rows [i0, i1) of them hold values.
       const int64_t r0 = oy0 * c.stride_h, rows = c.stride_h * (oy1 - oy0 - 1) + reach;
       const int64_t i0 = std::clamp<int64_t>(r0 - c.pad_top, 0, c.in_h);
       const int64_t i1 = std::clamp<int64_t>(r0 + rows - c.pad_top, i0, c.in_h);
       float* in = s.blocked_in.data();
       const int64_t first_value_row = i0 + c.pad_top - r0, end_value_row = i1 + c.pad_top - r0;
-      std::fill(in, in + std::max<int64_t>(0, first_value_row) * pitch * L, 0.0f);
-      std::fill(in + std::min(rows, std::max<int64_t>(0, end_value_row)) * pitch * L, in + rows * pitch * L, 0.0f);
+      if (!one_band) {
+        std::fill(in, in + std::max<int64_t>(0, first_value_row) * pitch * L, 0.0f);
+        std::fill(in + std::min(rows, std::max<int64_t>(0, end_value_row)) * pitch * L, in + rows * pitch * L, 0.0f);
+      }
       for (int64_t l = 0; l < L; ++l) {
         const auto i = static_cast<std::size_t>(l);
         const int64_t map = m0 + l;
@@ -213,7 +212,9 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
         s.z_planes[i] = live && residual ? c.z + (image * c.maps + map) * out_plane + oy0 * c.out_w : nullptr;
       }
       if (i1 > i0) f.to_blocked(s.in_planes.data(), valid, i1 - i0, c.in_w, in, rows, pitch, first_value_row, c.pad_left);
-      const simd::DwconvF32Block b{in, pitch, s.block_weights.data(), offsets.data(), taps, s.block_bias.data(),
+      const int64_t block_in_image = block % blocks_per_image;
+      const simd::DwconvF32Block b{in, pitch, workspace.blocked_weights.data() + block_in_image * taps * L,
+                                   offsets.data(), taps, workspace.blocked_bias.data() + block_in_image * L,
                                    c.stride_h, c.stride_w, oy1 - oy0, c.out_w,
                                    residual ? simd::dwconv_f32_none : row_activation, c.epilogue.alpha,
                                    c.epilogue.beta, s.blocked_out.data()};

@@ -55,12 +55,14 @@ struct DepthwiseWorkspace {
     PackedBuffer blocked_in, blocked_out;
     std::size_t blocked_in_floats = 0, blocked_out_floats = 0;
     std::array<int64_t, 8> blocked_signature{};  // the layout whose pads `blocked_in` holds as zeros
-    std::vector<float> block_weights, block_bias;
     std::vector<const float*> in_planes, z_planes;
     std::vector<float*> out_planes;
   };
   Layout layout;
-  std::vector<int64_t> tap_offsets;  // the blocked path's taps, in floats from an output's first input pixel
+  // The blocked path's taps, in floats from an output's first input pixel, and its weights and
+  // bias by block of maps ([blocks][taps][lanes], [blocks][lanes]), packed once per run.
+  std::vector<int64_t> tap_offsets;
+  std::vector<float> blocked_weights, blocked_bias;
   ScratchSlots<Slot> slots;
 };
 
