@@ -60,6 +60,7 @@ struct Case {
   bool bias = true, z = false;
   std::string activation = "Identity";
   std::vector<float> params = {};
+  std::vector<float> post_affine = {};  // {scale, shift} after the activation
 };
 
 std::vector<Case> cases() {
@@ -101,6 +102,16 @@ std::vector<Case> cases() {
       // (bottom and top pads move with the band).
       {"dwconv_3x3_s2_plane_in_bands", {1, 3, 130, 200}, 1, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, ""},
       {"dwconv_5x5_s1_plane_in_bands_asymmetric_pads", {1, 2, 90, 96}, 1, 5, 5, 1, 1, 1, 1, {3, 2, 1, 2}, ""},
+      // The post affine after the activation (PaddleOCR's learnable affine block): in the vector
+      // epilogue for the activations it has, after a scalar pass for the others.
+      {"dwconv_5x5_hard_swish_post_affine", {1, 20, 6, 30}, 1, 5, 5, 1, 1, 1, 1, {2, 2, 2, 2}, "", true, false,
+       "HardSwish", {}, {1.25f, -0.125f}},
+      {"dwconv_3x3_s2_residual_relu_post_affine", {1, 18, 9, 21}, 1, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, "", true, true,
+       "Relu", {}, {0.5f, 0.25f}},
+      {"dwconv_3x3_sigmoid_post_affine_scalar_pass", {1, 5, 6, 13}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, false,
+       "Sigmoid", {}, {2.0f, -1.0f}},
+      {"dwconv_3x3_identity_post_affine_rows", {1, 2, 100, 112}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, true,
+       "Identity", {}, {0.75f, 0.5f}},
       // SIMD: a wide stride-1 plane keeps the row kernels.
       {"dwconv_3x3_s1_wide_plane_rows", {1, 2, 100, 112}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
   };
@@ -175,6 +186,7 @@ std::vector<double> reference(const Case& c, const Operands& o) {
           if (c.bias) sum += o.b.data<float>()[m];
           if (c.z) sum += o.z.data<float>()[e];
           out[e] = activate(c, sum);
+          if (!c.post_affine.empty()) out[e] = out[e] * c.post_affine[0] + c.post_affine[1];
         }
   return out;
 }
@@ -187,6 +199,7 @@ Tensor run(const Case& c, const Operands& o, const std::string& implementation, 
                                : fmt::format(", pads = [{}]", fmt::join(c.pads, ", "));
   attributes += fmt::format(", activation = \"{}\"", c.activation);
   if (!c.params.empty()) attributes += fmt::format(", activation_params = [{}]", fmt::join(c.params, ", "));
+  if (!c.post_affine.empty()) attributes += fmt::format(", post_affine = [{:.6f}]", fmt::join(c.post_affine, ", "));
   const std::string text = fmt::format(
       "<ir_version: 8, opset_import: [\"\" : 17, \"com.onnx_light\" : 1]>\n"
       "g (float[{}] x, float[{}] w, float[{}] b, float[{}] z) => (float[{}] y) {{\n"
@@ -230,7 +243,9 @@ TEST_CASE("depthwise_conv_matches_a_direct_convolution_on_every_edge") {
       // Products of values in [-1, 1): a float sum of `taps` of them plus bias and residual is within
       // (taps + 2)^2 u of the exact sum (u = 2^-24); the activations here have slope at most 1.5.
       const double taps = double(c.kh * c.kw) + 2.0;
-      const double bound = 1.5 * taps * taps * std::ldexp(1.0, -24) + 2e-7;
+      // The post affine scales that error and adds two roundings of values below ~30.
+      const double scale = c.post_affine.empty() ? 1.0 : std::max(1.0, double(std::fabs(c.post_affine[0])));
+      const double bound = (1.5 * taps * taps * std::ldexp(1.0, -24) + 2e-7) * scale + (c.post_affine.empty() ? 0 : 4e-6);
       double worst = 0;
       for (int64_t i = 0; i < got.element_count(); ++i)
         worst = std::max(worst, std::fabs(double(got.data<float>()[i]) - exact[static_cast<std::size_t>(i)]));

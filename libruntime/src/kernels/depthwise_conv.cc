@@ -77,16 +77,23 @@ void fill_phases(const DepthwiseConv& c, const Layout& l, const float* plane, fl
   }
 }
 
-int simd_activation(const Epilogue& e) {
-  if (e.post_affine) return simd::dwconv_f32_none;  // the row stores no affine: apply_activation after it
-  switch (e.activation) {
+// The SIMD code of an activation, or -1 when only the scalar pass has it (sigmoid, tanh, silu).
+int simd_activation_code(Activation a) {
+  switch (a) {
+    case Activation::identity: return simd::dwconv_f32_none;
     case Activation::relu: return simd::dwconv_f32_relu;
     case Activation::clip: return simd::dwconv_f32_clip;
     case Activation::leaky_relu: return simd::dwconv_f32_leaky_relu;
     case Activation::hard_sigmoid: return simd::dwconv_f32_hard_sigmoid;
     case Activation::hard_swish: return simd::dwconv_f32_hard_swish;
-    default: return simd::dwconv_f32_none;
+    default: return -1;
   }
+}
+
+int simd_activation(const Epilogue& e) {
+  if (e.post_affine) return simd::dwconv_f32_none;  // the row stores no affine: apply_activation after it
+  const int code = simd_activation_code(e.activation);
+  return code < 0 ? simd::dwconv_f32_none : code;
 }
 
 // The portable row: the same sums in the same order, without FMA.
@@ -108,7 +115,8 @@ struct BlockedFunctions {
   int64_t lanes;
   void (*to_blocked)(const float* const*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, int64_t);
   void (*block)(const simd::DwconvF32Block&);
-  void (*from_blocked)(const float*, int64_t, float* const*, int64_t, const float* const*, int, float, float);
+  void (*from_blocked)(const float*, int64_t, float* const*, int64_t, const float* const*,
+                       const simd::DwconvF32Epilogue&);
 };
 
 #if defined(ONNX_LIGHT_X86_SIMD)
@@ -130,8 +138,16 @@ constexpr int64_t kBlockedBandBytes = 384 * 1024;
 // in parallel over tasks. A band only changes which outputs a task computes, never how: the
 // results do not depend on the bands or the thread count.
 void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const BlockedFunctions& f, int admitted,
-                 int row_activation, bool activation_after, DepthwiseWorkspace& workspace) {
+                 DepthwiseWorkspace& workspace) {
   const int64_t L = f.lanes;
+  // The activation and post affine in the vector code where it has the activation, else a scalar
+  // pass over the stored planes afterwards (apply_activation): the same expressions either way.
+  const int code = simd_activation_code(c.epilogue.activation);
+  simd::DwconvF32Epilogue epilogue;
+  if (code >= 0)
+    epilogue = {code, c.epilogue.alpha, c.epilogue.beta, c.epilogue.post_affine, c.epilogue.post_scale,
+                c.epilogue.post_shift};
+  const bool activation_after = code < 0;
   const int64_t pitch = c.stride_w * (c.out_w - 1) + (c.kernel_w - 1) * c.dilation_w + 1;
   const int64_t reach = (c.kernel_h - 1) * c.dilation_h + 1;  // padded rows one output row reads
   const int64_t taps = c.kernel_h * c.kernel_w, multiplier = c.maps / c.channels;
@@ -216,12 +232,11 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
       const simd::DwconvF32Block b{in, pitch, workspace.blocked_weights.data() + block_in_image * taps * L,
                                    offsets.data(), taps, workspace.blocked_bias.data() + block_in_image * L,
                                    c.stride_h, c.stride_w, oy1 - oy0, c.out_w,
-                                   residual ? simd::dwconv_f32_none : row_activation, c.epilogue.alpha,
-                                   c.epilogue.beta, s.blocked_out.data()};
+                                   residual ? simd::DwconvF32Epilogue{} : epilogue, s.blocked_out.data()};
       f.block(b);
       const int64_t n = (oy1 - oy0) * c.out_w;
       f.from_blocked(s.blocked_out.data(), n, s.out_planes.data(), valid, residual ? s.z_planes.data() : nullptr,
-                     row_activation, c.epilogue.alpha, c.epilogue.beta);
+                     epilogue);
       if (activation_after)
         for (int64_t l = 0; l < valid; ++l) apply_activation(c.epilogue, s.out_planes[static_cast<std::size_t>(l)], n);
     }
@@ -288,7 +303,7 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
   const bool activation_after = row_activation == simd::dwconv_f32_none && !c.epilogue.is_identity();
 #if defined(ONNX_LIGHT_X86_SIMD)
   if (depthwise_runs_blocked(c, isa)) {
-    run_blocked(execution, c, blocked_functions(isa), admitted, row_activation, activation_after, workspace);
+    run_blocked(execution, c, blocked_functions(isa), admitted, workspace);
     return;
   }
 #endif

@@ -29,8 +29,8 @@ void dwconv_f32_to_blocked_avx2(const float* const* planes, int64_t valid, int64
 }
 void dwconv_f32_block_avx2(const DwconvF32Block& block) { dwconv_block<Avx2>(block); }
 void dwconv_f32_from_blocked_avx2(const float* src, int64_t n, float* const* planes, int64_t valid,
-                                  const float* const* z, int activation, float alpha, float beta) {
-  dwconv_from_blocked<Avx2>(src, n, planes, valid, z, activation, alpha, beta);
+                                  const float* const* z, const DwconvF32Epilogue& epilogue) {
+  dwconv_from_blocked<Avx2>(src, n, planes, valid, z, epilogue);
 }
 
 }  // namespace onnx_light::runtime::kernels::simd

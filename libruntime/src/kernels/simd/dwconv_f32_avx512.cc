@@ -28,8 +28,8 @@ void dwconv_f32_to_blocked_avx512(const float* const* planes, int64_t valid, int
 }
 void dwconv_f32_block_avx512(const DwconvF32Block& block) { dwconv_block<Avx512>(block); }
 void dwconv_f32_from_blocked_avx512(const float* src, int64_t n, float* const* planes, int64_t valid,
-                                  const float* const* z, int activation, float alpha, float beta) {
-  dwconv_from_blocked<Avx512>(src, n, planes, valid, z, activation, alpha, beta);
+                                  const float* const* z, const DwconvF32Epilogue& epilogue) {
+  dwconv_from_blocked<Avx512>(src, n, planes, valid, z, epilogue);
 }
 
 }  // namespace onnx_light::runtime::kernels::simd

@@ -23,6 +23,16 @@ void dwconv_f32_to_blocked_avx2(const float* const* planes, int64_t valid, int64
 void dwconv_f32_to_blocked_avx512(const float* const* planes, int64_t valid, int64_t h, int64_t w, float* dst,
                                   int64_t rows, int64_t pitch, int64_t pad_top, int64_t pad_left);
 
+// The epilogue after the bias (and residual): an activation (f32_activation_*), then the post
+// affine v * scale + shift as two roundings (the Mul and Add it replaces), exactly as
+// kernels/epilogue.cc's apply_activation.
+struct DwconvF32Epilogue {
+  int activation = f32_activation_none;
+  float alpha = 0.0f, beta = 0.0f;
+  bool post_affine = false;
+  float post_scale = 1.0f, post_shift = 0.0f;
+};
+
 struct DwconvF32Block {
   const float* x;              // blocked padded input, `pitch` pixels per row
   int64_t pitch;
@@ -31,21 +41,20 @@ struct DwconvF32Block {
   int64_t taps;
   const float* bias;           // [lanes]
   int64_t stride_h, stride_w, out_h, out_w;
-  int activation;              // f32_activation_*; none when the caller adds a residual first
-  float alpha, beta;
+  DwconvF32Epilogue epilogue;  // none when the caller adds a residual first
   float* y;                    // [out_h * out_w][lanes]
 };
-// y = act(acc + bias) per pixel and lane, acc the FMA chain over the taps in order from zero: the
-// chain and epilogue of dwconv_f32_row, so the same bits as the row kernels.
+// y = epilogue(acc + bias) per pixel and lane, acc the FMA chain over the taps in order from zero:
+// the chain of dwconv_f32_row, so the same bits as the row kernels and the scalar epilogue.
 void dwconv_f32_block_avx2(const DwconvF32Block& block);
 void dwconv_f32_block_avx512(const DwconvF32Block& block);
 
 // Stores pixels [0, n) of the blocked `src` into planes[0..valid) (n contiguous values each). With
-// `z` (residual planes, one per valid lane) each value becomes act(value + z), the residual
-// epilogue of dwconv_f32_row; without it values are copied as they are.
+// `z` (residual planes, one per valid lane) each value becomes epilogue(value + z); without it
+// values are copied as they are.
 void dwconv_f32_from_blocked_avx2(const float* src, int64_t n, float* const* planes, int64_t valid,
-                                  const float* const* z, int activation, float alpha, float beta);
+                                  const float* const* z, const DwconvF32Epilogue& epilogue);
 void dwconv_f32_from_blocked_avx512(const float* src, int64_t n, float* const* planes, int64_t valid,
-                                    const float* const* z, int activation, float alpha, float beta);
+                                    const float* const* z, const DwconvF32Epilogue& epilogue);
 
 }  // namespace onnx_light::runtime::kernels::simd
