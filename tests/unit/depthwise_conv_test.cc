@@ -348,6 +348,9 @@ void check_fixed_rows(const simd::DwconvF32Kernels& fixed, void (*row)(const sim
         std::vector<float> expect(static_cast<std::size_t>(2 * n), 7.0f), got(expect);
         simd::DwconvF32Row r{src.data(), weights.data(), kh * kw, n, 0.25f, with_z ? z.data() : nullptr,
                              activation, 0.2f, 0.6f, expect.data()};
+        r.post_affine = n % 2 == 1;  // odd widths with the post affine, even without
+        r.post_scale = 1.5f;
+        r.post_shift = -0.25f;
         row(r);
         r.y = got.data();
         fixed.row(r);

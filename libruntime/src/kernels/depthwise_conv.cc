@@ -90,11 +90,7 @@ int simd_activation_code(Activation a) {
   }
 }
 
-int simd_activation(const Epilogue& e) {
-  if (e.post_affine) return simd::dwconv_f32_none;  // the row stores no affine: apply_activation after it
-  const int code = simd_activation_code(e.activation);
-  return code < 0 ? simd::dwconv_f32_none : code;
-}
+
 
 // The portable row: the same sums in the same order, without FMA.
 void portable_row(const simd::DwconvF32Row& r) {
@@ -299,8 +295,12 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
 #else
   isa = DepthwiseIsa::portable;
 #endif
-  const int row_activation = isa == DepthwiseIsa::portable ? simd::dwconv_f32_none : simd_activation(c.epilogue);
-  const bool activation_after = row_activation == simd::dwconv_f32_none && !c.epilogue.is_identity();
+  // The vector rows store the activation and post affine where they have the activation; else (and
+  // in the portable rows) a scalar pass over the stored row applies them: the same expressions.
+  const int code = isa == DepthwiseIsa::portable ? -1 : simd_activation_code(c.epilogue.activation);
+  const int row_activation = code < 0 ? simd::dwconv_f32_none : code;
+  const bool row_affine = code >= 0 && c.epilogue.post_affine;
+  const bool activation_after = code < 0 && !c.epilogue.is_identity();
 #if defined(ONNX_LIGHT_X86_SIMD)
   if (depthwise_runs_blocked(c, isa)) {
     run_blocked(execution, c, blocked_functions(isa), admitted, workspace);
@@ -348,7 +348,8 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
       }
       simd::DwconvF32Row row{src.data(), c.w + map * l.taps, l.taps, c.out_w,
                              c.bias != nullptr ? c.bias[map] : 0.0f, nullptr, row_activation,
-                             c.epilogue.alpha, c.epilogue.beta, nullptr};
+                             c.epilogue.alpha, c.epilogue.beta, nullptr, row_affine, c.epilogue.post_scale,
+                             c.epilogue.post_shift};
       if (flat) {
         for (std::size_t t = 0; t < src.size(); ++t) src[t] = base + l.tap_row[t] * l.phase_width + l.tap_column[t];
         row.n = flat_n;

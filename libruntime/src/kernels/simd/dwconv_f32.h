@@ -28,9 +28,12 @@ struct DwconvF32Row {
   int activation;
   float alpha, beta;
   float* y;
+  // After the activation: v * post_scale + post_shift as two roundings (the Mul and Add it replaces).
+  bool post_affine = false;
+  float post_scale = 1.0f, post_shift = 0.0f;
 };
 
-// y[j] = act((acc + bias) + z[j]) for j < n, acc the fma chain over t ascending of src[t][j] *
+// y[j] = act((acc + bias) + z[j]) (then the post affine when set) for j < n, acc the fma chain over t ascending of src[t][j] *
 // weights[t] from 0 (z omitted when null; act the identity for dwconv_f32_none);
 // the chain is the same for every j, so results do not depend on where a vector starts.
 void dwconv_f32_row_avx2(const DwconvF32Row& row);

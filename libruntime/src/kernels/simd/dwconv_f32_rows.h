@@ -14,7 +14,9 @@ inline typename Ops::V dwconv_epilogue(const DwconvF32Row& r, typename Ops::V ac
   using V = typename Ops::V;
   V v = Ops::add(acc, Ops::set1(r.bias));
   if (r.z != nullptr) v = Ops::add(v, z);
-  return apply_f32_activation<Ops>(r.activation, r.alpha, r.beta, v);
+  v = apply_f32_activation<Ops>(r.activation, r.alpha, r.beta, v);
+  if (r.post_affine) v = Ops::add(Ops::mul(v, Ops::set1(r.post_scale)), Ops::set1(r.post_shift));
+  return v;
 }
 
 template <typename Ops>
