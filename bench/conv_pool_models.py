@@ -28,6 +28,10 @@ MODELS = {
     # Small planes of the PaddleOCR models (ppocr_cls 48x192 input, ppocrv4_rec 48x320).
     "dw3x3s1_120x12x48": ("Conv", [1, 120, 12, 48], dict(group=120, pads=[1, 1, 1, 1]), [120, 1, 3, 3]),
     "dw3x3s1_288x6x24": ("Conv", [1, 288, 6, 24], dict(group=288, pads=[1, 1, 1, 1]), [288, 1, 3, 3]),
+    # The three PaddleOCR models' stems: 3 input channels, 3x3 stride 2 (group 1, dense).
+    "stem3x3s2_3to16x320x320": ("Conv", [1, 3, 320, 320], dict(pads=[1, 1, 1, 1], strides=[2, 2]), [16, 3, 3, 3]),
+    "stem3x3s2_3to16x48x320": ("Conv", [1, 3, 48, 320], dict(pads=[1, 1, 1, 1], strides=[2, 2]), [16, 3, 3, 3]),
+    "stem3x3s2_3to8x48x192": ("Conv", [1, 3, 48, 192], dict(pads=[1, 1, 1, 1], strides=[2, 2]), [8, 3, 3, 3]),
     # PP-OCRv4 det at 1x3x320x320: the large planes (cut into bands of rows by the blocked kernel).
     "dw3x3s1_16x160x160": ("Conv", [1, 16, 160, 160], dict(group=16, pads=[1, 1, 1, 1]), [16, 1, 3, 3]),
     "dw3x3s2_32x160x160": ("Conv", [1, 32, 160, 160], dict(group=32, pads=[1, 1, 1, 1], strides=[2, 2]), [32, 1, 3, 3]),

@@ -74,6 +74,11 @@ std::vector<ConvCase> conv_cases() {
       // Stride 1 (AVX-512: the implicit im2col, whose tile copy to Y applies Z and the activation).
       {"dense 3x3 stride 1, two k-blocks, batch 2", "pads = [1, 1, 0, 2]", {2, 40, 6, 7}, {20, 40, 3, 3},
        {2, 20, 5, 8}},
+      // Few input channels (SIMD: the direct kernel): a stem with two blocks of maps (the second
+      // partial) and rows of one full group of pixels plus a remainder; 4 channels at stride 1.
+      {"stem 3x3 stride 2, 18 maps", "strides = [2, 2], pads = [1, 1, 1, 1]", {1, 3, 9, 37}, {18, 3, 3, 3},
+       {1, 18, 5, 19}},
+      {"4 channels stride 1, batch 2", "pads = [1, 2, 0, 1]", {2, 4, 6, 20}, {9, 4, 3, 3}, {2, 9, 5, 21}},
   };
 }
 
@@ -264,18 +269,21 @@ TEST_CASE("conv_variant_names_the_path_that_ran") {
   for (const std::string implementation : {"avx2", "avx512"}) {
     if (!test::host_runs("Conv float32", is_conv_f32, implementation)) continue;
     CAPTURE(implementation);
-    // A dense Conv runs the packed GEMM, with stride 1 on AVX-512 over its padded input without
-    // an im2col; a group narrower than the register tile does not.
-    CHECK(variant_after_run(implementation, "pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {16, 4, 3, 3}) ==
+    const std::string blocked = implementation == "avx512" ? "blocked16_" : "blocked8_";
+    // A dense Conv (more than 4 input channels) runs the packed GEMM, with stride 1 on AVX-512 over
+    // its padded input without an im2col; a group narrower than the register tile does not.
+    CHECK(variant_after_run(implementation, "pads = [1, 1, 1, 1]", {1, 5, 6, 6}, {16, 5, 3, 3}) ==
           (implementation == "avx512" ? "implicit_gemm_" : "packed_gemm_") + implementation);
-    CHECK(variant_after_run(implementation, "pads = [1, 1, 1, 1], strides = [2, 2]", {1, 4, 6, 6}, {16, 4, 3, 3}) ==
+    CHECK(variant_after_run(implementation, "pads = [1, 1, 1, 1], strides = [2, 2]", {1, 5, 6, 6}, {16, 5, 3, 3}) ==
           "packed_gemm_" + implementation);
     CHECK(variant_after_run(implementation, "group = 2", {1, 4, 6, 6}, {4, 2, 3, 3}) == "portable_loop");
-    // One group thinner than the register tile (a stem Conv 3 -> 5 maps, a 1x1 down to 5 maps):
-    // still one GEMM per image, so the packed path with a partial tile; it matches the portable loop.
+    // One group thinner than the register tile (a Conv 5 -> 5 maps, a 1x1 down to 5 maps): still
+    // one GEMM per image, so the packed path with a partial tile; a stem (3 channels) runs the
+    // direct kernel with a partial block of maps. Each matches the portable loop.
     for (const auto& [attributes, x, w, variant] :
          std::vector<std::tuple<std::string, Shape, Shape, std::string>>{
-             {"strides = [2, 2], pads = [1, 1, 1, 1]", {1, 3, 11, 19}, {5, 3, 3, 3}, "packed_gemm_"},
+             {"strides = [2, 2], pads = [1, 1, 1, 1]", {1, 5, 11, 19}, {5, 5, 3, 3}, "packed_gemm_"},
+             {"strides = [2, 2], pads = [1, 1, 1, 1]", {1, 3, 11, 19}, {5, 3, 3, 3}, "direct_3x3s2_" + blocked},
              {"", {2, 24, 5, 7}, {5, 24, 1, 1}, "pointwise_gemm_"}}) {
       CAPTURE(w);
       const DirectRun fast = direct_run(implementation, attributes, x, w);
@@ -289,13 +297,18 @@ TEST_CASE("conv_variant_names_the_path_that_ran") {
     }
     // Depthwise (one input channel per group, any multiplier, 2-D) runs the depthwise kernels:
     // channel-blocked on small planes, the rows on wide stride-1 planes.
-    const std::string blocked = implementation == "avx512" ? "blocked16_" : "blocked8_";
     CHECK(variant_after_run(implementation, "group = 4, pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {4, 1, 3, 3}) ==
           "dwconv_3x3s1_" + blocked + implementation);
     CHECK(variant_after_run(implementation, "group = 4, dilations = [2, 2]", {1, 4, 9, 9}, {8, 1, 3, 3}) ==
           "dwconv_3x3s1d2_" + blocked + implementation);
     CHECK(variant_after_run(implementation, "group = 2, pads = [1, 1, 1, 1]", {1, 2, 120, 120}, {2, 1, 3, 3}) ==
           "dwconv_3x3s1_" + implementation);
+    // A dense Conv with at most 4 input channels (a stem) runs the direct kernel, 1x1 the GEMM.
+    CHECK(variant_after_run(implementation, "strides = [2, 2], pads = [1, 1, 1, 1]", {1, 3, 12, 12}, {16, 3, 3, 3}) ==
+          "direct_3x3s2_" + blocked + implementation);
+    CHECK(variant_after_run(implementation, "", {1, 3, 12, 12}, {16, 3, 1, 1}) == "pointwise_gemm_" + implementation);
+    CHECK(variant_after_run(implementation, "pads = [1, 1, 1, 1]", {1, 5, 12, 12}, {16, 5, 3, 3}) !=
+          "direct_3x3s1_" + blocked + implementation);
     // 1x1, stride 1, no pads: X's rows are the GEMM's B. With an A too large to pack B inside
     // the tasks (520 x 256 floats), B is packed in a region of its own; both match the portable loop.
     for (const Shape& w : {Shape{24, 40, 1, 1}, Shape{520, 256, 1, 1}}) {

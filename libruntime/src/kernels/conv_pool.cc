@@ -16,6 +16,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/epilogue.h"
 #include "kernels/depthwise_conv.h"
+#include "kernels/direct_conv.h"
 #include "kernels/scratch_slots.h"
 #include "kernels/gemm_core.h"
 #include "kernels/isa_requirements.h"
@@ -237,8 +238,8 @@ ConvRun check_conv(KernelExecution& execution, const SpatialAttributes& attrs, i
 
 // A 2-D float32 Conv whose groups each hold one input channel (depthwise, any multiplier) as the
 // depthwise kernel's problem; nullopt for anything else.
-std::optional<DepthwiseConv> depthwise_of(const ConvRun& r, int64_t group, const ConvFusion& fusion) {
-  if (r.g.rank != 2 || group != r.channels || r.group_channels != 1 || r.y->element_count() == 0) return std::nullopt;
+// A 2-D float32 Conv run as the plane kernels' problem (depthwise_conv.h, direct_conv.h).
+DepthwiseConv plane_conv_of(const ConvRun& r, const ConvFusion& fusion) {
   const Geometry& g = r.g;
   DepthwiseConv c;
   c.batch = r.batch;
@@ -263,6 +264,23 @@ std::optional<DepthwiseConv> depthwise_of(const ConvRun& r, int64_t group, const
   c.y = r.y->data<float>();
   c.epilogue = fusion.epilogue;
   return c;
+}
+
+std::optional<DepthwiseConv> depthwise_of(const ConvRun& r, int64_t group, const ConvFusion& fusion) {
+  if (r.g.rank != 2 || group != r.channels || r.group_channels != 1 || r.y->element_count() == 0) return std::nullopt;
+  return plane_conv_of(r, fusion);
+}
+
+// A dense 2-D Conv with few input channels (a stem) for the direct kernel; nullopt for anything
+// else, and for 1x1 stride-1 unpadded Convs (the pointwise GEMM reads X as it is).
+std::optional<DirectConv> direct_of(const ConvRun& r, int64_t group, const ConvFusion& fusion) {
+  if (r.g.rank != 2 || group != 1 || r.channels > kDirectConvMaxChannels || r.y->element_count() == 0)
+    return std::nullopt;
+  const Geometry& g = r.g;
+  if (g.kernel[0] == 1 && g.kernel[1] == 1 && g.stride[0] == 1 && g.stride[1] == 1 && g.pad_begin[0] == 0 &&
+      g.pad_begin[1] == 0 && g.pad_end[0] == 0 && g.pad_end[1] == 0)
+    return std::nullopt;
+  return plane_conv_of(r, fusion);
 }
 
 // Runs a depthwise Conv and returns its variant label, kept in `label`.
@@ -658,6 +676,15 @@ class PackedConvKernel final : public Kernel {
     const ConvRun r = check_conv(execution, attrs_, group_, ElementType::float32, out_shape_);
     if (r.y->element_count() == 0) return;
     const Geometry& g = r.g;
+    if (const auto direct = direct_of(r, group_, fusion_)) {
+      const DirectConvIsa isa = std::string_view(isa_.name) == "avx512" ? DirectConvIsa::avx512 : DirectConvIsa::avx2;
+      run_direct_conv(execution, *direct, isa,
+                      execution.admitted_threads(r.batch * r.maps * g.out_size * r.depth, minimum_macs_),
+                      direct_workspace_);
+      direct_conv_variant(*direct, isa, direct_label_);
+      last_variant_ = direct_label_;
+      return;
+    }
     // 1x1, stride 1, no pads: the im2col matrix is X's rows themselves, packed by the ISA's own
     // B packer (inside the GEMM tasks when A is small) instead of gathered position by position.
     bool pointwise = true;
@@ -797,6 +824,8 @@ class PackedConvKernel final : public Kernel {
   PackedBuffer patches_;  // the packed im2col panels of one (image, group), reused across runs
   PackedBuffer padded_, scratch_c_;  // the implicit path's padded input and padded-domain result
   std::vector<const float*> b_rows_;  // its implicit im2col rows
+  DirectConvWorkspace direct_workspace_;  // the few-channel direct path (stems)
+  std::string direct_label_;
   ConvKernel<float> thin_groups_;
   std::string variant_, pointwise_variant_, implicit_variant_;
   std::string_view last_variant_;

@@ -77,18 +77,6 @@ void fill_phases(const DepthwiseConv& c, const Layout& l, const float* plane, fl
   }
 }
 
-// The SIMD code of an activation, or -1 when only the scalar pass has it (sigmoid, tanh, silu).
-int simd_activation_code(Activation a) {
-  switch (a) {
-    case Activation::identity: return simd::dwconv_f32_none;
-    case Activation::relu: return simd::dwconv_f32_relu;
-    case Activation::clip: return simd::dwconv_f32_clip;
-    case Activation::leaky_relu: return simd::dwconv_f32_leaky_relu;
-    case Activation::hard_sigmoid: return simd::dwconv_f32_hard_sigmoid;
-    case Activation::hard_swish: return simd::dwconv_f32_hard_swish;
-    default: return -1;
-  }
-}
 
 
 
@@ -138,7 +126,7 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
   const int64_t L = f.lanes;
   // The activation and post affine in the vector code where it has the activation, else a scalar
   // pass over the stored planes afterwards (apply_activation): the same expressions either way.
-  const int code = simd_activation_code(c.epilogue.activation);
+  const int code = f32_activation_code(c.epilogue.activation);
   simd::DwconvF32Epilogue epilogue;
   if (code >= 0)
     epilogue = {code, c.epilogue.alpha, c.epilogue.beta, c.epilogue.post_affine, c.epilogue.post_scale,
@@ -297,7 +285,7 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
 #endif
   // The vector rows store the activation and post affine where they have the activation; else (and
   // in the portable rows) a scalar pass over the stored row applies them: the same expressions.
-  const int code = isa == DepthwiseIsa::portable ? -1 : simd_activation_code(c.epilogue.activation);
+  const int code = isa == DepthwiseIsa::portable ? -1 : f32_activation_code(c.epilogue.activation);
   const int row_activation = code < 0 ? simd::dwconv_f32_none : code;
   const bool row_affine = code >= 0 && c.epilogue.post_affine;
   const bool activation_after = code < 0 && !c.epilogue.is_identity();

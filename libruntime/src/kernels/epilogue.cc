@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/simd/activation_f32.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
@@ -117,6 +118,18 @@ void apply_activation_only(const Epilogue& e, float* values, int64_t n) {
 }
 
 }  // namespace
+
+int f32_activation_code(Activation a) {
+  switch (a) {
+    case Activation::identity: return simd::f32_activation_none;
+    case Activation::relu: return simd::f32_activation_relu;
+    case Activation::clip: return simd::f32_activation_clip;
+    case Activation::leaky_relu: return simd::f32_activation_leaky_relu;
+    case Activation::hard_sigmoid: return simd::f32_activation_hard_sigmoid;
+    case Activation::hard_swish: return simd::f32_activation_hard_swish;
+    default: return -1;
+  }
+}
 
 void apply_activation(const Epilogue& e, float* values, int64_t n) {
   apply_activation_only(e, values, n);

@@ -48,6 +48,10 @@ Epilogue parse_epilogue_attributes(const KernelCreateInfo& info);
 // The ONNX op type and params that `parse_epilogue` accepts for an activation, for the optimizer.
 std::string_view activation_name(Activation activation);
 
+// The vector loops' code for an activation (simd/activation_f32.h), or -1 where only the scalar
+// pass (apply_activation) has it: sigmoid, tanh, silu.
+int f32_activation_code(Activation activation);
+
 // Applies the activation and the post affine in place to n contiguous values (no bias, no residual).
 void apply_activation(const Epilogue& epilogue, float* values, int64_t n);
 
