@@ -238,6 +238,66 @@ TEST_CASE("exp_matches_std_exp_within_2ulp") {
     CHECK(outs[21] == 7.0f);
   }
 }
+TEST_CASE("sigmoid_and_exp_spans_match_the_portable_kernels_within_4_and_2_ulp") {
+  // The Sigmoid and Exp kernels of the avx2 / avx512 implementations: every 4099th float in
+  // [-110, 110] and an even sweep over [-30, 30] (where sigmoid is neither 0 nor 1), against the
+  // portable kernels' expressions in double rounded once.
+  std::vector<float> xs;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) {
+    const auto b = static_cast<uint32_t>(bits);
+    float x;
+    std::memcpy(&x, &b, 4);
+    if (x >= -110.0f && x <= 110.0f) xs.push_back(x);
+  }
+  for (int i = 0; i <= 200000; ++i) xs.push_back(-30.0f + 60.0f * static_cast<float>(i) / 2e5f);
+  const auto n = static_cast<int64_t>(xs.size());
+  const CpuFeatures& f = host_cpu_features();
+  namespace simd = onnx_light::runtime::kernels::simd;
+  struct Variant {
+    const char* name;
+    void (*fn)(const float*, float*, int64_t, bool);
+    bool available;
+    bool sigmoid;
+  };
+  const bool avx2 = f.avx2 && f.fma3, avx512 = f.avx512f && f.avx512vl && f.avx512bw && avx2;
+  const Variant variants[] = {{"sigmoid_f32_avx2", simd::sigmoid_f32_avx2, avx2, true},
+                              {"sigmoid_f32_avx512", simd::sigmoid_f32_avx512, avx512, true},
+                              {"exp_span_f32_avx2", simd::exp_span_f32_avx2, avx2, false},
+                              {"exp_span_f32_avx512", simd::exp_span_f32_avx512, avx512, false}};
+  for (const Variant& v : variants) {
+    if (!v.available) {
+      test::report_untested(v.name, std::string(v.name).find("avx512") != std::string::npos ? "avx512" : "avx2",
+                            "the host lacks the features");
+      continue;
+    }
+    const std::string name = v.name;
+    CAPTURE(name);
+    std::vector<float> y(xs.size());
+    v.fn(xs.data(), y.data(), n, false);
+    int64_t worst = 0;
+    float worst_x = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = xs[static_cast<std::size_t>(i)];
+      const float ref = v.sigmoid ? static_cast<float>(1.0 / (1.0 + std::exp(-x))) : std::exp(xs[static_cast<std::size_t>(i)]);
+      const int64_t d = ulp_distance(y[static_cast<std::size_t>(i)], ref);
+      if (d > worst) worst = d, worst_x = xs[static_cast<std::size_t>(i)];
+    }
+    MESSAGE(fmt::format("{}: worst {} ulp at x = {:.9g}", v.name, worst, worst_x));
+    CHECK(worst <= (v.sigmoid ? 4 : 2));
+    if (!v.sigmoid) continue;
+    const float special[] = {kNaN, -kInf, kInf, 0.0f, -0.0f, 100.0f, -100.0f};
+    float out[7];
+    v.fn(special, out, 7, true);
+    CHECK(std::isnan(out[0]));
+    CHECK(out[1] == 0.0f);
+    CHECK(out[2] == 1.0f);
+    CHECK(out[3] == 0.5f);
+    CHECK(out[4] == 0.5f);
+    CHECK(out[5] == 1.0f);
+    CHECK(out[6] > 0.0f);  // 3.7e-44, a subnormal, as the portable e / (1 + e)
+    CHECK(out[6] < 1e-43f);
+  }
+}
 #endif
 
 TEST_CASE("row_len_lt_vector") {

@@ -9,6 +9,7 @@
 #include "kernels/integer_math.h"
 #include "kernels/isa_requirements.h"
 #include "kernels/simd_elementwise.h"
+#include "kernels/simd/softmax_f32.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
@@ -220,11 +221,18 @@ void for_float_types(F&& f) {
 void register_unary_kernels(KernelTable& table) {
   // Abs carries tuning ABI 2: its threshold's default moved when the kernel became vectorisable.
   const ElementwiseSpec abs_spec{"Abs", {6}, 2, 32768}, neg_spec{"Neg", {6}}, relu_spec{"Relu", {6}};
+  const ElementwiseSpec exp_spec{"Exp", {6}}, sigmoid_spec{"Sigmoid", {6}};
 #if ONNX_LIGHT_X86_SIMD
   // Span loops first: the table prefers them wherever the host has the features.
   add_span_unary(table, abs_spec, "avx2", needs_avx2_fma, simd::abs_f32_avx2);
   add_span_unary(table, neg_spec, "avx2", needs_avx2_fma, simd::neg_f32_avx2);
   add_span_unary(table, relu_spec, "avx2", needs_avx2_fma, simd::relu_f32_avx2);
+  // Exp and Sigmoid with a polynomial exp (within 2 and 4 ulp of the portable kernels, not bit for
+  // bit: their own implementation keys): the portable loop calls std::exp per element.
+  add_span_unary(table, exp_spec, "avx512", needs_avx512, simd::exp_span_f32_avx512);
+  add_span_unary(table, exp_spec, "avx2", needs_avx2_fma, simd::exp_span_f32_avx2);
+  add_span_unary(table, sigmoid_spec, "avx512", needs_avx512, simd::sigmoid_f32_avx512);
+  add_span_unary(table, sigmoid_spec, "avx2", needs_avx2_fma, simd::sigmoid_f32_avx2);
 #endif
   for_each_type<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
                 uint64_t>([&](auto t) {
@@ -251,7 +259,7 @@ void register_unary_kernels(KernelTable& table) {
     using T = decltype(t);
     add_unary<T>(table, {"Reciprocal", {6}}, no_attributes(ReciprocalOp{}));
     add_unary<T>(table, {"Sqrt", {6}}, no_attributes(SqrtOp{}));
-    add_unary<T>(table, {"Exp", {6}}, no_attributes(ExpOp{}));
+    add_unary<T>(table, exp_spec, no_attributes(ExpOp{}));
     add_unary<T>(table, {"Log", {6}}, no_attributes(LogOp{}));
     add_unary<T>(table, {"Sin", {7}}, no_attributes(SinOp{}));
     add_unary<T>(table, {"Cos", {7}}, no_attributes(CosOp{}));
@@ -268,7 +276,7 @@ void register_unary_kernels(KernelTable& table) {
     add_unary<T>(table, {"Floor", {6}}, no_attributes(FloorOp{}));
     add_unary<T>(table, {"Ceil", {6}}, no_attributes(CeilOp{}));
     add_unary<T>(table, {"Round", {11}}, no_attributes(RoundOp{}));
-    add_unary<T>(table, {"Sigmoid", {6}}, no_attributes(SigmoidOp{}));
+    add_unary<T>(table, sigmoid_spec, no_attributes(SigmoidOp{}));
     add_unary<T>(table, {"Tanh", {6}}, no_attributes(TanhOp{}));
     add_unary<T>(table, {"Softplus", {1}}, no_attributes(SoftplusOp{}));
     add_unary<T>(table, {"Softsign", {1}}, no_attributes(SoftsignOp{}));

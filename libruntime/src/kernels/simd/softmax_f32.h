@@ -12,6 +12,15 @@ namespace onnx_light::runtime::kernels::simd {
 void exp_f32_avx2(const float* x, float* y, int64_t n);
 void exp_f32_avx512(const float* x, float* y, int64_t n);
 
+// Exp and Sigmoid as elementwise kernels (simd/elementwise_f32.h's UnarySpanFunction: `streaming`
+// is accepted and ignored, the loads of exp dominate). exp as exp_f32_* above. sigmoid(x) =
+// 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0, e = exp(-|x|) (the portable kernel's split, so
+// exp never overflows): within 4 ulp of the portable kernel; sigmoid(+-inf) = 1, 0; NaN propagates.
+void exp_span_f32_avx2(const float* x, float* y, int64_t n, bool streaming);
+void exp_span_f32_avx512(const float* x, float* y, int64_t n, bool streaming);
+void sigmoid_f32_avx2(const float* x, float* y, int64_t n, bool streaming);
+void sigmoid_f32_avx512(const float* x, float* y, int64_t n, bool streaming);
+
 // The exp used inside Softmax, whose arguments are x - max <= 0: within 2 ulp of std::exp for
 // x >= -87.33654 (ln FLT_MIN), exactly 0 below (and for -inf); NaN propagates.
 void exp_nonpositive_f32_avx2(const float* x, float* y, int64_t n);

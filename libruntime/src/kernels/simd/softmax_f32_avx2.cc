@@ -122,6 +122,17 @@ struct Avx2 {
 void exp_f32_avx2(const float* x, float* y, int64_t n) {
   map<Avx2>(x, y, n, [](__m256 v) { return Avx2::exp_general(v); });
 }
+void exp_span_f32_avx2(const float* x, float* y, int64_t n, bool) { exp_f32_avx2(x, y, n); }
+
+void sigmoid_f32_avx2(const float* x, float* y, int64_t n, bool) {
+  map<Avx2>(x, y, n, [](__m256 v) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 e = Avx2::exp_general(_mm256_or_ps(v, _mm256_set1_ps(-0.0f)));  // exp(-|x|), in [0, 1]
+    const __m256 numerator = _mm256_blendv_ps(one, e, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+    return _mm256_div_ps(numerator, _mm256_add_ps(one, e));
+  });
+}
+
 void exp_nonpositive_f32_avx2(const float* x, float* y, int64_t n) {
   map<Avx2>(x, y, n, [](__m256 v) { return Avx2::exp_nonpositive(v); });
 }

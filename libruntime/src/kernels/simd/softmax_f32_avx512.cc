@@ -109,6 +109,19 @@ struct Avx512 {
 void exp_f32_avx512(const float* x, float* y, int64_t n) {
   map<Avx512>(x, y, n, [](__m512 v) { return Avx512::exp_general(v); });
 }
+void exp_span_f32_avx512(const float* x, float* y, int64_t n, bool) { exp_f32_avx512(x, y, n); }
+
+void sigmoid_f32_avx512(const float* x, float* y, int64_t n, bool) {
+  map<Avx512>(x, y, n, [](__m512 v) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    // exp(-|x|), in [0, 1]; the sign bit set with an integer OR (vorps needs AVX-512 DQ).
+    const __m512 e = exp_general(
+        _mm512_castsi512_ps(_mm512_or_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u)))));
+    const __m512 numerator = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), one, e);
+    return _mm512_div_ps(numerator, _mm512_add_ps(one, e));
+  });
+}
+
 void exp_nonpositive_f32_avx512(const float* x, float* y, int64_t n) {
   map<Avx512>(x, y, n, [](__m512 v) { return Avx512::exp_nonpositive(v); });
 }
