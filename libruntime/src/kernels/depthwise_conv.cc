@@ -126,12 +126,8 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
   const int64_t L = f.lanes;
   // The activation and post affine in the vector code where it has the activation, else a scalar
   // pass over the stored planes afterwards (apply_activation): the same expressions either way.
-  const int code = f32_activation_code(c.epilogue.activation);
-  simd::DwconvF32Epilogue epilogue;
-  if (code >= 0)
-    epilogue = {code, c.epilogue.alpha, c.epilogue.beta, c.epilogue.post_affine, c.epilogue.post_scale,
-                c.epilogue.post_shift};
-  const bool activation_after = code < 0;
+  bool activation_after = false;
+  const simd::DwconvF32Epilogue epilogue = vector_epilogue(c.epilogue, activation_after);
   const int64_t pitch = c.stride_w * (c.out_w - 1) + (c.kernel_w - 1) * c.dilation_w + 1;
   const int64_t reach = (c.kernel_h - 1) * c.dilation_h + 1;  // padded rows one output row reads
   const int64_t taps = c.kernel_h * c.kernel_w, multiplier = c.maps / c.channels;
@@ -152,31 +148,15 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
   slots.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
   const std::size_t in_floats = static_cast<std::size_t>(band_rows * pitch * L);
   const auto out_floats = static_cast<std::size_t>(band * c.out_w * L);
-  // Weights and bias by block, lanes past the maps zero: once per run, not per task.
-  workspace.blocked_weights.assign(static_cast<std::size_t>(blocks_per_image * taps * L), 0.0f);
-  workspace.blocked_bias.assign(static_cast<std::size_t>(blocks_per_image * L), 0.0f);
-  for (int64_t map = 0; map < c.maps; ++map) {
-    const int64_t block = map / L, lane = map % L;
-    if (c.bias != nullptr) workspace.blocked_bias[static_cast<std::size_t>(block * L + lane)] = c.bias[map];
-    for (int64_t t = 0; t < taps; ++t)
-      workspace.blocked_weights[static_cast<std::size_t>((block * taps + t) * L + lane)] = c.w[map * taps + t];
-  }
+  pack_weights_by_block(c.w, c.bias, c.maps, taps, L, workspace.blocked_weights, workspace.blocked_bias);
   // The pad columns are never written by a reorder: zeroed once per layout. Pad rows move with the
   // band and are zeroed by each task, unless the plane is one band (then they are fixed too).
   const bool one_band = bands == 1;
-  const std::array<int64_t, 8> signature{pitch, c.pad_left, c.in_w, L, static_cast<int64_t>(in_floats),
-                                         one_band ? c.pad_top : -1, one_band ? c.in_h : -1, one_band ? band_rows : -1};
+  const PaddedScratch::Layout layout{pitch, c.pad_left, c.in_w, L, one_band ? c.pad_top : -1, one_band ? c.in_h : -1,
+                                     one_band ? band_rows : -1, -1};
   for (std::size_t i = 0; i < slots.size(); ++i) {
     DepthwiseWorkspace::Slot& s = slots[i];
-    if (s.blocked_in_floats < in_floats) {
-      s.blocked_in.grow(in_floats);
-      s.blocked_in_floats = in_floats;
-      s.blocked_signature = {};
-    }
-    if (s.blocked_signature != signature) {
-      std::fill(s.blocked_in.data(), s.blocked_in.data() + in_floats, 0.0f);
-      s.blocked_signature = signature;
-    }
+    s.blocked_in.prepare(in_floats, layout);
     if (s.blocked_out_floats < out_floats) {
       s.blocked_out.grow(out_floats);
       s.blocked_out_floats = out_floats;
@@ -242,17 +222,22 @@ bool depthwise_runs_blocked(const DepthwiseConv& c, DepthwiseIsa isa) {
 #endif
 }
 
-void depthwise_variant(const DepthwiseConv& c, DepthwiseIsa isa, std::string& out) {
-  const char* name = isa == DepthwiseIsa::avx512 ? "avx512" : isa == DepthwiseIsa::avx2 ? "avx2" : "portable";
-  out.clear();
+void append_plane_geometry(const DepthwiseConv& c, std::string& out) {
   auto it = std::back_inserter(out);
-  fmt::format_to(it, "dwconv_{}x{}", c.kernel_h, c.kernel_w);
+  fmt::format_to(it, "{}x{}", c.kernel_h, c.kernel_w);
   if (c.stride_h == c.stride_w) fmt::format_to(it, "s{}", c.stride_h);
   else fmt::format_to(it, "s{}x{}", c.stride_h, c.stride_w);
   if (c.dilation_h != 1 || c.dilation_w != 1) {
     if (c.dilation_h == c.dilation_w) fmt::format_to(it, "d{}", c.dilation_h);
     else fmt::format_to(it, "d{}x{}", c.dilation_h, c.dilation_w);
   }
+}
+
+void depthwise_variant(const DepthwiseConv& c, DepthwiseIsa isa, std::string& out) {
+  const char* name = isa == DepthwiseIsa::avx512 ? "avx512" : isa == DepthwiseIsa::avx2 ? "avx2" : "portable";
+  out = "dwconv_";
+  append_plane_geometry(c, out);
+  auto it = std::back_inserter(out);
   if (depthwise_runs_blocked(c, isa)) fmt::format_to(it, "_blocked{}", isa == DepthwiseIsa::avx512 ? 16 : 8);
   fmt::format_to(it, "_{}", name);
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/epilogue.h"
+#include "kernels/blocked_maps.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/scratch_slots.h"
 #include "onnx_light/runtime/kernel.h"
@@ -50,11 +51,10 @@ struct DepthwiseWorkspace {
     std::array<int64_t, 8> signature{};  // the layout whose pads `plane` holds as zeros
     std::vector<float> flat;   // a narrow plane's outputs at the padded pitch
     std::vector<const float*> src, below;
-    // The channel-blocked path: a block's padded input and output (64-byte aligned: every pixel
-    // is one vector load, and a load split across cache lines costs two), weights and bias by lane.
-    PackedBuffer blocked_in, blocked_out;
-    std::size_t blocked_in_floats = 0, blocked_out_floats = 0;
-    std::array<int64_t, 8> blocked_signature{};  // the layout whose pads `blocked_in` holds as zeros
+    // The channel-blocked path: a band's padded blocked input and its blocked outputs.
+    PaddedScratch blocked_in;
+    PackedBuffer blocked_out;
+    std::size_t blocked_out_floats = 0;
     std::vector<const float*> in_planes, z_planes;
     std::vector<float*> out_planes;
   };
@@ -72,6 +72,9 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& conv, D
 
 // Whether run_depthwise_conv takes the channel-blocked path (simd/dwconv_f32_blocked.h).
 bool depthwise_runs_blocked(const DepthwiseConv& conv, DepthwiseIsa isa);
+
+// "3x3s2", "5x5s2x1d2": kernel, stride and dilation as the plane kernels' labels spell them.
+void append_plane_geometry(const DepthwiseConv& conv, std::string& out);
 
 // "dwconv_3x3s1_avx512", "dwconv_5x5s2_blocked16_avx512", "dwconv_5x5s2_portable": what
 // run_depthwise_conv ran, for Kernel::variant().

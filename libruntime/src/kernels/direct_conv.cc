@@ -1,9 +1,6 @@
 #include "kernels/direct_conv.h"
 
 #include <algorithm>
-#include <iterator>
-
-#include <fmt/format.h>
 
 #if defined(ONNX_LIGHT_X86_SIMD)
 #include "kernels/simd/conv_f32_direct.h"
@@ -20,15 +17,8 @@ constexpr int64_t kDirectBandBytes = 384 * 1024;
 }  // namespace
 
 void direct_conv_variant(const DirectConv& c, DirectConvIsa isa, std::string& out) {
-  out.clear();
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, "direct_{}x{}", c.kernel_h, c.kernel_w);
-  if (c.stride_h == c.stride_w) fmt::format_to(it, "s{}", c.stride_h);
-  else fmt::format_to(it, "s{}x{}", c.stride_h, c.stride_w);
-  if (c.dilation_h != 1 || c.dilation_w != 1) {
-    if (c.dilation_h == c.dilation_w) fmt::format_to(it, "d{}", c.dilation_h);
-    else fmt::format_to(it, "d{}x{}", c.dilation_h, c.dilation_w);
-  }
+  out = "direct_";
+  append_plane_geometry(c, out);
   out += isa == DirectConvIsa::avx512 ? "_blocked16_avx512" : "_blocked8_avx2";
 }
 
@@ -52,12 +42,8 @@ void run_direct_conv(KernelExecution& execution, const DirectConv& c, DirectConv
   const int64_t band_rows = c.stride_h * (band - 1) + reach;
   // Residual, activation and post affine in the vector store where it has the activation, else
   // the activation and affine in a scalar pass after it: the same expressions.
-  const int code = f32_activation_code(c.epilogue.activation);
-  simd::DwconvF32Epilogue epilogue;
-  if (code >= 0)
-    epilogue = {code, c.epilogue.alpha, c.epilogue.beta, c.epilogue.post_affine, c.epilogue.post_scale,
-                c.epilogue.post_shift};
-  const bool activation_after = code < 0;
+  bool activation_after = false;
+  const simd::DwconvF32Epilogue epilogue = vector_epilogue(c.epilogue, activation_after);
   const bool residual = c.z != nullptr;
 
   std::vector<int64_t>& offsets = workspace.tap_offsets;
@@ -66,30 +52,15 @@ void run_direct_conv(KernelExecution& execution, const DirectConv& c, DirectConv
     for (int64_t ky = 0; ky < c.kernel_h; ++ky)
       for (int64_t kx = 0; kx < c.kernel_w; ++kx)
         offsets.push_back((ch * band_rows + ky * c.dilation_h) * pitch + kx * c.dilation_w);
-  workspace.weights.assign(static_cast<std::size_t>(blocks_per_image * taps * L), 0.0f);
-  workspace.bias.assign(static_cast<std::size_t>(blocks_per_image * L), 0.0f);
-  for (int64_t map = 0; map < c.maps; ++map) {
-    const int64_t block = map / L, lane = map % L;
-    if (c.bias != nullptr) workspace.bias[static_cast<std::size_t>(block * L + lane)] = c.bias[map];
-    for (int64_t t = 0; t < taps; ++t)
-      workspace.weights[static_cast<std::size_t>((block * taps + t) * L + lane)] = c.w[map * taps + t];
-  }
+  pack_weights_by_block(c.w, c.bias, c.maps, taps, L, workspace.weights, workspace.bias);
   ScratchSlots<DirectConvWorkspace::Slot>& slots = workspace.slots;
   slots.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
   const auto padded_floats = static_cast<std::size_t>(c.channels * band_rows * pitch);
   // Pad columns are never written by the row copies: zeroed once per layout; pad rows per task.
-  const std::array<int64_t, 6> signature{pitch, c.pad_left, c.in_w, c.channels, band_rows, static_cast<int64_t>(padded_floats)};
+  const PaddedScratch::Layout layout{pitch, c.pad_left, c.in_w, c.channels, band_rows, -1, -1, -1};
   for (std::size_t i = 0; i < slots.size(); ++i) {
     DirectConvWorkspace::Slot& s = slots[i];
-    if (s.padded_floats < padded_floats) {
-      s.padded.grow(padded_floats);
-      s.padded_floats = padded_floats;
-      s.signature = {};
-    }
-    if (s.signature != signature) {
-      std::fill(s.padded.data(), s.padded.data() + padded_floats, 0.0f);
-      s.signature = signature;
-    }
+    s.padded.prepare(padded_floats, layout);
     s.z_planes.resize(static_cast<std::size_t>(L));
     s.out_planes.resize(static_cast<std::size_t>(L));
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/blocked_maps.h"
 #include "kernels/depthwise_conv.h"
 #include "kernels/epilogue.h"
 #include "kernels/packed_gemm.h"
@@ -27,9 +28,7 @@ enum class DirectConvIsa { avx2, avx512 };
 
 struct DirectConvWorkspace {
   struct Slot {
-    PackedBuffer padded;  // a band's padded input rows, channel-major
-    std::size_t padded_floats = 0;
-    std::array<int64_t, 6> signature{};  // the layout whose pad columns `padded` holds as zeros
+    PaddedScratch padded;  // a band's padded input rows, channel-major
     std::vector<const float*> z_planes;
     std::vector<float*> out_planes;
   };
