@@ -81,7 +81,8 @@ void run_direct_conv(KernelExecution& execution, const DirectConv& c, DirectConv
           float* dst = padded + (ch * band_rows + r) * pitch;
           const int64_t in_row = r0 + r - c.pad_top;
           if (in_row < 0 || in_row >= c.in_h) std::fill(dst, dst + pitch, 0.0f);
-          else std::copy(plane + in_row * c.in_w, plane + in_row * c.in_w + copy_w, dst + c.pad_left);
+          else if (copy_w > 0)  // pads wider than the pitch: no input column is read
+            std::copy(plane + in_row * c.in_w, plane + in_row * c.in_w + copy_w, dst + c.pad_left);
         }
       }
       for (int64_t l = 0; l < L; ++l) {
