@@ -1,7 +1,10 @@
 #pragma once
 // 2-D depthwise convolution over float32 NCHW (group == input channels, one input channel per
 // group, any channel multiplier): Conv's fast path for the groups too thin for the packed GEMM.
-// Each (image, output map) plane is padded with zeros and split by the column stride's phase into
+// With AVX2 / AVX-512 most planes run channel-blocked (simd/dwconv_f32_blocked.h: 8 or 16 maps
+// per vector, reordered in and out per band of rows, as ORT's NCHWc depthwise); wide stride-1
+// planes and the portable implementation run the rows below (depthwise_runs_blocked decides).
+// Rows: each (image, output map) plane is padded with zeros and split by the column stride's phase into
 // a per-thread scratch once, so that every output row is a list of contiguous tap rows (no
 // division, no bounds test per output or per tap): the SIMD rows of simd/dwconv_f32.h, or a
 // portable loop; narrow stride-1 planes without a residual run as one flat row over the padded
@@ -12,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/epilogue.h"
 #include "kernels/blocked_maps.h"
+#include "kernels/epilogue.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/scratch_slots.h"
 #include "onnx_light/runtime/kernel.h"

@@ -4,7 +4,6 @@
 // rows). Its GEMM has a depth of channels x kernel (27 for a 3-channel 3x3 stem): too shallow for
 // the packed driver's packing to pay, while the direct loop runs one broadcast-FMA per tap for 16
 // maps at once. Results are independent of the thread count and the bands.
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
