@@ -9,6 +9,7 @@
 #include "calibrate_model.h"
 #include "calibration_svg.h"
 #include "cli_common.h"
+#include "cli_usage.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/tune/calibration.h"
 #include "onnx_light/tune/model_calibration.h"
@@ -24,7 +25,9 @@ struct CalibrateVerbOptions {
   bool all = false;
   int64_t max_duration_ms = tune::kDefaultCalibrationDurationMs;
   std::string max_memory = "64M";
-  bool save = true;
+  bool save = true;     // resolved from the two flags below
+  bool save_flag = false;
+  bool no_save = false;
   bool only_missing = false;
   std::vector<std::string> parameters;
   int repeat = 1;
@@ -75,10 +78,9 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
                            : o.force                                      ? "--force"
                                                                           : "";
     if (!conflict.empty()) {
-      *context.err << fmt::format("onnx-light-tune calibrate: --model chooses the keys from the model's nodes; it does not "
-                                  "take {} (see 'onnx-light-tune calibrate --help')\n",
-                                  conflict);
-      return kExitUsage;
+      throw UsageError(fmt::format("calibrate: --model chooses the keys from the model's nodes; it does not "
+                                  "take {} (see 'onnx-light-tune calibrate --help')",
+                                  conflict));
     }
     CalibrateModelOptions m;
     m.model_path = o.model_path;
@@ -93,14 +95,12 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
     return calibrate_model_verb(m, context);
   }
   if (!o.inputs.empty() || !o.dims.empty() || o.no_blocks) {
-    *context.err << "onnx-light-tune calibrate: --input, --dim and --no-blocks need --model\n";
-    return kExitUsage;
+    throw UsageError("calibrate: --input, --dim and --no-blocks need --model");
   }
   tune::CalibrationOptions options;
   for (auto& k : o.kernels) o.filters.kernels.push_back(k);
   if (o.all == !o.filters.kernels.empty()) {
-    *context.err << "onnx-light-tune calibrate: name kernels or give --all (see 'onnx-light-tune calibrate --help')\n";
-    return kExitUsage;
+    throw UsageError("calibrate: name kernels or give --all (see 'onnx-light-tune calibrate --help')");
   }
   options.selection = o.filters.selection();
   // Without --element-type a named kernel means its float key (what CI jobs time); --all means every type.
@@ -119,8 +119,7 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
   for (const auto& p : o.parameters) {
     auto eq = p.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
-      *context.err << fmt::format("onnx-light-tune calibrate: --parameter '{}' must look like NAME=V1,V2,...\n", p);
-      return kExitUsage;
+      throw UsageError(fmt::format("calibrate: --parameter '{}' must look like NAME=V1,V2,...", p));
     }
     std::vector<std::string> values;
     std::string rest = p.substr(eq + 1);
@@ -212,13 +211,14 @@ void register_calibrate(CLI::App& app, AppContext& context) {
   add_filter_flags(*verb, o->filters, ThreadsMeaning::session);
   CLI::Option* duration = verb->add_option("--max-duration-ms", o->max_duration_ms,
                    "Time budget for the whole run, in ms (hard limit); default 250, or 20000 with --model")
-      ->check(CLI::Range(int64_t{1}, int64_t{24} * 3600 * 1000))
+      ->check(integer_in_range(1, int64_t{24} * 3600 * 1000))
+      ->type_name("MS")
       ->default_val(tune::kDefaultCalibrationDurationMs);
   verb->add_option("--model", o->model_path,
                    "Calibrate the keys MODEL's nodes use, on the shapes they run at in it, and save only when the "
                    "whole model is not slower (binary .onnx or ONNX text)")
       ->type_name("MODEL")
-      ->check(CLI::ExistingFile);
+      ->check(existing_file());
   verb->add_option("-i,--input", o->inputs,
                    "With --model: NAME=FILE.npy or NAME=random[:SEED] (inputs not named are random)")
       ->type_name("NAME=SOURCE");
@@ -226,15 +226,20 @@ void register_calibrate(CLI::App& app, AppContext& context) {
       ->type_name("SYMBOL=SIZE");
   verb->add_flag("--no-blocks", o->no_blocks, "With --model: tune parallel thresholds only, not GEMM block sizes");
   verb->add_option("--max-memory", o->max_memory, "Memory budget for one case (K, M, G suffixes); larger cases are not run. The confirmation rounds keep a few smaller cases built beside the largest: at most 3x this in all")
+      ->check(byte_size())
+      ->type_name("BYTES")
       ->default_val("64M");
-  verb->add_flag("--save,!--no-save", o->save, "Merge results into the cache (default) or only publish in-process");
+  CLI::Option* save = verb->add_flag("--save", o->save_flag, "Merge the results into the cache (the default)");
+  CLI::Option* no_save = verb->add_flag("--no-save", o->no_save, "Only publish the results in this process; write nothing");
+  save->excludes(no_save);
   verb->add_flag("--only-missing", o->only_missing, "Skip keys that already have a profile for this host");
   verb->add_option("--parameter", o->parameters,
                    "Comparison mode: run NAME=V1,V2,... interleaved on the same cases (up to six sizes, each 8x the "
                    "work of the last, within the budgets); the first value is the baseline")
       ->type_name("NAME=V1,V2,...");
   verb->add_option("--repeat", o->repeat, "Run the whole search K times; report agreement, save the median pick")
-      ->check(CLI::Range(1, 1000))
+      ->check(integer_in_range(1, 1000))
+      ->type_name("K")
       ->default_val(1);
   verb->add_option("--report", o->report_path, "Write an SVG plot per key (times against size, crossover marked)")
       ->type_name("FILE.svg");
@@ -264,6 +269,7 @@ void register_calibrate(CLI::App& app, AppContext& context) {
       "  onnx-light-tune calibrate Abs --parameter parallel.minimum_elements=32768,16384,65536 --report abs.svg");
   verb->callback([o, duration, &context] {
     o->duration_given = duration->count() > 0;
+    o->save = !o->no_save;
     context.action = [o, &context] { return calibrate_verb(*o, context); };
   });
 }

@@ -1,4 +1,5 @@
 #include "cli_common.h"
+#include "cli_usage.h"
 
 #include <unistd.h>
 
@@ -30,7 +31,7 @@ std::optional<int64_t> FilterFlags::thread_count() const {
 int32_t element_type_number(const std::string& text) {
   const auto type = runtime::parse_element_type(text);
   if (!type || *type == runtime::ElementType::undefined) {
-    throw InvalidValueError(fmt::format("unknown element type '{}' (use a name such as float, double, int64, or "
+    throw UsageError(fmt::format("unknown element type '{}' (use a name such as float, double, int64, or "
                                         "a TensorProto.DataType number such as 1)",
                                         text));
   }
@@ -54,7 +55,7 @@ CLI::Validator element_type_validator() {
         }
         return {};
       },
-      "TYPE");
+      "");
 }
 
 void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads) {
@@ -77,7 +78,7 @@ void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads
                   threads == ThreadsMeaning::session
                       ? "Session thread count the values are for (default: one per physical core)"
                       : "Only profiles written for this thread count (0: one per physical core)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 16))
+      ->check(integer_in_range(0, int64_t{1} << 16))
       ->type_name("N");
   verb.add_flag("--json", flags.json, "Print the report as JSON (stable keys) instead of a table");
 }

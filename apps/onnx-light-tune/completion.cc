@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli_usage.h"
 #include "onnx_light/runtime/element_type.h"
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/tune/kernel_selection.h"
@@ -680,7 +681,7 @@ void register_completion(CLI::App& app, AppContext& context) {
   auto shell = std::make_shared<std::string>();
   CLI::App* verb = app.add_subcommand("completion", "Print a completion script for bash, zsh or fish");
   verb->group("");  // hidden: not a user-facing verb, used by the build and by packagers
-  verb->add_option("shell", *shell, "bash, zsh or fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  verb->add_option("shell", *shell, "bash, zsh or fish")->required()->check(one_of({"bash", "zsh", "fish"}));
   verb->footer(
       "The script is generated from this binary's verbs and options and from the runtime's kernel\n"
       "table; the build writes them to <build>/completions/ and 'cmake --install' installs them.\n"

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <exception>
+#include <new>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app_context.h"
+#include "cli_usage.h"
 #include "onnx_light/runtime/error.h"
 #include "verbs.h"
 #include "version_info.h"
@@ -41,8 +43,7 @@ void configure_logging(const AppContext& context) {
   spdlog::set_default_logger(logger);
 }
 
-int run_main(int argc, char** argv) {
-  AppContext context;
+int run_main(int argc, char** argv, AppContext& context) {
   CLI::App app{"onnx-light-tune: tune the CPU kernels of the onnx-light runtime and manage its tuning cache.",
                "onnx-light-tune"};
   app.footer(
@@ -56,6 +57,7 @@ int run_main(int argc, char** argv) {
       "  onnx-light-tune --cache ci.cache list --json\n"
       "Run 'onnx-light-tune <verb> --help' for a verb's options and examples, 'man onnx-light-tune-<verb>'\n"
       "for the details.");
+  app.formatter(std::make_shared<HelpFormatter>());
   app.require_subcommand(1);
   app.fallthrough();
   bool show_version = false;
@@ -65,8 +67,14 @@ int run_main(int argc, char** argv) {
                         "More log output on stderr (repeatable)");
   app.add_flag_function("-q,--quiet", [&](int64_t count) { context.verbosity -= static_cast<int>(count); },
                         "Less log output on stderr");
-  app.add_option("--color", context.color, "Colour in human output: auto (default; honours NO_COLOR), always, never")
-      ->transform(CLI::CheckedTransformer(color_mode_names(), CLI::ignore_case))
+  app.add_option_function<std::string>(
+         "--color",
+         [&context](const std::string& text) {
+           for (const auto& [name, mode] : color_mode_names())
+             if (name == text) context.color = mode;
+         },
+         "Colour in human output: auto (default; honours NO_COLOR), always, never")
+      ->check(one_of({"auto", "always", "never"}))
       ->option_text("WHEN");
 
   register_list(app, context);
@@ -87,6 +95,7 @@ int run_main(int argc, char** argv) {
       return kExitOk;
     }
   }
+  if (auto message = unknown_verb_message(app, argc, argv)) throw UsageError(*message);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -94,28 +103,47 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
+    throw UsageError(parse_error_message(app, e));
   }
   configure_logging(context);
-  if (!context.action) {
-    *context.err << "onnx-light-tune: no verb given; see --help\n";
-    return kExitUsage;
-  }
+  if (!context.action) throw UsageError("no verb given; see 'onnx-light-tune --help'");
   return context.action();
+}
+
+// The error kind --json reports: "usage" for the command line, else the library's error type.
+const char* error_kind(const onnx_light::Error& error) {
+  if (dynamic_cast<const NotFoundError*>(&error) != nullptr) return "not_found";
+  if (dynamic_cast<const InvalidValueError*>(&error) != nullptr) return "invalid_value";
+  if (dynamic_cast<const TypeMismatchError*>(&error) != nullptr) return "type_mismatch";
+  if (dynamic_cast<const ModelError*>(&error) != nullptr) return "model";
+  if (dynamic_cast<const UnsupportedError*>(&error) != nullptr) return "unsupported";
+  if (dynamic_cast<const InputError*>(&error) != nullptr) return "input";
+  if (dynamic_cast<const IoError*>(&error) != nullptr) return "io";
+  return "error";
 }
 
 }  // namespace
 }  // namespace onnx_light::cli
 
 int main(int argc, char** argv) {
+  using namespace onnx_light::cli;
+  AppContext context;
+  const bool json = wants_json(argc, argv);
+  auto fail = [&](const std::string& kind, const std::string& message, int status) {
+    return report_error(*context.out, *context.err, json, kind, message, status);
+  };
   try {
-    return onnx_light::cli::run_main(argc, argv);
+    return run_main(argc, argv, context);
+  } catch (const UsageError& e) {
+    return fail("usage", e.what(), kExitUsage);
+  } catch (const onnx_light::NotFoundError& e) {
+    // A kernel, parameter, input or key the command line named that does not exist.
+    return fail("not_found", e.what(), kExitUsage);
   } catch (const onnx_light::Error& e) {
-    fmt::print(stderr, "onnx-light-tune: error: {}\n", e.what());
-    return onnx_light::cli::kExitFailed;
+    return fail(error_kind(e), e.what(), kExitFailed);
+  } catch (const std::bad_alloc&) {
+    return fail("out_of_memory", "out of memory", kExitFailed);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "onnx-light-tune: internal error: {}\n", e.what());
-    return onnx_light::cli::kExitFailed;
+    return fail("internal", fmt::format("internal error: {}", e.what()), kExitFailed);
   }
 }

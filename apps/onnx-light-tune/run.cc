@@ -18,6 +18,7 @@
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tensor_format.h"
 #include "cli_common.h"
+#include "cli_usage.h"
 #include "onnx_light/tune/operations.h"
 #include "run_inputs.h"
 #include "verbs.h"
@@ -251,29 +252,36 @@ void register_run(CLI::App& app, AppContext& context) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* run = app.add_subcommand("run", "Run a model on the CPU runtime and report outputs and latency");
   run->add_option("model", options->model_path, "Model file: binary .onnx or ONNX text syntax (.onnxtxt)")
+      ->type_name("MODEL")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(existing_file());
   run->add_option("-i,--input", options->inputs,
                   "Input value: NAME=FILE.npy, NAME=random[:SEED] (seeded random data of the declared shape)")
       ->type_name("NAME=SOURCE");
   run->add_option("--dim", options->dims, "Bind a symbolic dimension for random inputs: SYMBOL=SIZE")
       ->type_name("SYMBOL=SIZE");
   run->add_option("-t,--threads", options->threads, "Threads (0 = one per physical core)")
-      ->check(CLI::Range(0, 1024))
+      ->check(integer_in_range(0, 1024))
+      ->type_name("N")
       ->default_val(0);
-  run->add_option("-r,--repeat", options->repeat, "Timed runs")->check(CLI::Range(1, 1000000))->default_val(1);
+  run->add_option("-r,--repeat", options->repeat, "Timed runs")->check(integer_in_range(1, 1000000))
+      ->type_name("N")
+      ->default_val(1);
   run->add_option("-w,--warmup", options->warmup, "Untimed runs before the timed ones")
-      ->check(CLI::Range(0, 1000000))
+      ->check(integer_in_range(0, 1000000))
+      ->type_name("N")
       ->default_val(0);
-  run->add_option("-o,--output-dir", options->output_dir, "Write each output to DIR/<output name>.npy");
+  run->add_option("-o,--output-dir", options->output_dir, "Write each output to DIR/<output name>.npy")->type_name("DIR");
   run->add_option("--optimize", options->optimize, "Graph optimization: none (the graph as written), basic, all")
-      ->check(CLI::IsMember({"none", "basic", "all"}))
+      ->check(one_of({"none", "basic", "all"}))
+      ->type_name("LEVEL")
       ->default_val("all");
   run->add_flag("--profile", options->profile,
                 "Show the tuning values each kernel ran with, the parallel regions, and the time per node and per "
                 "op type over the timed runs");
   run->add_option("--top", options->top, "Nodes in the --profile table, longest first (0 = all; --json lists all)")
-      ->check(CLI::Range(0, 1000000))
+      ->check(integer_in_range(0, 1000000))
+      ->type_name("N")
       ->default_val(20);
   run->add_option("--trace", options->trace_path,
                   "Write the timed runs as Chrome trace-event JSON (Perfetto, chrome://tracing): one event per node "

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include "cli_common.h"
+#include "cli_usage.h"
+#include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/cpu_features.h"
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/tune/operations.h"
@@ -24,8 +26,7 @@ int set_verb(const SetVerbOptions& options, AppContext& context) {
   std::vector<std::string> assignments = options.arguments;
   std::string kernel;
   if (options.filters.kernels.size() > 1) {
-    *context.err << "onnx-light-tune set: give one kernel\n";
-    return kExitUsage;
+    throw UsageError("set: give one kernel");
   }
   if (!options.filters.kernels.empty()) {
     kernel = options.filters.kernels.front();
@@ -34,16 +35,13 @@ int set_verb(const SetVerbOptions& options, AppContext& context) {
     assignments.erase(assignments.begin());
   }
   if (kernel.empty() || assignments.empty()) {
-    *context.err << "onnx-light-tune set: expected KERNEL NAME=VALUE... (see 'onnx-light-tune set --help')\n";
-    return kExitUsage;
+    throw UsageError("set: expected KERNEL NAME=VALUE... (see 'onnx-light-tune set --help')");
   }
   if (options.filters.element_types.size() > 1) {
-    *context.err << "onnx-light-tune set: give one --element-type (one key is written)\n";
-    return kExitUsage;
+    throw UsageError("set: give one --element-type (one key is written)");
   }
   if (options.filters.implementation == tune::kAllImplementations) {
-    *context.err << "onnx-light-tune set: --implementation all names several keys; give one implementation\n";
-    return kExitUsage;
+    throw UsageError("set: --implementation all names several keys; give one implementation");
   }
   tune::SetOptions set;
   set.kernel = kernel;
@@ -59,8 +57,16 @@ int set_verb(const SetVerbOptions& options, AppContext& context) {
   const runtime::TuningSchema& schema =
       tune::resolve_schema(runtime::cpu_kernel_table(), set.kernel, set.element_type, set.implementation, set.library,
                            set.device, runtime::host_cpu_features());
-  set.values = tune::parse_assignments(schema, assignments);
-  const tune::SetReport report = tune::set_kernel_tuning_parameters(set, operation);
+  tune::SetReport report;
+  try {
+    set.values = tune::parse_assignments(schema, assignments);
+    // Every value is checked before anything is written, so these errors are about the command line.
+    report = tune::set_kernel_tuning_parameters(set, operation);
+  } catch (const InvalidValueError& e) {
+    throw UsageError(e.what());
+  } catch (const TypeMismatchError& e) {
+    throw UsageError(e.what());
+  }
   const bool ok = report.status == tune::UpdateStatus::updated;
   if (options.filters.json) {
     print_json(*context.out, report.to_json());

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
+#include "cli_usage.h"
 #include "onnx_light/tune/verification.h"
 #include "verbs.h"
 
@@ -85,9 +86,13 @@ void register_verify(CLI::App& app, AppContext& context) {
   add_filter_flags(*verb, o->filters, ThreadsMeaning::session);
   verb->add_option("--max-duration-ms", o->max_duration_ms,
                    "Time budget for the whole run, in ms, shared evenly by the profiles (hard limit)")
-      ->check(CLI::Range(int64_t{1}, int64_t{24} * 3600 * 1000))
+      ->check(integer_in_range(1, int64_t{24} * 3600 * 1000))
+      ->type_name("MS")
       ->default_val(1000);
-  verb->add_option("--max-memory", o->max_memory, "Memory budget for one case (K, M, G suffixes)")->default_val("64M");
+  verb->add_option("--max-memory", o->max_memory, "Memory budget for one case (K, M, G suffixes)")
+      ->check(byte_size())
+      ->type_name("BYTES")
+      ->default_val("64M");
   verb->add_flag("--strict", o->strict, "Exit 1 when any profile drifted");
   verb->footer(
       "Each cached profile of this host and thread count whose kernel has a calibration routine is\n"

@@ -11,6 +11,7 @@
 
 #include "onnx_light/runtime/element_type.h"
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/tune/suggestion.h"
 
 namespace onnx_light::tune {
 
@@ -53,25 +54,19 @@ std::string type_label(int32_t element_type) {
   return fmt::format("{}", element_type);
 }
 
-// Case-insensitive Levenshtein distance, for "did you mean" suggestions.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
+
+std::optional<std::string> unknown_kernel_message(const runtime::KernelTable& table, const std::string& kernel) {
+  std::set<std::string> known;
+  for (const auto& def : table.definitions()) known.insert(def.schema.key.kernel);
+  if (known.contains(kernel)) return std::nullopt;
+  const auto near = nearest_names(kernel, {known.begin(), known.end()});
+  if (near.empty()) {
+    return fmt::format("unknown kernel '{}': {} kernels are registered; 'onnx-light-tune list' shows them", kernel,
+                       known.size());
+  }
+  return fmt::format("unknown kernel '{}': did you mean {}?", kernel, fmt::join(near, ", "));
+}
 
 SchemaIndex::SchemaIndex(const runtime::KernelTable& table) {
   for (const auto& def : table.definitions()) {
@@ -128,25 +123,14 @@ std::vector<const runtime::KernelDef*> select_definitions(const runtime::KernelT
   for (const auto& kernel : selection.kernels) {
     const bool found = std::any_of(chosen.begin(), chosen.end(), [&](const auto& e) { return e.first.kernel == kernel; });
     if (found) continue;
-    std::set<std::string> known;
-    std::set<std::string> near;
+    if (auto message = unknown_kernel_message(table, kernel)) throw NotFoundError(*message);
     std::set<int32_t> types;
     std::set<std::string> implementations;
     for (const auto& def : table.definitions()) {
-      known.insert(def.schema.key.kernel);
-      if (edit_distance(kernel, def.schema.key.kernel) <= std::max<std::size_t>(1, kernel.size() / 4)) {
-        near.insert(def.schema.key.kernel);
-      }
       if (def.schema.key.kernel == kernel) {
         types.insert(def.schema.key.element_type);
         implementations.insert(def.schema.key.implementation);
       }
-    }
-    if (types.empty()) {
-      std::string hint = near.empty() ? fmt::format("{} kernels are registered; 'onnx-light-tune list' shows them",
-                                                    known.size())
-                                      : fmt::format("did you mean {}?", fmt::join(near, ", "));
-      throw NotFoundError(fmt::format("unknown kernel '{}': {}", kernel, hint));
     }
     std::vector<std::string> type_names;
     for (const int32_t t : types) type_names.push_back(type_label(t));

@@ -47,13 +47,13 @@ assert k["device"] == -1 and k["device_name"] == "CPU" and k["element_type"] == 
 PYEOF
 
 # Unknown kernels and values are failed operations (1) with a message naming them.
-expect_exit 1 "${T[@]}" list Abz
+expect_exit 2 "${T[@]}" list Abz
 expect_grep "$SCRATCH/err" "unknown kernel 'Abz': did you mean Abs"
-expect_exit 1 "${T[@]}" set Abs parallel.minimum_elements=0
+expect_exit 2 "${T[@]}" set Abs parallel.minimum_elements=0
 expect_grep "$SCRATCH/err" "below the minimum"
-expect_exit 1 "${T[@]}" set Abs no.such=1
+expect_exit 2 "${T[@]}" set Abs no.such=1
 expect_grep "$SCRATCH/err" "no parameter 'no.such'"
-expect_exit 1 "${T[@]}" set Abs parallel.minimum_elements=lots
+expect_exit 2 "${T[@]}" set Abs parallel.minimum_elements=lots
 [[ ! -e "$SCRATCH/nested" ]] || fail "a refused set created files"
 
 # propose is read-only and lists Abs float as missing and calibratable.

@@ -123,9 +123,9 @@ expect_exit 2 "$TOOL" calibrate
 expect_exit 2 "$TOOL" calibrate Abs --all
 expect_exit 2 "$TOOL" calibrate Abs --max-duration-ms 0
 expect_exit 2 "$TOOL" calibrate Abs --parameter nonsense
-expect_exit 1 "$TOOL" calibrate NoSuchKernel
+expect_exit 2 "$TOOL" calibrate NoSuchKernel
 expect_grep "$SCRATCH/err" "NoSuchKernel"
-expect_exit 1 "$TOOL" calibrate Abs --max-memory lots
+expect_exit 2 "$TOOL" calibrate Abs --max-memory lots
 expect_grep "$SCRATCH/err" "--max-memory"
 printf 'format = "something-else"\n' > "$SCRATCH/bad.cache"
 cp "$SCRATCH/bad.cache" "$SCRATCH/bad.copy"

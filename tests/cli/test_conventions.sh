@@ -50,7 +50,7 @@ expect_exit 0 "$TOOL" --cache "$CACHE" -q list Abs
 printf 'this is not toml [[[\n' >"$SCRATCH/bad.cache"
 expect_exit 1 "$TOOL" inspect "$SCRATCH/bad.cache"
 expect_exit 1 "$TOOL" --cache "$SCRATCH/bad.cache" set Abs parallel.minimum_elements=1024
-expect_exit 1 "$TOOL" --cache "$CACHE" set NoSuchKernel parallel.minimum_elements=1024
+expect_exit 2 "$TOOL" --cache "$CACHE" set NoSuchKernel parallel.minimum_elements=1024
 [[ -s $SCRATCH/err ]] || fail "a failed set printed no reason on stderr"
 
 # Colour: never by default off a terminal, always with --color always (even with NO_COLOR), never

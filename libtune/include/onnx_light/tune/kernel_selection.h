@@ -36,6 +36,10 @@ struct KeySelection {
 // a calibration workload to run it on).
 bool is_calibratable(const runtime::KernelDef& def);
 
+// "unknown kernel 'Abz': did you mean Abs?" when no registered key has this op type; nullopt when
+// one does.
+std::optional<std::string> unknown_kernel_message(const runtime::KernelTable& table, const std::string& kernel);
+
 // Exact-key lookup over a kernel table, plus the ABI check behind `stale`.
 class SchemaIndex {
  public:
