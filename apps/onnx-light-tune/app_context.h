@@ -22,6 +22,7 @@ inline const std::vector<std::pair<std::string, ColorMode>>& color_mode_names() 
 
 struct AppContext {
   std::string cache_path;  // --cache; empty means the default path
+  bool system_cache = false;  // --system: cache_path is the system cache
   int verbosity = 0;       // -v raises, -q lowers
   ColorMode color = ColorMode::automatic;
   std::ostream* out = &std::cout;  // results only

@@ -151,6 +151,13 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
                                   k.noisy ? "; the machine is too noisy for the margin (see diagnostics)" : "",
                                   o.save && !k.saved ? "; not saved (--force saves it anyway)" : "");
   }
+  if (!report.not_saved.empty()) {
+    *context.err << fmt::format(
+        "onnx-light-tune calibrate: {} result{} not saved (nothing measured, or the measurements disagree); "
+        "nothing of {} was written\n",
+        report.not_saved.size(), report.not_saved.size() == 1 ? "" : "s",
+        report.not_saved.size() == 1 ? "it" : "them");
+  }
   if (o.filters.json) {
     print_json(*context.out, report.to_json());
     return code;
@@ -244,17 +251,20 @@ void register_calibrate(CLI::App& app, AppContext& context) {
   verb->add_option("--report", o->report_path, "Write an SVG plot per key (times against size, crossover marked)")
       ->type_name("FILE.svg");
   verb->add_flag("--prune-stale", o->prune_stale, "Drop profiles of older tuning ABIs while saving");
-  verb->add_flag("--force", o->force,
-                 "Save results of low confidence (measurements disagree or too noisy) or with nothing measured; "
-                 "without it they are published in-process only");
+  verb->add_flag("--force,--save-unmeasured", o->force,
+                 "Save results of low confidence (measurements disagree or too noisy) or with nothing measured, "
+                 "labelled so in their provenance; without it they are published in-process only and the exit "
+                 "status is 1");
   verb->footer(
       "Without --element-type a named kernel means its float key; --all means every element type.\n"
       "Each size is decided from interleaved serial/parallel pairs (20% trimmed mean of the ratios with\n"
       "Yuen's 95% interval); the sizes around the crossover are confirmed in rounds. Confidence is high\n"
       "when decided sizes pin the crossover within one doubling, medium within two, else low.\n"
       "Low-confidence picks are not saved without --force.\n"
-      "Exit status: 0 when every selected key was calibrated or kept with a diagnostic, 1 on errors\n"
-      "(output mismatch, invalid result, cache write failure), 2 on usage errors.\n"
+      "Exit status: 0 when every selected key was calibrated (and, when saving, saved) or kept with a\n"
+      "diagnostic; 1 when a result was not saved (nothing measured, or low confidence: --force saves it\n"
+      "with provenance calibrate-unmeasured / calibrate-low-confidence), on errors (output mismatch,\n"
+      "invalid result) and when the cache cannot be written (checked before measuring); 2 on usage errors.\n"
       "With --model, the keys come from the model's nodes: each node's parallel/serial time is measured\n"
       "in place (thresholds are placed around the work sizes of the model's nodes), GEMM block sizes\n"
       "are compared one allowed step down and up on the model's own products, and the whole model is\n"

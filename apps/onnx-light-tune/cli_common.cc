@@ -83,7 +83,16 @@ void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads
   verb.add_flag("--json", flags.json, "Print the report as JSON (stable keys) instead of a table");
 }
 
-tune::OperationContext operation_context(const AppContext&) { return tune::OperationContext{}; }
+tune::OperationContext operation_context(const AppContext& context) {
+  tune::OperationContext operation;
+  std::ostream* err = context.err;
+  operation.on_lock_wait = [err](const std::filesystem::path& lock_file) {
+    *err << fmt::format("onnx-light-tune: waiting for the cache lock {} (another process is writing the cache)\n",
+                        lock_file.string());
+    err->flush();
+  };
+  return operation;
+}
 
 void log_cache_paths(const std::string& path) {
   spdlog::info("cache: {}", tune::resolve_cache_path(path).string());
@@ -160,10 +169,22 @@ std::string key_label(const runtime::TuningKey& key) {
                      key.tuning_abi);
 }
 
-void print_diagnostics(std::ostream& out, const std::vector<tune::Diagnostic>& diagnostics, bool color) {
+void print_diagnostics(std::ostream& out, const std::vector<tune::Diagnostic>& diagnostics, bool color,
+                       bool summarize_foreign) {
   if (diagnostics.empty()) return;
+  auto foreign = [](const tune::Diagnostic& d) { return d.profile && d.field.starts_with("host."); };
+  const auto foreign_count = static_cast<std::size_t>(std::count_if(diagnostics.begin(), diagnostics.end(), foreign));
+  const bool summarize = summarize_foreign && foreign_count >= 2;
   out << paint("diagnostics:", Tone::warn, color) << "\n";
-  for (const auto& diagnostic : diagnostics) out << "  " << diagnostic.message << "\n";
+  for (const auto& diagnostic : diagnostics) {
+    if (summarize && foreign(diagnostic)) continue;
+    out << "  " << diagnostic.message << "\n";
+  }
+  if (summarize) {
+    out << fmt::format("  kept {} profiles of other machines ('onnx-light-tune inspect' lists them, "
+                       "'onnx-light-tune remove --foreign' drops them)\n",
+                       foreign_count);
+  }
 }
 
 void print_cache_update(std::ostream& out, const tune::UpdateResult& u, bool color) {

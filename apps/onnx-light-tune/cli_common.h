@@ -75,8 +75,11 @@ std::string key_label(const runtime::TuningKey& key);
 enum class Tone { plain, good, warn, bad, dim };
 std::string paint(const std::string& text, Tone tone, bool color);
 
-// "diagnostics:" followed by one indented line per message; nothing when empty.
-void print_diagnostics(std::ostream& out, const std::vector<tune::Diagnostic>& diagnostics, bool color);
+// "diagnostics:" followed by one indented line per message; nothing when empty. With
+// `summarize_foreign`, two or more "written on another machine" notes become one line (a shared
+// cache can hold hundreds; `inspect` lists them).
+void print_diagnostics(std::ostream& out, const std::vector<tune::Diagnostic>& diagnostics, bool color,
+                       bool summarize_foreign = true);
 // "cache: updated PATH (N updated, N preserved, N pruned)", the status painted by outcome.
 void print_cache_update(std::ostream& out, const tune::UpdateResult& update, bool color);
 

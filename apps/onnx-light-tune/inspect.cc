@@ -14,7 +14,12 @@ struct InspectVerbOptions {
   std::string path;
   FilterFlags filters;
   bool long_format = false;
+  bool user_only = false;
 };
+
+bool unusable(tune::FileStatus status) {
+  return status == tune::FileStatus::malformed || status == tune::FileStatus::unreadable;
+}
 
 Tone class_tone(tune::ProfileClass value) {
   switch (value) {
@@ -32,10 +37,22 @@ int inspect_verb(const InspectVerbOptions& options, AppContext& context) {
   log_cache_paths(inspect.path);
   inspect.filter = options.filters.selection();
   inspect.threads = options.filters.thread_count();
+  inspect.user_only = options.user_only;
   const tune::InspectReport report = tune::inspect_kernel_tuning_cache(inspect, operation_context(context));
-  // A path the user named must exist; the default one may not exist yet.
-  const bool failed = report.status == tune::FileStatus::malformed || report.status == tune::FileStatus::unreadable ||
-                      (report.status == tune::FileStatus::not_found && !inspect.path.empty());
+  // A path the user named must exist; the default one may not exist yet. A system cache that
+  // cannot be read fails too: every session on this machine silently goes without it.
+  std::vector<std::string> problems;
+  if (unusable(report.status)) {
+    problems.push_back(fmt::format("{} is {}", report.path, tune::file_status_name(report.status)));
+  } else if (report.status == tune::FileStatus::not_found && !inspect.path.empty()) {
+    problems.push_back(fmt::format("{}: no such cache file", report.path));
+  }
+  if (!report.system_path.empty() && unusable(report.system_status)) {
+    problems.push_back(fmt::format("system cache {} is {} (--user-only inspects the user cache alone)",
+                                   report.system_path, tune::file_status_name(report.system_status)));
+  }
+  const bool failed = !problems.empty();
+  for (const auto& problem : problems) *context.err << "onnx-light-tune: error: " << problem << "\n";
   if (options.filters.json) {
     std::string text;  // the same bytes as to_json().dump(2), without the document (large caches)
     report.write_json(text);
@@ -70,8 +87,10 @@ int inspect_verb(const InspectVerbOptions& options, AppContext& context) {
                          p.profile.host.l1d_cache_bytes, p.profile.host.l2_cache_bytes, p.profile.host.l3_cache_bytes,
                          p.profile.host.physical_cores, p.profile.host.logical_cores);
       out << fmt::format("  values: {}\n", format_values(p.profile.values));
-      out << fmt::format("  provenance: {} {} (tool {})\n", p.profile.provenance.source, p.profile.provenance.written,
-                         p.profile.provenance.tool_version);
+      out << fmt::format("  provenance: {} {} (tool {}){}\n", p.profile.provenance.source, p.profile.provenance.written,
+                         p.profile.provenance.tool_version,
+                         p.profile.provenance.hostname.empty() ? ""
+                                                               : fmt::format(" on host {}", p.profile.provenance.hostname));
     }
   } else if (!report.profiles.empty()) {
     Table table({"LAYER", "#", "KERNEL", "TYPE", "IMPLEMENTATION", "ABI", "THREADS", "HOST", "CLASS", "LOCAL",
@@ -91,7 +110,7 @@ int inspect_verb(const InspectVerbOptions& options, AppContext& context) {
       out << "* shadowed: the user cache has a profile for the same key and host\n";
     }
   }
-  print_diagnostics(out, report.diagnostics, color);
+  print_diagnostics(out, report.diagnostics, color, /*summarize_foreign=*/false);
   return failed ? kExitFailed : kExitOk;
 }
 
@@ -104,14 +123,16 @@ void register_inspect(CLI::App& app, AppContext& context) {
   verb->add_option("path", options->path, "Cache file to inspect (default: --cache or the default cache)")
       ->type_name("PATH");
   add_filter_flags(*verb, options->filters, ThreadsMeaning::filter);
-  verb->add_flag("-l,--long", options->long_format, "One block per profile with every host field");
+  verb->add_flag("-l,--long", options->long_format, "One block per profile with every host field and the hostname");
+  verb->add_flag("--user-only", options->user_only, "Leave the system cache out (and its state out of the exit status)");
   verb->footer(
       "Classification: loaded (this machine, valid), stale (outdated tuning ABI), incompatible\n"
       "(another machine or an unknown key), invalid (bad values or structure). local = loaded and\n"
       "written for this thread count (--threads, default one per physical core). Profiles of the\n"
       "system cache ($ONNX_LIGHT_SYSTEM_TUNING_CACHE, default /etc/onnx-light/kernel_tuning.cache)\n"
-      "are listed after the user's. Exit status 1 when the file is malformed, unreadable, or a\n"
-      "named file does not exist.\n"
+      "are listed after the user's; --json reports the system cache as system_cache {path, status,\n"
+      "profiles}. Exit status 1 when the cache or the system cache is malformed or unreadable, or\n"
+      "a named file does not exist (the reason is on stderr); --user-only ignores the system cache.\n"
       "Examples:\n"
       "  onnx-light-tune inspect\n"
       "  onnx-light-tune inspect /srv/shared/kernel_tuning.cache --long\n"

@@ -29,10 +29,11 @@ int load_verb(const FilterFlags& filters, AppContext& context) {
                            failed ? Tone::bad : report.status == tune::FileStatus::loaded ? Tone::good : Tone::plain,
                            color));
   if (report.published) {
-    out << fmt::format("published {} profile{} (generation {})\n", report.published_profiles,
-                       report.published_profiles == 1 ? "" : "s", report.published_generation);
+    // This process exits right away: say what a session's process would publish.
+    out << fmt::format("a process loading this cache would publish {} profile{}\n", report.published_profiles,
+                       report.published_profiles == 1 ? "" : "s");
   } else {
-    out << "nothing published\n";
+    out << "a process loading this cache would publish nothing (no layer could be read)\n";
   }
   Table table({"CLASS", "KERNEL", "TYPE", "IMPLEMENTATION", "ABI"});
   auto add = [&](const char* name, Tone tone, const std::vector<runtime::TuningKey>& keys) {
@@ -58,11 +59,13 @@ int load_verb(const FilterFlags& filters, AppContext& context) {
 void register_load(CLI::App& app, AppContext& context) {
   auto filters = std::make_shared<FilterFlags>();
   CLI::App* verb =
-      app.add_subcommand("load", "Classify the cache and publish its valid profiles for this machine (a dry run)");
+      app.add_subcommand("load", "Report what a process loading the cache would publish for this machine (a dry run)");
   add_filter_flags(*verb, *filters, ThreadsMeaning::filter);
   verb->footer(
-      "Publishes every loaded profile (this machine, valid values, any thread count; user cache\n"
-      "over system cache) into this process, as 'run' does before it creates a session. With\n"
+      "Classifies both layers and reports what a process would publish: every loaded profile (this\n"
+      "machine, valid values, any thread count; user cache over system cache), as 'run' and Python\n"
+      "sessions do before they create a session. Nothing stays published: this process exits.\n"
+      "The JSON keys are unchanged (published_generation is this process's own). With\n"
       "filters only matching profiles are considered, and 'missing' lists the selected keys that\n"
       "have no loaded profile for --threads (default: one per physical core).\n"
       "Exit status 1 when the cache is malformed or unreadable.\n"

@@ -15,6 +15,7 @@
 #include "app_context.h"
 #include "cli_usage.h"
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/tune/cache_path.h"
 #include "verbs.h"
 #include "version_info.h"
 
@@ -49,7 +50,9 @@ int run_main(int argc, char** argv, AppContext& context) {
   app.footer(
       "Exit status: 0 success, 1 the operation failed, 2 usage error.\n"
       "Cache: --cache, else $ONNX_LIGHT_TUNING_CACHE, else $XDG_CACHE_HOME/onnx-light/kernel_tuning.cache,\n"
-      "else $HOME/.cache/onnx-light/kernel_tuning.cache.\n"
+      "else $HOME/.cache/onnx-light/kernel_tuning.cache (a relative XDG_CACHE_HOME is ignored). Under it\n"
+      "sessions read the system cache $ONNX_LIGHT_SYSTEM_TUNING_CACHE (default\n"
+      "/etc/onnx-light/kernel_tuning.cache, empty: none); --system makes a verb work on that file.\n"
       "Results go to stdout, logs and errors to stderr; every verb takes --json (keys: see the man pages).\n"
       "Examples:\n"
       "  onnx-light-tune calibrate Abs --save        # measure Abs on this machine, save it to the cache\n"
@@ -62,7 +65,11 @@ int run_main(int argc, char** argv, AppContext& context) {
   app.fallthrough();
   bool show_version = false;
   app.add_flag("--version", show_version, "Print the version, compiler, build type, kernels and host, then exit");
-  app.add_option("--cache", context.cache_path, "Tuning cache file (default: see below)")->type_name("PATH");
+  CLI::Option* cache = app.add_option("--cache", context.cache_path, "Tuning cache file (default: see below)")->type_name("PATH");
+  app.add_flag("--system", context.system_cache,
+               "Work on the system cache ($ONNX_LIGHT_SYSTEM_TUNING_CACHE, default "
+               "/etc/onnx-light/kernel_tuning.cache) instead of the user's: how an administrator writes it")
+      ->excludes(cache);
   app.add_flag_function("-v,--verbose", [&](int64_t count) { context.verbosity += static_cast<int>(count); },
                         "More log output on stderr (repeatable)");
   app.add_flag_function("-q,--quiet", [&](int64_t count) { context.verbosity -= static_cast<int>(count); },
@@ -106,6 +113,12 @@ int run_main(int argc, char** argv, AppContext& context) {
     throw UsageError(parse_error_message(app, e));
   }
   configure_logging(context);
+  if (context.system_cache) {
+    const auto system = tune::system_kernel_tuning_cache_path();
+    if (!system) throw UsageError("--system: the system cache is disabled (ONNX_LIGHT_SYSTEM_TUNING_CACHE is empty)");
+    context.cache_path = system->string();
+    *context.err << fmt::format("onnx-light-tune: using the system cache {}\n", context.cache_path);
+  }
   if (!context.action) throw UsageError("no verb given; see 'onnx-light-tune --help'");
   return context.action();
 }

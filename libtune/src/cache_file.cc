@@ -51,6 +51,16 @@ std::string utc_timestamp_now() {
                      utc.tm_hour, utc.tm_min, utc.tm_sec);
 }
 
+Provenance provenance_now(std::string source, std::string tool_version) {
+  Provenance provenance;
+  provenance.source = std::move(source);
+  provenance.written = utc_timestamp_now();
+  provenance.tool_version = std::move(tool_version);
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) == 0) provenance.hostname = name;
+  return provenance;
+}
+
 namespace {
 
 std::string format_date_time(const toml::date_time& value) {
@@ -252,6 +262,7 @@ class ProfileReader {
     const toml::table* provenance = &table;
     read_string(*provenance, "source", "provenance", profile_.provenance.source, true);
     read_string(*provenance, "tool_version", "provenance", profile_.provenance.tool_version, true);
+    read_string(*provenance, "hostname", "provenance", profile_.provenance.hostname, true);
     if (const toml::node* written = provenance->get("written")) {
       if (const auto* date_time = written->as_date_time()) {
         profile_.provenance.written = format_date_time(date_time->get());
@@ -618,7 +629,8 @@ std::string serialize_cache(std::vector<CacheProfile> profiles) {
       out += '\n';
     }
     const Provenance& provenance = p.provenance;
-    if (!provenance.source.empty() || !provenance.written.empty() || !provenance.tool_version.empty()) {
+    if (!provenance.source.empty() || !provenance.written.empty() || !provenance.tool_version.empty() ||
+        !provenance.hostname.empty()) {
       out += "[profile.provenance]\n";
       if (!provenance.source.empty()) fmt::format_to(o, "source = {}\n", toml_quote(provenance.source));
       if (!provenance.written.empty()) {
@@ -628,6 +640,7 @@ std::string serialize_cache(std::vector<CacheProfile> profiles) {
       if (!provenance.tool_version.empty()) {
         fmt::format_to(o, "tool_version = {}\n", toml_quote(provenance.tool_version));
       }
+      if (!provenance.hostname.empty()) fmt::format_to(o, "hostname = {}\n", toml_quote(provenance.hostname));
     }
   }
   for (auto it = unreadable; it != profiles.end(); ++it) {

@@ -17,7 +17,8 @@ const char* non_empty_env(const char* name) {
 
 std::filesystem::path default_kernel_tuning_cache_path() {
   if (const char* explicit_path = non_empty_env("ONNX_LIGHT_TUNING_CACHE")) return explicit_path;
-  if (const char* xdg = non_empty_env("XDG_CACHE_HOME")) {
+  // The XDG Base Directory spec: a relative path in XDG_CACHE_HOME is invalid and ignored.
+  if (const char* xdg = non_empty_env("XDG_CACHE_HOME"); xdg != nullptr && xdg[0] == '/') {
     return std::filesystem::path(xdg) / "onnx-light" / "kernel_tuning.cache";
   }
   if (const char* home = non_empty_env("HOME")) {

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -50,6 +52,73 @@ struct Failure {
   UpdateStatus status;
   std::string message;
 };
+
+// Why files cannot be created in `directory`, if they cannot.
+std::optional<Failure> directory_failure(const fs::path& directory) {
+  struct stat info {};
+  if (::stat(directory.c_str(), &info) != 0) {
+    const int e = errno;
+    return Failure{status_for_errno(e), fmt::format("cannot stat {}: {}", directory.string(), std::strerror(e))};
+  }
+  if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+    const int e = errno;
+    return Failure{status_for_errno(e), fmt::format("cannot write in {}: {}", directory.string(), std::strerror(e))};
+  }
+  if (!has_write_bits(info.st_mode)) {
+    return Failure{UpdateStatus::read_only,
+                   fmt::format("directory {} is write-protected (mode {:04o}); chmod u+w it to allow updates",
+                               directory.string(), info.st_mode & 07777)};
+  }
+  return std::nullopt;
+}
+
+// Why the cache as read cannot be updated (unreadable, malformed, write-protected), if it cannot.
+// Sets `mode` to the file's mode when it exists.
+std::optional<Failure> file_failure(const CacheFile& current, const fs::path& path, const fs::path& target,
+                                    std::optional<mode_t>& mode) {
+  if (current.status == FileStatus::unreadable) {
+    return Failure{UpdateStatus::unreadable, current.error + "; the cache is unchanged"};
+  }
+  if (current.status == FileStatus::malformed) {
+    return Failure{UpdateStatus::malformed,
+                   fmt::format("{} is malformed ({}); it is left unchanged: fix it, or remove it with "
+                               "'onnx-light-tune remove'",
+                               path.string(), current.error)};
+  }
+  if (current.status == FileStatus::loaded) {
+    struct stat info {};
+    if (::stat(target.c_str(), &info) == 0) {
+      mode = info.st_mode;
+      if (!has_write_bits(info.st_mode) || ::access(target.c_str(), W_OK) != 0) {
+        return Failure{UpdateStatus::read_only, fmt::format("{} is write-protected (mode {:04o}); chmod u+w it to "
+                                                            "allow updates",
+                                                            path.string(), info.st_mode & 07777)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// flock(LOCK_EX) on `fd`; when `on_wait` is set and the lock is still held elsewhere after
+// kLockWaitNoticeMs, tells it once and keeps waiting. Returns flock's result.
+int wait_for_lock(int fd, const fs::path& lock_path, const std::function<void(const fs::path&)>& on_wait) {
+  int rc = 0;
+  if (on_wait) {
+    const auto notice_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLockWaitNoticeMs);
+    while ((rc = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && (errno == EWOULDBLOCK || errno == EINTR)) {
+      if (std::chrono::steady_clock::now() >= notice_at) {
+        on_wait(lock_path);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (rc == 0) return 0;
+  }
+  do {
+    rc = ::flock(fd, LOCK_EX);
+  } while (rc != 0 && errno == EINTR);
+  return rc;
+}
 
 // The cache file a path names: writers replace a symlink's target, not the link.
 fs::path resolve_target(const fs::path& path) {
@@ -121,28 +190,11 @@ class UpdateScope {
     return std::nullopt;
   }
 
-  std::optional<Failure> check_directory_writable() const {
-    struct stat info {};
-    if (::stat(directory_.c_str(), &info) != 0) {
-      const int e = errno;
-      return Failure{status_for_errno(e), fmt::format("cannot stat {}: {}", directory_.string(), std::strerror(e))};
-    }
-    if (::access(directory_.c_str(), W_OK | X_OK) != 0) {
-      const int e = errno;
-      return Failure{status_for_errno(e),
-                     fmt::format("cannot write in {}: {}", directory_.string(), std::strerror(e))};
-    }
-    if (!has_write_bits(info.st_mode)) {
-      return Failure{UpdateStatus::read_only,
-                     fmt::format("directory {} is write-protected (mode {:04o}); chmod u+w it to allow updates",
-                                 directory_.string(), info.st_mode & 07777)};
-    }
-    return std::nullopt;
-  }
+  std::optional<Failure> check_directory_writable() const { return directory_failure(directory_); }
 
   // Exclusive flock on <cache>.lock. Loops until the locked file is the one the path names, so a
   // lock file unlinked by a failing writer cannot let two writers in.
-  std::optional<Failure> lock() {
+  std::optional<Failure> lock(const std::function<void(const fs::path&)>& on_wait = nullptr) {
     const fs::path lock_path = lock_path_for(target_);
     for (int attempt = 0; attempt < 1000; ++attempt) {
       bool created = true;
@@ -157,10 +209,7 @@ class UpdateScope {
         return Failure{status_for_errno(e), fmt::format("cannot open lock file {}: {}", lock_path.string(),
                                                         std::strerror(e))};
       }
-      int rc = 0;
-      do {
-        rc = ::flock(fd, LOCK_EX);
-      } while (rc != 0 && errno == EINTR);
+      int rc = wait_for_lock(fd, lock_path, on_wait);
       if (rc != 0) {
         const int e = errno;
         ::close(fd);
@@ -290,6 +339,7 @@ void check_writable_profile(const CacheProfile& profile) {
   check("provenance.source", profile.provenance.source);
   check("provenance.written", profile.provenance.written);
   check("provenance.tool_version", profile.provenance.tool_version);
+  check("provenance.hostname", profile.provenance.hostname);
 }
 
 UpdateResult failed(UpdateResult result, Failure failure) {
@@ -302,38 +352,40 @@ UpdateResult failed(UpdateResult result, Failure failure) {
 
 }  // namespace
 
+UpdateResult check_cache_writable(const fs::path& path) {
+  UpdateResult result;
+  result.path = path;
+  const fs::path target = resolve_target(path);
+  // The directory an update would create, or the nearest existing one it would be created in.
+  fs::path directory = directory_of(target);
+  std::error_code error;
+  while (!fs::exists(fs::symlink_status(directory, error)) && directory.has_parent_path() &&
+         directory != directory.parent_path()) {
+    directory = directory.parent_path();
+  }
+  if (!fs::is_directory(directory, error)) {
+    return failed(std::move(result), {UpdateStatus::write_failed, fmt::format("{} is not a directory", directory.string())});
+  }
+  if (auto failure = directory_failure(directory)) return failed(std::move(result), std::move(*failure));
+  std::optional<mode_t> mode;
+  if (auto failure = file_failure(read_cache_file(target), path, target, mode)) {
+    return failed(std::move(result), std::move(*failure));
+  }
+  result.status = UpdateStatus::updated;
+  return result;
+}
+
 UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const UpdateOptions& options) {
   UpdateResult result;
   result.path = path;
   UpdateScope scope(resolve_target(path));
   if (auto failure = scope.make_directory()) return failed(std::move(result), std::move(*failure));
   if (auto failure = scope.check_directory_writable()) return failed(std::move(result), std::move(*failure));
-  if (auto failure = scope.lock()) return failed(std::move(result), std::move(*failure));
+  if (auto failure = scope.lock(options.on_lock_wait)) return failed(std::move(result), std::move(*failure));
 
   CacheFile current = read_cache_file(scope.target());
-  if (current.status == FileStatus::unreadable) {
-    return failed(std::move(result), {UpdateStatus::unreadable, current.error + "; the cache is unchanged"});
-  }
-  if (current.status == FileStatus::malformed) {
-    return failed(std::move(result),
-                  {UpdateStatus::malformed,
-                   fmt::format("{} is malformed ({}); it is left unchanged: fix it, or remove it with "
-                               "'onnx-light-tune remove'",
-                               path.string(), current.error)});
-  }
   std::optional<mode_t> mode;
-  if (current.status == FileStatus::loaded) {
-    struct stat info {};
-    if (::stat(scope.target().c_str(), &info) == 0) {
-      mode = info.st_mode;
-      if (!has_write_bits(info.st_mode) || ::access(scope.target().c_str(), W_OK) != 0) {
-        return failed(std::move(result),
-                      {UpdateStatus::read_only, fmt::format("{} is write-protected (mode {:04o}); chmod u+w it to "
-                                                            "allow updates",
-                                                            path.string(), info.st_mode & 07777)});
-      }
-    }
-  }
+  if (auto failure = file_failure(current, path, scope.target(), mode)) return failed(std::move(result), std::move(*failure));
 
   CacheEdit change = edit(current);  // may throw: the scope undoes what this call created
   for (const auto& profile : change.upserts) check_writable_profile(profile);

@@ -94,7 +94,7 @@ Classification classify_profile(const CacheProfile& profile, std::size_t index, 
     if (schemas.is_stale(profile.key)) {
       result.value = ProfileClass::stale;
       add("tuning_abi", fmt::format("{}: tuning_abi {} is outdated (this build registers {}); set or calibrate the "
-                                    "kernel again, 'set --prune-stale' drops old ABIs",
+                                    "kernel again; 'onnx-light-tune remove --stale' drops old ABIs",
                                     where(), profile.key.tuning_abi, fmt::join(*schemas.registered_abis(profile.key), ", ")));
     } else {
       result.value = ProfileClass::incompatible;

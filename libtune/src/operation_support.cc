@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/tune/cache_path.h"
 
@@ -61,6 +62,19 @@ Layers read_layers(const std::filesystem::path& user_path, const Environment& en
     layer.classes = classify_profiles(layer.file, layer.layer, schemas, environment.machine);
   }
   return result;
+}
+
+void check_named_kernels(const KeySelection& selection, const runtime::KernelTable& kernels,
+                         const std::vector<const CacheFile*>& files) {
+  for (const auto& kernel : selection.kernels) {
+    auto message = unknown_kernel_message(kernels, kernel);
+    if (!message) continue;
+    const bool cached = std::any_of(files.begin(), files.end(), [&](const CacheFile* file) {
+      return std::any_of(file->profiles.begin(), file->profiles.end(),
+                         [&](const CacheProfile& profile) { return profile.key.kernel == kernel; });
+    });
+    if (!cached) throw NotFoundError(*message + " (and no cached profile names it)");
+  }
 }
 
 std::optional<Diagnostic> file_diagnostic(const Layer& layer) {

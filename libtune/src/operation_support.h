@@ -51,6 +51,11 @@ struct LocalProfile {
 using LoadedIndex = std::map<std::pair<runtime::TuningKey, int64_t>, LocalProfile>;
 LoadedIndex index_loaded(const Layers& layers);
 
+// Throws NotFoundError for a kernel of `selection` that is neither registered nor named by a
+// profile of `files` (a cache may hold profiles of kernels this build no longer has).
+void check_named_kernels(const KeySelection& selection, const runtime::KernelTable& kernels,
+                         const std::vector<const CacheFile*>& files);
+
 // Sorted, without repeats.
 std::vector<runtime::TuningKey> unique_sorted(std::vector<runtime::TuningKey> keys);
 

@@ -132,12 +132,18 @@ InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const O
   report.effective_threads = threads;
   const std::filesystem::path path = resolve_cache_path(options.path);
   const SchemaIndex index(environment.kernels);
-  Layers layers = detail::read_layers(path, environment, index);  // profiles are moved into the report
+  Environment scope = environment;
+  if (options.user_only) scope.system_path.reset();
+  Layers layers = detail::read_layers(path, scope, index);  // profiles are moved into the report
+  std::vector<const CacheFile*> files;
+  for (const auto& layer : layers.layers) files.push_back(&layer.file);
+  detail::check_named_kernels(options.filter, environment.kernels, files);
   report.path = path.string();
   report.status = layers.user().file.status;
   if (const auto* system = layers.system()) {
     report.system_path = system->file.path.string();
     report.system_status = system->file.status;
+    report.system_profiles = system->file.profiles.size();
   }
   // (key, host) of the user layer's profiles, for `shadowed`; only needed when a system layer exists.
   std::set<std::pair<runtime::TuningKey, HostDescriptor>> user_profiles;

@@ -129,6 +129,7 @@ SetReport set_kernel_tuning_parameters(const SetOptions& options, const Operatio
   UpdateOptions update_options;
   update_options.prune_stale = options.prune_stale;
   update_options.kernels = &environment.kernels;
+  update_options.on_lock_wait = context.on_lock_wait;
   const UpdateResult update = update_cache(
       path,
       [&](const CacheFile& current) {
@@ -167,7 +168,7 @@ SetReport set_kernel_tuning_parameters(const SetOptions& options, const Operatio
           profile.values.emplace(spec.name, change.new_value);
           report.changes.push_back(std::move(change));
         }
-        profile.provenance = Provenance{options.source, utc_timestamp_now(), environment.tool_version};
+        profile.provenance = provenance_now(options.source, environment.tool_version);
         report.values = profile.values;
         return CacheEdit{{std::move(profile)}, nullptr};
       },
@@ -192,38 +193,161 @@ SetReport set_kernel_tuning_parameters(const SetOptions& options, const Operatio
   return report;
 }
 
+bool RemoveOptions::whole_file() const {
+  return filter.empty() && !threads && classes.empty() && !foreign && hostname.empty();
+}
+
+namespace {
+
+// Which profiles of `file` the options select, each with its classification.
+class RemovalSelection {
+ public:
+  RemovalSelection(const RemoveOptions& options, const detail::Environment& environment)
+      : options_(options), environment_(environment), schemas_(environment.kernels) {
+    if (options.threads) threads_ = resolve_threads(*options.threads);
+  }
+
+  // Classifies `file` and returns, per profile, whether it goes.
+  std::vector<bool> select(const CacheFile& file) {
+    detail::check_named_kernels(options_.filter, environment_.kernels, {&file});
+    classes_ = classify_profiles(file, CacheLayer::user, schemas_, environment_.machine);
+    std::vector<bool> chosen(file.profiles.size(), false);
+    for (std::size_t i = 0; i < file.profiles.size(); ++i) chosen[i] = matches(file.profiles[i], classes_[i].value);
+    return chosen;
+  }
+  ProfileClass classification(std::size_t index) const { return classes_[index].value; }
+
+ private:
+  bool matches(const CacheProfile& profile, ProfileClass value) const {
+    if (options_.whole_file()) return true;
+    // Key, threads and host filters need a profile whose key and host could be read.
+    const bool needs_structure = !options_.filter.empty() || threads_ || options_.foreign;
+    if (needs_structure && !profile.readable()) return false;
+    if (!options_.filter.empty() && !options_.filter.matches(profile.key)) return false;
+    if (threads_ && profile.host.effective_threads != *threads_) return false;
+    if (options_.foreign && profile.host.same_machine(environment_.machine)) return false;
+    if (!options_.hostname.empty() && profile.provenance.hostname != options_.hostname) return false;
+    if (!options_.classes.empty() &&
+        std::find(options_.classes.begin(), options_.classes.end(), value) == options_.classes.end()) {
+      return false;
+    }
+    return true;
+  }
+
+  const RemoveOptions& options_;
+  const detail::Environment& environment_;
+  SchemaIndex schemas_;
+  std::optional<int64_t> threads_;
+  std::vector<Classification> classes_;
+};
+
+InspectedProfile removed_entry(const CacheProfile& profile, std::size_t index, ProfileClass value) {
+  InspectedProfile entry;
+  entry.index = index;
+  entry.layer = CacheLayer::user;
+  entry.profile = profile;
+  entry.classification = value;
+  return entry;
+}
+
+}  // namespace
+
 RemoveReport remove_kernel_tuning_cache(const RemoveOptions& options, const OperationContext& context) {
   const std::filesystem::path path = resolve_cache_path(options.path);
+  const detail::Environment environment = detail::resolve(context);
   RemoveReport report;
   report.path = path.string();
-  if (options.filter.empty() && !options.threads) {
+  report.dry_run = options.dry_run;
+  RemovalSelection selection(options, environment);
+
+  if (options.dry_run) {
+    const CacheFile file = read_cache_file(path);
+    if (file.status == FileStatus::not_found) {
+      detail::check_named_kernels(options.filter, environment.kernels, {});
+      report.status = "not_found";
+      return report;
+    }
+    if (file.status != FileStatus::loaded && !options.whole_file()) {
+      // What a filtered removal would answer: the file cannot be edited.
+      report.status = file_status_name(file.status);
+      Diagnostic diagnostic;
+      diagnostic.message = fmt::format("{} is {} ({}); only a removal without filters can delete it", path.string(),
+                                       file_status_name(file.status), file.error);
+      report.diagnostics.push_back(std::move(diagnostic));
+      return report;
+    }
+    const std::vector<bool> chosen = selection.select(file);
+    for (std::size_t i = 0; i < file.profiles.size(); ++i) {
+      if (chosen[i]) {
+        report.removed_profiles.push_back(removed_entry(file.profiles[i], i, selection.classification(i)));
+        if (file.profiles[i].readable()) report.removed.push_back(file.profiles[i].key);
+      } else {
+        ++report.preserved_profiles;
+        if (file.profiles[i].readable()) report.preserved.push_back(file.profiles[i].key);
+      }
+    }
+    if (options.whole_file()) {
+      report.removed_files.push_back(path.string());
+      std::error_code error;
+      if (std::filesystem::exists(lock_path_for(path), error)) report.removed_files.push_back(lock_path_for(path).string());
+    }
+    report.status = report.removed_profiles.empty() && !options.whole_file() ? "unchanged" : "would_remove";
+    report.removed = detail::unique_sorted(std::move(report.removed));
+    report.preserved = detail::unique_sorted(std::move(report.preserved));
+    return report;
+  }
+
+  if (options.whole_file()) {
+    const CacheFile before = read_cache_file(path);  // to report what went
     RemoveFileResult removed = remove_cache_file(path);
     report.status = !removed.existed ? "not_found"
                     : removed.status == UpdateStatus::updated ? "removed"
                                                                : std::string(update_status_name(removed.status));
     for (const auto& file : removed.removed_files) report.removed_files.push_back(file.string());
+    if (report.status == "removed") {
+      for (std::size_t i = 0; i < before.profiles.size(); ++i) {
+        report.removed_profiles.push_back(removed_entry(before.profiles[i], i, ProfileClass::invalid));
+        if (before.profiles[i].readable()) report.removed.push_back(before.profiles[i].key);
+      }
+      // Classified after the fact (the file is gone; the classification is of what it held).
+      const auto classes = classify_profiles(before, CacheLayer::user, SchemaIndex(environment.kernels), environment.machine);
+      for (std::size_t i = 0; i < classes.size() && i < report.removed_profiles.size(); ++i) {
+        report.removed_profiles[i].classification = classes[i].value;
+      }
+      report.removed = detail::unique_sorted(std::move(report.removed));
+    }
     report.diagnostics = std::move(removed.diagnostics);
     return report;
   }
-  const std::optional<int64_t> threads =
-      options.threads ? std::optional<int64_t>(resolve_threads(*options.threads)) : std::nullopt;
-  const detail::Environment environment = detail::resolve(context);
-  bool existed = true;
-  UpdateOptions update_options;
-  update_options.kernels = &environment.kernels;
+
   if (!std::filesystem::exists(path)) {
+    detail::check_named_kernels(options.filter, environment.kernels, {});
     report.status = "not_found";
     return report;
   }
+  bool existed = true;
+  UpdateOptions update_options;
+  update_options.kernels = &environment.kernels;
+  update_options.on_lock_wait = context.on_lock_wait;
+  std::set<const CacheProfile*> erase;  // profiles of the file as read under the lock
+  std::vector<std::size_t> erased_indices;  // their indices, in file order
+  std::vector<ProfileClass> erased_classes;
   const UpdateResult update = update_cache(
       path,
       [&](const CacheFile& current) {
         existed = current.status == FileStatus::loaded;
+        const std::vector<bool> chosen = selection.select(current);
+        erase.clear();
+        erased_indices.clear();
+        erased_classes.clear();
+        for (std::size_t i = 0; i < current.profiles.size(); ++i) {
+          if (!chosen[i]) continue;
+          erase.insert(&current.profiles[i]);
+          erased_indices.push_back(i);
+          erased_classes.push_back(selection.classification(i));
+        }
         CacheEdit edit;
-        edit.erase = [&](const CacheProfile& profile) {
-          return profile.readable() && options.filter.matches(profile.key) &&
-                 (!threads || profile.host.effective_threads == *threads);
-        };
+        edit.erase = [&](const CacheProfile& profile) { return erase.contains(&profile); };
         return edit;
       },
       update_options);
@@ -234,8 +358,14 @@ RemoveReport remove_kernel_tuning_cache(const RemoveOptions& options, const Oper
   } else {
     report.status = update.removed.empty() ? "unchanged" : "removed";
   }
-  for (const auto& profile : update.removed) report.removed.push_back(profile.key);
+  // update.removed is in file order, as erased_indices.
+  for (std::size_t n = 0; n < update.removed.size() && n < erased_indices.size(); ++n) {
+    const CacheProfile& profile = update.removed[n];
+    report.removed_profiles.push_back(removed_entry(profile, erased_indices[n], erased_classes[n]));
+    if (profile.readable()) report.removed.push_back(profile.key);
+  }
   for (const auto& profile : update.preserved) {
+    ++report.preserved_profiles;
     if (profile.readable()) report.preserved.push_back(profile.key);
   }
   report.removed = detail::unique_sorted(std::move(report.removed));

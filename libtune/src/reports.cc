@@ -131,7 +131,8 @@ nlohmann::json InspectedProfile::to_json() const {
   object["shadowed"] = shadowed;
   object["provenance"] = nlohmann::json{{"source", profile.provenance.source},
                                         {"written", profile.provenance.written},
-                                        {"tool_version", profile.provenance.tool_version}};
+                                        {"tool_version", profile.provenance.tool_version},
+                                        {"hostname", profile.provenance.hostname}};
   return object;
 }
 
@@ -141,15 +142,25 @@ nlohmann::json InspectReport::to_json() const {
   return nlohmann::json{{"status", file_status_name(status)},
                         {"path", path},
                         {"diagnostics", diagnostics_to_json(diagnostics)},
-                        {"profiles", std::move(array)}};
+                        {"profiles", std::move(array)},
+                        {"system_cache", system_path.empty() ? nlohmann::json()
+                                                             : nlohmann::json{{"path", system_path},
+                                                                              {"status", file_status_name(system_status)},
+                                                                              {"profiles", system_profiles}}}};
 }
 
 nlohmann::json RemoveReport::to_json() const {
+  nlohmann::json profiles = nlohmann::json::array();
+  for (const auto& profile : removed_profiles) profiles.push_back(profile.to_json());
   return nlohmann::json{{"status", status},
                         {"path", path},
+                        {"dry_run", dry_run},
                         {"removed_files", removed_files},
                         {"removed", keys_to_json(removed)},
                         {"preserved", keys_to_json(preserved)},
+                        {"removed_profiles", std::move(profiles)},
+                        {"removed_count", removed_profiles.size()},
+                        {"preserved_count", preserved_profiles},
                         {"diagnostics", diagnostics_to_json(diagnostics)}};
 }
 
@@ -276,6 +287,7 @@ void write_profile(PrettyJson& w, const InspectedProfile& inspected) {
   w.key("physical_cores"), w.integer(h.physical_cores);
   w.key("provenance");
   w.open('{');
+  w.key("hostname"), w.string(p.provenance.hostname);
   w.key("source"), w.string(p.provenance.source);
   w.key("tool_version"), w.string(p.provenance.tool_version);
   w.key("written"), w.string(p.provenance.written);
@@ -307,6 +319,14 @@ void InspectReport::write_json(std::string& out) const {
   for (const auto& profile : profiles) w.item(), write_profile(w, profile);
   w.close(']');
   w.key("status"), w.string(file_status_name(status));
+  w.key("system_cache");
+  if (system_path.empty()) {
+    w.any(nlohmann::json());
+  } else {
+    w.any(nlohmann::json{{"path", system_path},
+                         {"status", file_status_name(system_status)},
+                         {"profiles", system_profiles}});
+  }
   w.close('}');
 }
 

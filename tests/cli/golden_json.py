@@ -13,6 +13,8 @@ The normaliser (normalise() below) replaces, and only replaces:
   - RFC 3339 timestamps ("2026-12-03T15:51:26Z") -> "<timestamp>";
   - provenance.tool_version -> "<tool_version>", after checking it equals the version
     `--version` prints;
+  - provenance.hostname -> "<hostname>", after checking it is this machine's hostname (profiles
+    written by older versions have "", which stays);
   - host fields that describe this CPU (vendor, family, model, stepping, microarchitecture,
     features, cache sizes, core counts) -> "<host.FIELD>", after checking their types; the
     architecture and effective_threads stay (the cases pin --threads);
@@ -33,6 +35,7 @@ The cases pin what would otherwise follow the machine: --threads, --element-type
 --implementation where dispatch is not the point.
 """
 import difflib
+import socket
 import json
 import os
 import re
@@ -118,6 +121,10 @@ def normalise(value, ctx, measured=(), measured_lists=(), path=()):
                 if item != ctx.version:
                     fail(f"{where}.{key} is {item!r}, --version says {ctx.version!r}")
                 out[key] = "<tool_version>"
+            elif key == "hostname" and "provenance" in path and isinstance(item, str):
+                if item not in ("", socket.gethostname()):
+                    fail(f"{where}.{key} is {item!r}, this machine is {socket.gethostname()!r}")
+                out[key] = "<hostname>" if item else ""
             elif key in HOST_FIELDS and ("host" in path or "architecture" in value):
                 if not isinstance(item, HOST_FIELDS[key]) or isinstance(item, bool):
                     fail(f"{where}.{key}: {item!r} is not {HOST_FIELDS[key].__name__}")
@@ -186,7 +193,7 @@ effective_threads = 2
 [profile.values]
 "parallel.minimum_elements" = 131072
 [profile.provenance]
-source = "import"
+source = "set"
 written = 2026-11-30T23:59:59Z
 tool_version = "0.1.0"
 """

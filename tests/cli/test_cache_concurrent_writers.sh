@@ -28,8 +28,9 @@ PYEOF
 (
   while [[ ! -e "$SCRATCH/stop" ]]; do
     "$TOOL" --cache "$CACHE" inspect --json >"$SCRATCH/read.json" 2>/dev/null || true
-    # Keys are sorted, so the report's own "status" is the only one; profiles have "classification".
-    status=$(grep -o '"status": "[a-z_]*"' "$SCRATCH/read.json" | cut -d'"' -f4 || true)
+    # Keys are sorted: the report's own "status" comes first, system_cache's after the profiles
+    # (which have "classification").
+    status=$(grep -m1 -o '"status": "[a-z_]*"' "$SCRATCH/read.json" | cut -d'"' -f4 || true)
     count=$(grep -c '"effective_threads"' "$SCRATCH/read.json" || true)
     loaded=$(grep -c '"classification": "loaded"' "$SCRATCH/read.json" || true)
     echo "${status:-broken} $count $((count - loaded))" >>"$SCRATCH/reads"

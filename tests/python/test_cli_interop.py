@@ -118,7 +118,11 @@ def test_python_calibration_saved_is_read_by_cli(run_cli, tmp_path):
     (entry,) = [e for e in listed["kernels"] if e["element_type"] == 1]
     assert entry["cached_values"] == chosen
     inspected = json.loads(run_cli("--cache", str(cache), "inspect", "--json").stdout)
-    assert inspected["profiles"][0]["provenance"]["source"] == "calibrate"
+    # A forced save is labelled by what it was: measured and agreeing, or forced past low confidence.
+    (measurement,) = report["measurements"]
+    want = ("calibrate-unmeasured" if not measurement["measured"]
+            else "calibrate-low-confidence" if measurement["confidence"] == "low" else "calibrate")
+    assert inspected["profiles"][0]["provenance"]["source"] == want
 
 
 def test_cli_remove_then_python_sees_nothing(run_cli, tmp_path):

@@ -342,7 +342,7 @@ def test_inspect_reports_profiles_without_publishing(cache_path):
                                                num_threads=8, load=False)
     generation = kernel_tuning.load_kernel_tuning_cache(os.devnull + ".missing")["published_generation"]
     inspection = kernel_tuning.inspect_kernel_tuning_cache(cache_path, num_threads=8)
-    assert set(inspection) == {"status", "path", "diagnostics", "profiles"}
+    assert set(inspection) == {"status", "path", "diagnostics", "profiles", "system_cache"}
     assert inspection["status"] == "loaded"
     (profile,) = inspection["profiles"]
     assert KEY_FIELDS <= set(profile)

@@ -1,5 +1,7 @@
 // The JSON of every report against the dictionary shapes of the Python seed
 // (../shared/seed/kernel_tuning_gallery.txt): same keys, same value kinds.
+#include <unistd.h>
+
 #include <limits>
 #include <set>
 
@@ -120,7 +122,7 @@ TEST_CASE("report_json_inspect_profile_has_the_seed_keys_and_more") {
   InspectOptions inspect;
   inspect.path = f.cache.string();
   const nlohmann::json report = inspect_kernel_tuning_cache(inspect, f.context()).to_json();
-  CHECK(keys_of(report) == std::set<std::string>{"diagnostics", "path", "profiles", "status"});
+  CHECK(keys_of(report) == std::set<std::string>{"diagnostics", "path", "profiles", "status", "system_cache"});
   CHECK(report["status"] == "loaded");
   REQUIRE(report["profiles"].size() == 1);
   const nlohmann::json& profile = report["profiles"][0];
@@ -141,7 +143,10 @@ TEST_CASE("report_json_inspect_profile_has_the_seed_keys_and_more") {
                                             {"parallel.minimum_elements", 2048},
                                             {"split.ratio", 0.5},
                                             {"vector.enabled", true}});
-  CHECK(keys_of(profile["provenance"]) == std::set<std::string>{"source", "tool_version", "written"});
+  CHECK(keys_of(profile["provenance"]) == std::set<std::string>{"hostname", "source", "tool_version", "written"});
+  char hostname[256] = {};
+  REQUIRE(::gethostname(hostname, sizeof(hostname) - 1) == 0);
+  CHECK(profile["provenance"]["hostname"] == std::string(hostname));
 }
 
 TEST_CASE("report_json_remove_shape") {
@@ -149,8 +154,9 @@ TEST_CASE("report_json_remove_shape") {
   RemoveOptions options;
   options.path = f.cache.string();
   const nlohmann::json report = remove_kernel_tuning_cache(options, f.context()).to_json();
-  CHECK(keys_of(report) ==
-        std::set<std::string>{"diagnostics", "path", "preserved", "removed", "removed_files", "status"});
+  CHECK(keys_of(report) == std::set<std::string>{"diagnostics", "dry_run", "path", "preserved", "preserved_count",
+                                                 "removed", "removed_count", "removed_files", "removed_profiles",
+                                                 "status"});
   CHECK(report["status"] == "not_found");
 }
 

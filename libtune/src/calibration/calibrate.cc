@@ -15,6 +15,7 @@
 #include "onnx_light/tune/calibration.h"
 #include "onnx_light/tune/host.h"
 #include "onnx_light/tune/reports.h"
+#include "operation_support.h"
 
 namespace onnx_light::tune {
 
@@ -298,10 +299,18 @@ std::vector<TuningValue> parse_comparison_values(const runtime::ParameterSpec& s
   return values;
 }
 
+// The provenance source of a saved result: "calibrate" for a measured pick the runs agree on;
+// forced saves of anything less are labelled as such.
+std::string_view saved_source(const KeyCalibration& k) {
+  if (!k.measured) return kSourceUnmeasured;
+  if (k.confidence == Confidence::low) return kSourceLowConfidence;
+  return "calibrate";
+}
+
 }  // namespace
 
 bool CalibrationReport::ok() const {
-  if (!failed.empty()) return false;
+  if (!failed.empty() || !not_saved.empty()) return false;
   if (cache_update && !cache_update->ok()) return false;
   return true;
 }
@@ -356,6 +365,7 @@ nlohmann::json CalibrationReport::to_json() const {
   j["skipped"] = keys_to_json(skipped);
   j["unsupported"] = keys_to_json(unsupported);
   j["failed"] = keys_to_json(failed);
+  j["not_saved"] = keys_to_json(not_saved);
   j["diagnostics"] = diagnostics_to_json(diagnostics);
   j["published_generation"] = published_generation;
   j["cache_update"] = cache_update ? update_to_json(*cache_update) : nlohmann::json();
@@ -408,15 +418,37 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
     }
     work.push_back(def);
   }
+  // A result that cannot be saved is not worth the budget: say so before measuring.
+  if (options.save && !work.empty()) {
+    UpdateResult check = check_cache_writable(resolve_cache_path(options.path));
+    if (!check.ok()) {
+      for (const auto& d : check.diagnostics)
+        report.diagnostics.push_back(key_message(work.front()->schema.key,
+                                                 fmt::format("nothing was measured: {}", d.message)));
+      report.cache_update = std::move(check);
+      for (const auto* def : work) report.failed.push_back(def->schema.key);
+      return report;
+    }
+  }
   if (options.only_missing && !work.empty()) {
     ProposeOptions propose;
     propose.selection = options.selection;
     propose.path = options.path;
     propose.num_threads = threads;
     ProposalReport proposal = propose_kernel_tuning_updates(propose, context);
+    // A forced save of an unmeasured or low-confidence result is not a calibration to keep.
+    const detail::Environment environment = detail::resolve(context);
+    const SchemaIndex index(environment.kernels);
+    const detail::Layers layers = detail::read_layers(resolve_cache_path(options.path), environment, index);
+    const detail::LoadedIndex loaded = detail::index_loaded(layers);
+    auto forced = [&](const TuningKey& key) {
+      const auto it = loaded.find({key, threads});
+      return it != loaded.end() && is_forced_source(it->second.profile->provenance.source);
+    };
     std::vector<const runtime::KernelDef*> missing;
     for (const auto* def : work) {
-      bool covered = std::any_of(proposal.covered.begin(), proposal.covered.end(),
+      bool covered = !forced(def->schema.key) &&
+                     std::any_of(proposal.covered.begin(), proposal.covered.end(),
                                  [&](const KernelTuningEntry& e) { return e.key == def->schema.key; });
       if (covered) report.skipped.push_back(def->schema.key);
       else missing.push_back(def);
@@ -587,6 +619,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
       if (!k.measured && !options.force_save) {
         report.diagnostics.push_back(key_message(k.key, fmt::format("{} not saved: nothing was measured (use force_save/--force "
                                                                     "to save the values anyway).", k.key.kernel)));
+        report.not_saved.push_back(k.key);
         continue;
       }
       if (k.confidence == Confidence::low && !options.force_save) {
@@ -594,13 +627,13 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
             k.key, fmt::format("{} not saved: confidence is low (the measurements disagree or are too noisy for the margin); "
                                "rerun on a quieter machine or with a larger --max-duration-ms, or use --force to save it anyway.",
                                k.key.kernel)));
+        report.not_saved.push_back(k.key);
         continue;
       }
       to_save.push_back(&k);
     }
   if (!to_save.empty()) {
     HostDescriptor host = detect_host(threads);
-    Provenance provenance{"calibrate", utc_timestamp_now(), std::string(tool_version())};
     std::vector<CacheProfile> profiles;
     for (auto* kp : to_save) {
       KeyCalibration& k = *kp;
@@ -609,12 +642,15 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
       p.key = k.key;
       p.host = host;
       p.values = k.values;
-      p.provenance = provenance;
+      // A forced save says what it is, so that inspect and --only-missing can tell it from a
+      // measured, agreeing calibration.
+      p.provenance = provenance_now(std::string(saved_source(k)), std::string(tool_version()));
       profiles.push_back(std::move(p));
     }
     UpdateOptions update_options;
     update_options.prune_stale = options.prune_stale;
     update_options.kernels = &table;
+    update_options.on_lock_wait = context.on_lock_wait;
     report.cache_update = write_profiles(resolve_cache_path(options.path), std::move(profiles), update_options);
     if (!report.cache_update->ok())
       for (auto* kp : to_save) kp->saved = false;

@@ -355,10 +355,15 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   parameters.path = options.path;
   parameters.num_threads = threads;
   KernelParametersReport in_force = kernel_tuning_parameters(parameters, context);
-  if (options.save && (in_force.cache_status == FileStatus::malformed || in_force.cache_status == FileStatus::unreadable))
-    throw IoError(fmt::format("{}: the cache is {}; nothing was measured, since the result could not be saved (see "
-                              "'onnx-light-tune inspect')",
-                              in_force.cache_path, file_status_name(in_force.cache_status)));
+  if (options.save) {
+    const UpdateResult check = check_cache_writable(resolve_cache_path(options.path));
+    if (!check.ok())
+      throw IoError(fmt::format("{}; nothing was measured, since the result could not be saved (see "
+                                "'onnx-light-tune inspect')",
+                                check.diagnostics.empty()
+                                    ? fmt::format("{} is {}", in_force.cache_path, update_status_name(check.status))
+                                    : check.diagnostics.front().message));
+  }
   std::map<TuningKey, TuningValues> old_values;
   for (const auto& e : in_force.kernels) old_values[e.key] = e.cached_values ? *e.cached_values : e.defaults;
 
@@ -865,9 +870,8 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   if (keep) {
     // The machine the context describes (tests pass one), else this one.
     HostDescriptor host = context.machine ? context.machine->with_threads(threads) : detect_host(threads);
-    Provenance provenance{"calibrate",
-                          utc_timestamp_now(),
-                          context.tool_version.empty() ? std::string(tool_version()) : context.tool_version};
+    const Provenance provenance = provenance_now(
+        "calibrate", context.tool_version.empty() ? std::string(tool_version()) : context.tool_version);
     for (const auto& k : report.keys) {
       if (k.changed.empty()) continue;
       published.push_back({k.key, threads, k.new_values});
@@ -885,6 +889,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
     UpdateOptions update;
     update.prune_stale = options.prune_stale;
     update.kernels = &table;
+    update.on_lock_wait = context.on_lock_wait;
     report.cache_update = write_profiles(resolve_cache_path(options.path), std::move(profiles), update);
     report.saved = report.cache_update->ok();
     for (const auto& d : report.cache_update->diagnostics) report.diagnostics.push_back(d);

@@ -18,9 +18,12 @@ inline constexpr std::string_view kCacheFormat = "onnx-light-kernel-tuning";
 inline constexpr int64_t kCacheFormatVersion = 1;
 
 struct Provenance {
-  std::string source;        // "set", "calibrate", "import"
+  std::string source;        // "set", "calibrate", "calibrate-unmeasured", "calibrate-low-confidence"
   std::string written;       // RFC 3339 UTC, "2026-12-02T11:39:29Z"
   std::string tool_version;  // "0.1.0"
+  // The machine's name when it was written: for operators reading a shared cache, never part of
+  // the match (profiles are matched by the host descriptor). "" in files of older versions.
+  std::string hostname;
 
   auto operator<=>(const Provenance&) const = default;
   bool operator==(const Provenance&) const = default;
@@ -75,6 +78,9 @@ std::string serialize_cache(std::vector<CacheProfile> profiles);
 // Orders profiles the way the file stores them; also the identity for merging: (key, host).
 bool profile_less(const CacheProfile& a, const CacheProfile& b);
 bool same_profile_identity(const CacheProfile& a, const CacheProfile& b);
+
+// Provenance for a profile written now by this process: source, timestamp, version, hostname.
+Provenance provenance_now(std::string source, std::string tool_version);
 
 // The current time as an RFC 3339 UTC timestamp with second precision.
 std::string utc_timestamp_now();

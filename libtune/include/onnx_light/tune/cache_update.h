@@ -33,7 +33,11 @@ struct UpdateOptions {
   bool prune_stale = false;
   // Needed by prune_stale; nullptr: cpu_kernel_table().
   const runtime::KernelTable* kernels = nullptr;
+  // Called once, with the lock file's path, when another process has held the lock for
+  // kLockWaitNoticeMs; the update then keeps waiting.
+  std::function<void(const std::filesystem::path& lock_file)> on_lock_wait;
 };
+inline constexpr int kLockWaitNoticeMs = 1000;
 
 struct UpdateResult {
   UpdateStatus status = UpdateStatus::write_failed;
@@ -52,6 +56,13 @@ struct UpdateResult {
 // another process holds the lock. Returns a status, never throws for I/O problems.
 UpdateResult update_cache(const std::filesystem::path& path, const EditFunction& edit,
                           const UpdateOptions& options = {});
+
+// Whether an update of `path` could succeed now, checked without the lock and without writing:
+// the cache (if any) is readable, well-formed and writable, and its directory (or the nearest
+// existing one it would be created in) is writable. Status updated when it could; otherwise the
+// status and diagnostic update_cache would return. Long operations (calibrate --save) call it
+// before they measure.
+UpdateResult check_cache_writable(const std::filesystem::path& path);
 
 // Convenience: merges `profiles` (many at once, e.g. a calibration run) in one locked update.
 UpdateResult write_profiles(const std::filesystem::path& path, std::vector<CacheProfile> profiles,

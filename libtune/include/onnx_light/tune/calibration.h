@@ -94,6 +94,14 @@ struct CalibrationProgress {
   int64_t budget_ms = 0;
 };
 
+// Provenance sources of results saved with force_save although nothing was measured, or the
+// measurements disagree (low confidence). `inspect` shows them; --only-missing recalibrates them.
+inline constexpr std::string_view kSourceUnmeasured = "calibrate-unmeasured";
+inline constexpr std::string_view kSourceLowConfidence = "calibrate-low-confidence";
+inline bool is_forced_source(std::string_view source) {
+  return source == kSourceUnmeasured || source == kSourceLowConfidence;
+}
+
 struct CalibrationOptions {
   KeySelection selection;  // kernels + element types (+ implementation); `all` below for every key
   bool all = false;        // every calibratable key (selection filters still apply)
@@ -166,6 +174,9 @@ struct CalibrationReport {
   std::vector<runtime::TuningKey> skipped;      // passed over by only_missing
   std::vector<runtime::TuningKey> unsupported;  // no calibration routine
   std::vector<runtime::TuningKey> failed;       // errors (mismatch, invalid result)
+  // Saving was asked but the result was refused (nothing measured, or low confidence) and not
+  // forced: nothing of these keys was written.
+  std::vector<runtime::TuningKey> not_saved;
   std::vector<Diagnostic> diagnostics;
   uint64_t published_generation = 0;
   std::optional<UpdateResult> cache_update;  // when saving was asked and attempted
@@ -175,7 +186,8 @@ struct CalibrationReport {
   int64_t maximum_duration_ms = 0;
   int repeat = 1;
 
-  bool ok() const;  // nothing failed and, when saving, the update succeeded
+  // Nothing failed and, when saving, every result was saved (none refused) and the update succeeded.
+  bool ok() const;
   // {calibrated: [key fields + values], skipped, unsupported, diagnostics, published_generation,
   //  cache_update} plus failed, cache_path, effective_threads, elapsed_ms and measurements.
   nlohmann::json to_json() const;

@@ -10,6 +10,7 @@
 // or written is not an exception: the report's status says so.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ struct OperationContext {
   // unset: system_kernel_tuning_cache_path(); an empty path: no system layer.
   std::optional<std::filesystem::path> system_cache_path;
   std::string tool_version;  // "" : this library's version
+  // Told when a write waits for another process's cache lock (see UpdateOptions::on_lock_wait).
+  std::function<void(const std::filesystem::path& lock_file)> on_lock_wait;
 };
 
 // The version written into provenance.tool_version.
@@ -83,9 +86,11 @@ struct InspectOptions {
   std::string path;
   KeySelection filter;                 // literal filter on the profiles' keys
   std::optional<int64_t> threads;      // only profiles of this thread count, and `local` against it
+  bool user_only = false;              // leave the system layer out
 };
 // Every profile of both layers with host, values, local, classification and provenance.
-// Changes neither the file nor the registry.
+// Changes neither the file nor the registry. A kernel named in the filter that is neither
+// registered nor in either layer throws NotFoundError (with the nearest registered names).
 InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const OperationContext& context = {});
 
 struct LoadOptions {
@@ -105,12 +110,20 @@ LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationC
 
 struct RemoveOptions {
   std::string path;
-  // Empty and no threads: delete the cache file and its lock. Otherwise drop the matching
-  // profiles with a locked update and keep the file.
+  // No filter at all (see whole_file): delete the cache file and its lock. Otherwise drop the
+  // profiles matching every given filter with a locked update and keep the file.
   KeySelection filter;
   std::optional<int64_t> threads;
+  std::vector<ProfileClass> classes;  // only profiles of one of these classifications
+  bool foreign = false;               // only profiles of other machines (host descriptor differs)
+  std::string hostname;               // only profiles whose provenance names this host
+  bool dry_run = false;               // report what would go; write nothing, take no lock
+
+  bool whole_file() const;
 };
-// Never touches the system layer.
+// Never touches the system layer. A kernel named in the filter that is neither registered nor in
+// the cache throws NotFoundError (with the nearest registered names). Removed profiles are
+// reported one by one (a key can have profiles of several hosts and thread counts).
 RemoveReport remove_kernel_tuning_cache(const RemoveOptions& options, const OperationContext& context = {});
 
 }  // namespace onnx_light::tune

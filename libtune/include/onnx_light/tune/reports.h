@@ -142,11 +142,13 @@ struct InspectReport {
   std::string path;
   std::vector<Diagnostic> diagnostics;
   std::vector<InspectedProfile> profiles;  // user layer first, then the system layer
-  std::string system_path;                 // human; "" when there is no system layer
-  FileStatus system_status = FileStatus::not_found;  // human
-  int64_t effective_threads = 0;                     // human
+  std::string system_path;                 // "" when there is no system layer (or user_only)
+  FileStatus system_status = FileStatus::not_found;
+  std::size_t system_profiles = 0;         // profiles read from the system layer (before filters)
+  int64_t effective_threads = 0;           // human
 
-  // {status, path, diagnostics, profiles}.
+  // {status, path, diagnostics, profiles, system_cache}; system_cache is {path, status, profiles
+  // (a count)} or null when there is no system layer.
   nlohmann::json to_json() const;
   // Appends exactly to_json().dump(2) without building the document (a 10,000-profile cache
   // prints in a fraction of the time); what `inspect --json` prints.
@@ -154,14 +156,21 @@ struct InspectReport {
 };
 
 struct RemoveReport {
-  std::string status;  // "removed", "not_found", or an update status name
+  // "removed", "unchanged" (nothing matched), "not_found", "would_remove" (dry run with matches),
+  // or an update status name (malformed, read_only, ...).
+  std::string status;
   std::string path;
-  std::vector<std::string> removed_files;
-  std::vector<runtime::TuningKey> removed;    // profiles dropped (filtered removal)
-  std::vector<runtime::TuningKey> preserved;  // profiles kept (filtered removal)
+  bool dry_run = false;
+  std::vector<std::string> removed_files;     // whole-file removal (dry run: would be removed)
+  std::vector<runtime::TuningKey> removed;    // keys of the profiles dropped, without repeats
+  std::vector<runtime::TuningKey> preserved;  // keys of the profiles kept, without repeats
+  // Every profile dropped (dry run: that would be), with host, classification and provenance.
+  std::vector<InspectedProfile> removed_profiles;
+  std::size_t preserved_profiles = 0;
   std::vector<Diagnostic> diagnostics;
 
-  // {status, path, removed_files, removed, preserved, diagnostics}.
+  // {status, path, dry_run, removed_files, removed, preserved, removed_profiles (InspectedProfile
+  // objects), removed_count, preserved_count (profiles), diagnostics}.
   nlohmann::json to_json() const;
 };
 
