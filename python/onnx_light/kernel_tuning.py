@@ -373,6 +373,7 @@ def inspect_kernel_tuning_cache(
     library: Optional[str] = None,
     device: Optional[int] = None,
     num_threads: Optional[int] = None,
+    user_only: bool = False,
 ) -> dict:
     """Reads every profile of a cache (and of the system cache) without changing anything.
 
@@ -382,20 +383,25 @@ def inspect_kernel_tuning_cache(
             filters on the profiles' keys (``None``: no filter).
         num_threads: Only profiles written for this thread count; ``local`` is judged against
             it (``None``: one per physical core).
+        user_only: Leave the system cache out.
 
     Returns:
-        ``{status, path, diagnostics, profiles}``; ``status`` is ``"loaded"``,
+        ``{status, path, diagnostics, profiles, system_cache}``; ``status`` is ``"loaded"``,
         ``"not_found"``, ``"unreadable"`` or ``"malformed"``. Each profile has the key fields,
         every host field, ``values``, ``local``, ``classification`` (``loaded``, ``stale``,
-        ``incompatible``, ``invalid``), ``layer``, ``index``, ``shadowed`` and ``provenance``.
+        ``incompatible``, ``invalid``), ``layer``, ``index``, ``shadowed`` and ``provenance``
+        (``source``, ``written``, ``tool_version``, ``hostname``). ``system_cache`` is
+        ``{path, status, profiles}`` (a count) or ``None`` without a system layer.
 
     Raises:
-        TypeError, ValueError: bad arguments.
+        TypeError, ValueError: bad arguments; KeyError (NotFoundError): a kernel that is neither
+        registered nor cached.
     """
     return _tuning.inspect_kernel_tuning_cache(
         path=_path(path),
         **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
         num_threads=_optional_integer("num_threads", num_threads),
+        user_only=_boolean("user_only", user_only),
     )
 
 
@@ -631,6 +637,10 @@ def remove_kernel_tuning_cache(
     library: Optional[str] = None,
     device: Optional[int] = None,
     num_threads: Optional[int] = None,
+    classifications: Optional[Iterable[str]] = None,
+    foreign: bool = False,
+    hostname: Optional[str] = None,
+    dry_run: bool = False,
 ) -> dict:
     """Removes the cache file, or only the matching profiles.
 
@@ -643,16 +653,29 @@ def remove_kernel_tuning_cache(
         kernel/kernels, element_type/element_types, implementation, library, device: Literal
             filters on the profiles' keys.
         num_threads: Only profiles written for this thread count.
+        classifications: Only profiles of these classes (``"stale"``, ``"incompatible"``,
+            ``"invalid"``, ``"loaded"``; any of them).
+        foreign: Only profiles of other machines.
+        hostname: Only profiles whose provenance records this hostname.
+        dry_run: Report what would be removed; change nothing.
 
     Returns:
-        ``{status, path, removed_files, removed, preserved, diagnostics}``; ``status`` is
-        ``"removed"``, ``"not_found"`` or an update status (``"read_only"``, ``"malformed"``...).
+        ``{status, path, dry_run, removed_files, removed, preserved, removed_profiles,
+        removed_count, preserved_count, diagnostics}``; ``status`` is ``"removed"``,
+        ``"unchanged"``, ``"would_remove"`` (dry run), ``"not_found"`` or an update status
+        (``"read_only"``, ``"malformed"``...). ``removed_profiles`` has one inspect-style
+        object per profile; the counts are of profiles.
 
     Raises:
-        TypeError, ValueError: bad arguments.
+        TypeError, ValueError: bad arguments; KeyError (NotFoundError): a kernel that is neither
+        registered nor cached.
     """
     return _tuning.remove_kernel_tuning_cache(
         path=_path(path),
         **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
         num_threads=_optional_integer("num_threads", num_threads),
+        classifications=[_text("classifications", c) for c in _many("classifications", classifications)],
+        foreign=_boolean("foreign", foreign),
+        hostname=_text("hostname", hostname),
+        dry_run=_boolean("dry_run", dry_run),
     )

@@ -189,16 +189,18 @@ void bind_tuning(py::module_& m) {
       "inspect_kernel_tuning_cache",
       [](std::string path, std::vector<std::string> kernels, std::vector<int32_t> element_types,
          std::string implementation, std::string library, std::optional<int32_t> device,
-         std::optional<int64_t> num_threads) {
+         std::optional<int64_t> num_threads, bool user_only) {
         tune::InspectOptions options;
         options.path = std::move(path);
         options.filter = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
                                         std::move(library), device);
         options.threads = checked_threads(num_threads, "num_threads");
+        options.user_only = user_only;
         return report_without_gil([&] { return tune::inspect_kernel_tuning_cache(options); });
       },
       py::kw_only(), py::arg("path"), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"),
-      py::arg("library"), py::arg("device"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
+      py::arg("library"), py::arg("device"), py::arg("num_threads"), py::arg("user_only"),
+      "See onnx_light.kernel_tuning.");
 
   m.def(
       "load_kernel_tuning_cache",
@@ -219,16 +221,35 @@ void bind_tuning(py::module_& m) {
       "remove_kernel_tuning_cache",
       [](std::string path, std::vector<std::string> kernels, std::vector<int32_t> element_types,
          std::string implementation, std::string library, std::optional<int32_t> device,
-         std::optional<int64_t> num_threads) {
+         std::optional<int64_t> num_threads, std::vector<std::string> classifications, bool foreign,
+         std::string hostname, bool dry_run) {
         tune::RemoveOptions options;
         options.path = std::move(path);
         options.filter = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
                                         std::move(library), device);
         options.threads = checked_threads(num_threads, "num_threads");
+        for (const auto& name : classifications) {
+          bool known = false;
+          for (auto value : {tune::ProfileClass::loaded, tune::ProfileClass::stale, tune::ProfileClass::incompatible,
+                             tune::ProfileClass::invalid}) {
+            if (tune::profile_class_name(value) == name) {
+              options.classes.push_back(value);
+              known = true;
+            }
+          }
+          if (!known) {
+            throw InvalidValueError(fmt::format(
+                "unknown classification '{}' (use loaded, stale, incompatible or invalid)", name));
+          }
+        }
+        options.foreign = foreign;
+        options.hostname = std::move(hostname);
+        options.dry_run = dry_run;
         return report_without_gil([&] { return tune::remove_kernel_tuning_cache(options); });
       },
       py::kw_only(), py::arg("path"), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"),
-      py::arg("library"), py::arg("device"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
+      py::arg("library"), py::arg("device"), py::arg("num_threads"), py::arg("classifications"), py::arg("foreign"),
+      py::arg("hostname"), py::arg("dry_run"), "See onnx_light.kernel_tuning.");
 
   m.def(
       "calibrate_kernel_tuning",

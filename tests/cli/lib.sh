@@ -24,6 +24,14 @@ expect_exit() {
   fi
 }
 
+# run_status CMD...: runs CMD like expect_exit, whatever its exit status, which lands in $STATUS.
+run_status() {
+  set +e
+  "$@" >"$SCRATCH/out" 2>"$SCRATCH/err"
+  STATUS=$?
+  set -e
+}
+
 # expect_grep FILE PATTERN: fails unless the extended regex PATTERN occurs in FILE.
 expect_grep() {
   grep -Eq -- "$2" "$1" || { echo "--- $1" >&2; cat "$1" >&2; fail "pattern '$2' not in $1"; }

@@ -101,7 +101,7 @@ expect_exit 0 "$TOOL" inspect "$CACHE" --json --threads 2
 $PY - "$SCRATCH/out" "$CACHE" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert set(r) == {"status", "path", "diagnostics", "profiles"} and r["status"] == "loaded", r
+assert set(r) == {"status", "path", "diagnostics", "profiles", "system_cache"} and r["status"] == "loaded", r
 assert r["path"] == sys.argv[2]
 (p,) = r["profiles"]  # --threads 2 filters the 1-thread Relu profile out
 for key in ["architecture", "device", "device_name", "effective_threads", "element_type", "implementation", "kernel",
@@ -135,11 +135,11 @@ assert [k["element_type"] for k in r["missing"]] == [11], r
 assert r["published_generation"] >= 1
 PYEOF
 expect_exit 0 "${T[@]}" load
-expect_grep "$SCRATCH/out" "published 2 profiles"
+expect_grep "$SCRATCH/out" "would publish 2 profiles"
 
 # remove: filtered, then whole file and lock.
 expect_exit 0 "${T[@]}" remove --kernel Relu --yes
-expect_grep "$SCRATCH/out" "removed 1 key"
+expect_grep "$SCRATCH/out" "removed 1 profile \\(1 key\\)"
 expect_exit 0 "${T[@]}" inspect --json
 $PY -c "import json,sys; r=json.load(open('$SCRATCH/out')); assert [p['kernel'] for p in r['profiles']] == ['Abs'], r"
 expect_exit 0 "${T[@]}" remove --yes

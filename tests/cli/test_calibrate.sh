@@ -7,17 +7,25 @@ source "$(dirname "$0")/lib.sh"
 CACHE="$SCRATCH/cache/kernel_tuning.cache"
 
 # The CI recipe on the default cache path (XDG_CACHE_HOME from lib.sh).
-# Without --force a low-confidence result (this machine may be noisy) is not saved, and says so.
-expect_exit 0 "$TOOL" calibrate Abs --save
+# Without --force a low-confidence result (this machine may be noisy) is not saved, says so, and
+# exits 1 (a CI job must not believe it calibrated); with it, the provenance says what it was.
+run_status "$TOOL" calibrate Abs --save
 expect_grep "$SCRATCH/out" "calibrated 1 key"
+SOURCE=calibrate
 if grep -q "not saved: confidence is low" "$SCRATCH/out"; then
+  [[ $STATUS == 1 ]] || fail "exit $STATUS although the result was not saved"
   grep -q "confidence.*low" "$SCRATCH/out" || fail "not saved without a low confidence"
+  expect_grep "$SCRATCH/err" "1 result not saved"
   test ! -f "$XDG_CACHE_HOME/onnx-light/kernel_tuning.cache" || fail "a low-confidence result was written"
-  expect_exit 0 "$TOOL" calibrate Abs --save --force
+  run_status "$TOOL" calibrate Abs --save --force
+  [[ $STATUS == 0 ]] || fail "calibrate --force exited $STATUS"
+  if grep -q "Abs confidence: low" "$SCRATCH/out"; then SOURCE=calibrate-low-confidence; fi
+else
+  [[ $STATUS == 0 ]] || { cat "$SCRATCH/out" "$SCRATCH/err" >&2; fail "exit $STATUS"; }
 fi
 test -f "$XDG_CACHE_HOME/onnx-light/kernel_tuning.cache" || fail "default cache not written"
 expect_exit 0 "$TOOL" inspect --json
-$PY - "$SCRATCH/out" <<'PYEOF'
+$PY - "$SCRATCH/out" "$SOURCE" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["status"] == "loaded", r
@@ -25,7 +33,7 @@ assert r["status"] == "loaded", r
 assert p["kernel"] == "Abs" and p["element_type"] == 1 and p["local"] is True, p
 assert p["classification"] == "loaded", p
 prov = p["provenance"]
-assert prov["source"] == "calibrate" and prov["tool_version"], prov
+assert prov["source"] == sys.argv[2] and prov["tool_version"], (prov, sys.argv[2])
 PYEOF
 
 # A real bounded run, not saved: budget respected (1.2x), value valid, diagnostics present.
@@ -53,8 +61,8 @@ PYEOF
 # Binary kernels with broadcast variants, repeat agreement, SVG report.
 expect_exit 0 "$TOOL" --cache "$CACHE" list Add --element-type float --threads 2 --json
 cp "$SCRATCH/out" "$SCRATCH/add_list.json"
-expect_exit 0 "$TOOL" --cache "$CACHE" calibrate Add --repeat 3 --max-duration-ms 300 --threads 2 --json --report "$SCRATCH/add.svg"
-$PY - "$SCRATCH/out" "$SCRATCH/add_list.json" "$(host_elementwise_implementation)" <<'PYEOF'
+run_status "$TOOL" --cache "$CACHE" calibrate Add --repeat 3 --max-duration-ms 300 --threads 2 --json --report "$SCRATCH/add.svg"
+$PY - "$SCRATCH/out" "$SCRATCH/add_list.json" "$(host_elementwise_implementation)" "$STATUS" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 listed = json.load(open(sys.argv[2]))
@@ -75,8 +83,11 @@ assert any(d["message"] == summary for d in r["diagnostics"]), (summary, r["diag
 if m["confidence"] == "low":
     assert r["cache_update"] is None and not m["saved"], r
     assert any("not saved: confidence is low" in d["message"] for d in r["diagnostics"]), r["diagnostics"]
+    # Runs that disagree save nothing and fail the command.
+    assert [k["kernel"] for k in r["not_saved"]] == ["Add"] and sys.argv[4] == "1", (r["not_saved"], sys.argv[4])
 else:
     assert r["cache_update"]["status"] == "updated" and m["saved"], r["cache_update"]
+    assert r["not_saved"] == [] and sys.argv[4] == "0", (r["not_saved"], sys.argv[4])
 PYEOF
 expect_grep "$SCRATCH/add.svg" "<svg"
 expect_grep "$SCRATCH/add.svg" "serial \(reference\)"

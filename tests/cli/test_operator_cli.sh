@@ -90,6 +90,7 @@ blocks = text.split("[[profile]]")
 head, profiles = blocks[0], blocks[1:]
 stale = re.sub(r"(?m)^tuning_abi = \d+", "tuning_abi = 999", profiles[0])  # an ABI this build does not have
 invalid = re.sub(r'(?m)^"parallel.minimum_elements" = \d+', '"parallel.minimum_elements" = -5', profiles[1])
+profiles[0] = stale
 open(path, "w").write(head + "".join("[[profile]]" + p for p in profiles) + "[[profile]]" + invalid.rstrip("\n") + "\n")
 PYEOF
 expect_exit 0 "${T[@]}" remove --invalid --dry-run --json

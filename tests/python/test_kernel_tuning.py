@@ -421,9 +421,20 @@ def test_remove_filtered_then_whole_file(cache_path):
                                                num_threads=1, load=False)
     kernel_tuning.set_kernel_tuning_parameters("Abs", 1, {"parallel.minimum_elements": 200}, path=cache_path,
                                                num_threads=2, load=False)
+    planned = kernel_tuning.remove_kernel_tuning_cache(cache_path, kernel="Abs", num_threads=1, dry_run=True)
+    assert planned["status"] == "would_remove" and planned["removed_count"] == 1
+    assert len(kernel_tuning.inspect_kernel_tuning_cache(cache_path, user_only=True)["profiles"]) == 2
     partial = kernel_tuning.remove_kernel_tuning_cache(cache_path, kernel="Abs", num_threads=1)
-    assert set(partial) == {"status", "path", "removed_files", "removed", "preserved", "diagnostics"}
+    assert set(partial) == {"status", "path", "dry_run", "removed_files", "removed", "preserved", "removed_profiles",
+                            "removed_count", "preserved_count", "diagnostics"}
     assert len(partial["removed"]) == 1 and len(partial["preserved"]) == 1
+    assert partial["removed_count"] == 1 and partial["preserved_count"] == 1
+    assert partial["removed_profiles"][0]["effective_threads"] == 1
+    assert kernel_tuning.remove_kernel_tuning_cache(cache_path, classifications=["stale"])["status"] == "unchanged"
+    with pytest.raises(ValueError):
+        kernel_tuning.remove_kernel_tuning_cache(cache_path, classifications=["old"])
+    with pytest.raises(KeyError):
+        kernel_tuning.remove_kernel_tuning_cache(cache_path, kernel="Abz")
     (left,) = kernel_tuning.inspect_kernel_tuning_cache(cache_path)["profiles"]
     assert left["effective_threads"] == 2
     whole = kernel_tuning.remove_kernel_tuning_cache(cache_path)
@@ -466,7 +477,13 @@ def test_calibrate_saves_and_only_missing_skips(cache_path):
     assert profile["values"] == report["calibrated"][0]["values"]
     skipped = kernel_tuning.calibrate_kernel_tuning(kernels=["Abs"], element_type="float", maximum_duration_ms=60,
                                                     path=cache_path, num_threads=2, only_missing=True, save=False)
-    assert skipped["calibrated"] == [] and len(skipped["skipped"]) == 1
+    (m,) = report["measurements"]
+    if m["measured"] and m["confidence"] != "low":
+        assert profile["provenance"]["source"] == "calibrate"
+        assert skipped["calibrated"] == [] and len(skipped["skipped"]) == 1
+    else:  # a forced save of a result it could not trust is not a calibration to keep
+        assert profile["provenance"]["source"].startswith("calibrate-")
+        assert len(skipped["calibrated"]) == 1 and skipped["skipped"] == []
 
 
 def test_calibrate_reports_confidence_and_saves_low_confidence_only_when_forced(cache_path):
