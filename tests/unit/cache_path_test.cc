@@ -82,3 +82,13 @@ TEST_CASE("cache_path_system_layer_default_override_and_disable") {
 TEST_CASE("cache_path_lock_is_cache_plus_suffix") {
   CHECK(lock_path_for("/a/b/kernel_tuning.cache") == "/a/b/kernel_tuning.cache.lock");
 }
+
+TEST_CASE("cache_path_relative_xdg_cache_home_is_ignored") {
+  EnvGuard env;
+  env.set("ONNX_LIGHT_TUNING_CACHE", nullptr);
+  env.set("XDG_CACHE_HOME", "relative/cache");  // invalid per the XDG Base Directory spec
+  env.set("HOME", "/home/u");
+  CHECK(default_kernel_tuning_cache_path() == "/home/u/.cache/onnx-light/kernel_tuning.cache");
+  env.set("XDG_CACHE_HOME", "/abs/cache");
+  CHECK(default_kernel_tuning_cache_path() == "/abs/cache/onnx-light/kernel_tuning.cache");
+}

@@ -1,6 +1,10 @@
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <thread>
 
@@ -320,4 +324,69 @@ TEST_CASE("remove_cache_file_refuses_write_protected_directory") {
   ::chmod(dir.c_str(), 0755);
   CHECK(removed.status == UpdateStatus::read_only);
   CHECK(std::filesystem::exists(dir / "k.cache"));
+}
+
+TEST_CASE("check_cache_writable_answers_as_an_update_would_without_writing") {
+  Fixture f;
+  // Missing nested directories: writable (they would be created), and nothing is created now.
+  const auto nested = f.dir / "a" / "b" / "kernel_tuning.cache";
+  CHECK(check_cache_writable(nested).ok());
+  CHECK_FALSE(std::filesystem::exists(f.dir / "a"));
+  // Malformed: reported as update_cache would, bytes untouched.
+  write_text(f.cache, "not [ toml\n");
+  const UpdateResult malformed = check_cache_writable(f.cache);
+  CHECK(malformed.status == UpdateStatus::malformed);
+  CHECK(malformed.diagnostics.at(0).message.find("malformed") != std::string::npos);
+  CHECK(read_text(f.cache) == "not [ toml\n");
+  // A write-protected directory, even for a cache that does not exist yet.
+  const auto dir = f.dir / "ro";
+  std::filesystem::create_directory(dir);
+  ::chmod(dir.c_str(), 0555);
+  const UpdateResult read_only = check_cache_writable(dir / "kernel_tuning.cache");
+  ::chmod(dir.c_str(), 0755);
+  CHECK(read_only.status == UpdateStatus::read_only);
+  // A write-protected file.
+  const auto file = f.dir / "protected.cache";
+  REQUIRE(write_profiles(file, {alpha(f, 2)}, options_for(f)).ok());
+  ::chmod(file.c_str(), 0444);
+  CHECK(check_cache_writable(file).status == UpdateStatus::read_only);
+  ::chmod(file.c_str(), 0644);
+  CHECK(check_cache_writable(file).ok());
+}
+
+TEST_CASE("update_tells_once_when_it_waits_for_the_lock_then_writes") {
+  Fixture f;
+  const auto lock = lock_path_for(f.cache);
+  const int holder = ::open(lock.c_str(), O_RDONLY | O_CREAT, 0644);
+  REQUIRE(holder >= 0);
+  REQUIRE(::flock(holder, LOCK_EX) == 0);  // another open file description: the update must wait
+  std::thread release([holder] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kLockWaitNoticeMs + 400));
+    ::flock(holder, LOCK_UN);
+  });
+  std::atomic<int> notices{0};
+  std::filesystem::path named;
+  UpdateOptions options = options_for(f);
+  options.on_lock_wait = [&](const std::filesystem::path& lock_file) {
+    ++notices;
+    named = lock_file;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const UpdateResult result = write_profiles(f.cache, {alpha(f, 2)}, options);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  release.join();
+  ::close(holder);
+  CHECK(result.ok());
+  CHECK(notices == 1);
+  CHECK(named == lock);
+  CHECK(waited >= std::chrono::milliseconds(kLockWaitNoticeMs));
+}
+
+TEST_CASE("update_without_contention_does_not_tell_about_the_lock") {
+  Fixture f;
+  int notices = 0;
+  UpdateOptions options = options_for(f);
+  options.on_lock_wait = [&](const std::filesystem::path&) { ++notices; };
+  CHECK(write_profiles(f.cache, {alpha(f, 2)}, options).ok());
+  CHECK(notices == 0);
 }

@@ -498,3 +498,110 @@ TEST_CASE("remove_with_filters_keeps_the_other_profiles") {
   report = remove_kernel_tuning_cache(options, f.context());
   CHECK(report.status == "unchanged");
 }
+
+TEST_CASE("remove_counts_profiles_of_every_host_and_lists_each") {
+  Fixture f;
+  set_kernel_tuning_parameters(set_alpha(f, {{"split.ratio", 0.3}}, 2), f.context());
+  // The same key written by another machine for the same thread count.
+  Fixture other;
+  other.machine.model = 99;
+  SetOptions foreign = set_alpha(other, {{"split.ratio", 0.7}}, 2);
+  foreign.path = f.cache.string();
+  set_kernel_tuning_parameters(foreign, other.context());
+  REQUIRE(read_cache_file(f.cache).profiles.size() == 2);
+
+  RemoveOptions options;
+  options.path = f.cache.string();
+  options.filter.kernels = {"Alpha"};
+  options.threads = 2;
+  options.dry_run = true;
+  const std::string before = tune_test::read_text(f.cache);
+  RemoveReport planned = remove_kernel_tuning_cache(options, f.context());
+  CHECK(planned.status == "would_remove");
+  CHECK(planned.removed_profiles.size() == 2);  // two profiles, one key
+  CHECK(planned.removed.size() == 1);
+  CHECK(tune_test::read_text(f.cache) == before);
+
+  options.dry_run = false;
+  options.foreign = true;  // only the other machine's
+  RemoveReport report = remove_kernel_tuning_cache(options, f.context());
+  REQUIRE(report.removed_profiles.size() == 1);
+  CHECK(report.removed_profiles[0].profile.host.model == 99);
+  CHECK(report.removed_profiles[0].classification == ProfileClass::incompatible);
+  CHECK(report.preserved_profiles == 1);
+  const CacheFile left = read_cache_file(f.cache);
+  REQUIRE(left.profiles.size() == 1);
+  CHECK(left.profiles[0].host.model == f.machine.model);
+}
+
+TEST_CASE("remove_by_classification_and_hostname") {
+  Fixture f;
+  set_kernel_tuning_parameters(set_alpha(f, {{"split.ratio", 0.3}}, 2), f.context());
+  CacheProfile stale = f.profile(tune_test::alpha_schema(1, "portable"), 4);
+  stale.key.tuning_abi = 1;  // Alpha is registered under abi 3
+  stale.provenance.hostname = "old-box";
+  REQUIRE(write_profiles(f.cache, {stale}).ok());
+  RemoveOptions options;
+  options.path = f.cache.string();
+  options.classes = {ProfileClass::invalid};
+  CHECK(remove_kernel_tuning_cache(options, f.context()).status == "unchanged");
+  options.classes = {ProfileClass::stale, ProfileClass::invalid};
+  options.dry_run = true;
+  RemoveReport report = remove_kernel_tuning_cache(options, f.context());
+  REQUIRE(report.removed_profiles.size() == 1);
+  CHECK(report.removed_profiles[0].classification == ProfileClass::stale);
+  options = RemoveOptions{};
+  options.path = f.cache.string();
+  options.hostname = "old-box";
+  report = remove_kernel_tuning_cache(options, f.context());
+  CHECK(report.status == "removed");
+  REQUIRE(report.removed_profiles.size() == 1);
+  CHECK(report.removed_profiles[0].profile.key.tuning_abi == 1);
+  CHECK(read_cache_file(f.cache).profiles.size() == 1);
+}
+
+TEST_CASE("remove_and_inspect_reject_a_kernel_neither_registered_nor_cached") {
+  Fixture f;
+  set_kernel_tuning_parameters(set_alpha(f, {{"split.ratio", 0.3}}, 2), f.context());
+  const std::string before = tune_test::read_text(f.cache);
+  RemoveOptions options;
+  options.path = f.cache.string();
+  options.filter.kernels = {"Alpah"};
+  try {
+    remove_kernel_tuning_cache(options, f.context());
+    FAIL("an unknown kernel was accepted");
+  } catch (const NotFoundError& e) {
+    CHECK(std::string(e.what()).find("did you mean Alpha?") != std::string::npos);
+  }
+  CHECK(tune_test::read_text(f.cache) == before);
+  InspectOptions inspect;
+  inspect.path = f.cache.string();
+  inspect.filter.kernels = {"Alpah"};
+  CHECK_THROWS_AS(inspect_kernel_tuning_cache(inspect, f.context()), NotFoundError);
+  // A kernel this build does not register but the cache names can still be removed.
+  CacheProfile retired = f.profile(tune_test::alpha_schema(1, "portable"), 2);
+  retired.key.kernel = "Retired";
+  REQUIRE(write_profiles(f.cache, {retired}).ok());
+  options.filter.kernels = {"Retired"};
+  options.filter.implementation = "all";
+  CHECK(remove_kernel_tuning_cache(options, f.context()).removed_profiles.size() == 1);
+}
+
+TEST_CASE("inspect_reports_the_system_layer_and_leaves_it_out_on_request") {
+  Fixture f;
+  CacheProfile base = f.profile(tune_test::alpha_schema(1, "portable"), 2);
+  REQUIRE(write_profiles(f.system_cache, {base}).ok());
+  InspectOptions inspect;
+  inspect.path = f.cache.string();
+  InspectReport report = inspect_kernel_tuning_cache(inspect, f.context());
+  CHECK(report.system_path == f.system_cache.string());
+  CHECK(report.system_status == FileStatus::loaded);
+  CHECK(report.system_profiles == 1);
+  CHECK(report.to_json()["system_cache"] ==
+        nlohmann::json{{"path", f.system_cache.string()}, {"status", "loaded"}, {"profiles", 1}});
+  inspect.user_only = true;
+  report = inspect_kernel_tuning_cache(inspect, f.context());
+  CHECK(report.system_path.empty());
+  CHECK(report.profiles.empty());
+  CHECK(report.to_json()["system_cache"].is_null());
+}
