@@ -127,6 +127,22 @@ sed -i '0,/^kernel = "Abs"/s//kernel = "RetiredOp"/' "$CACHE"
 expect_exit 0 "${T[@]}" remove --kernel RetiredOp --implementation all --yes
 expect_grep "$SCRATCH/out" "^removed 1 profile"
 
+# On a terminal (script(1) gives the tool a pty): the profiles that would go are listed before the
+# prompt; declining changes nothing (exit 1), accepting removes them.
+cp "$CACHE" "$SCRATCH/snapshot"
+set +e
+printf 'n\n' | script -qec "'$TOOL' --cache '$CACHE' --color never remove --kernel Relu" /dev/null >"$SCRATCH/tty" 2>&1
+status=$?
+set -e
+[[ $status == 1 ]] || { cat "$SCRATCH/tty" >&2; fail "declined prompt exited $status"; }
+expect_grep "$SCRATCH/tty" "would remove 1 profile \(1 key\)"
+expect_grep "$SCRATCH/tty" "Relu +float"
+expect_grep "$SCRATCH/tty" "Remove 1 profile from .*\? \[y/N\]"
+unchanged "$CACHE" "$SCRATCH/snapshot"
+printf 'y\n' | script -qec "'$TOOL' --cache '$CACHE' --color never remove --kernel Relu" /dev/null >"$SCRATCH/tty" 2>&1
+expect_grep "$SCRATCH/tty" "\\[y/N\\] removed 1 profile"
+if grep -q 'kernel = "Relu"' "$CACHE"; then fail "the accepted prompt did not remove Relu"; fi
+
 # Without a terminal: --yes is required, and the message says what --dry-run would do.
 expect_exit 2 "${T[@]}" remove </dev/null
 expect_grep "$SCRATCH/err" "^onnx-light-tune: error: remove: pass --yes .*--dry-run"
