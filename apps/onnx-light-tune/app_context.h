@@ -2,6 +2,7 @@
 // State shared by the verbs of one CLI invocation: global options and the output streams.
 // Verbs register their options in register_<verb>() and set `action`; main runs it and maps
 // exceptions to exit codes.
+#include <cstdint>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -23,6 +24,7 @@ inline const std::vector<std::pair<std::string, ColorMode>>& color_mode_names() 
 struct AppContext {
   std::string cache_path;  // --cache; empty means the default path
   bool system_cache = false;  // --system: cache_path is the system cache
+  int64_t lock_timeout_s = 30;  // --lock-timeout; 0 waits forever
   int verbosity = 0;       // -v raises, -q lowers
   ColorMode color = ColorMode::automatic;
   std::ostream* out = &std::cout;  // results only

@@ -85,6 +85,7 @@ void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads
 
 tune::OperationContext operation_context(const AppContext& context) {
   tune::OperationContext operation;
+  operation.lock_timeout_ms = context.lock_timeout_s * 1000;
   std::ostream* err = context.err;
   operation.on_lock_wait = [err](const std::filesystem::path& lock_file) {
     *err << fmt::format("onnx-light-tune: waiting for the cache lock {} (another process is writing the cache)\n",

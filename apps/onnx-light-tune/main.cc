@@ -70,6 +70,11 @@ int run_main(int argc, char** argv, AppContext& context) {
                "Work on the system cache ($ONNX_LIGHT_SYSTEM_TUNING_CACHE, default "
                "/etc/onnx-light/kernel_tuning.cache) instead of the user's: how an administrator writes it")
       ->excludes(cache);
+  app.add_option("--lock-timeout", context.lock_timeout_s,
+                 "Seconds a write waits for another process's cache lock before it fails (0: forever)")
+      ->check(integer_in_range(0, int64_t{24} * 3600))
+      ->type_name("SECONDS")
+      ->default_val(30);
   app.add_flag_function("-v,--verbose", [&](int64_t count) { context.verbosity += static_cast<int>(count); },
                         "More log output on stderr (repeatable)");
   app.add_flag_function("-q,--quiet", [&](int64_t count) { context.verbosity -= static_cast<int>(count); },

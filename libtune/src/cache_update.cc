@@ -4,14 +4,17 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -30,6 +33,7 @@ std::string_view update_status_name(UpdateStatus status) {
     case UpdateStatus::unreadable: return "unreadable";
     case UpdateStatus::malformed: return "malformed";
     case UpdateStatus::write_failed: return "write_failed";
+    case UpdateStatus::lock_timeout: return "lock_timeout";
   }
   return "unknown";
 }
@@ -99,25 +103,28 @@ std::optional<Failure> file_failure(const CacheFile& current, const fs::path& pa
   return std::nullopt;
 }
 
-// flock(LOCK_EX) on `fd`; when `on_wait` is set and the lock is still held elsewhere after
-// kLockWaitNoticeMs, tells it once and keeps waiting. Returns flock's result.
-int wait_for_lock(int fd, const fs::path& lock_path, const std::function<void(const fs::path&)>& on_wait) {
-  int rc = 0;
-  if (on_wait) {
-    const auto notice_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLockWaitNoticeMs);
-    while ((rc = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && (errno == EWOULDBLOCK || errno == EINTR)) {
-      if (std::chrono::steady_clock::now() >= notice_at) {
-        on_wait(lock_path);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+// flock(LOCK_EX) on `fd`, polled so that a waiter can be told (once, after kLockWaitNoticeMs) and
+// can give up (after timeout_ms > 0). Returns 0 when locked, else the errno (EWOULDBLOCK: timed
+// out).
+int wait_for_lock(int fd, const fs::path& lock_path, const UpdateOptions& options) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+  if (errno != EWOULDBLOCK && errno != EINTR) return errno;
+  const auto start = std::chrono::steady_clock::now();
+  const auto notice_at = start + std::chrono::milliseconds(kLockWaitNoticeMs);
+  bool told = false;
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (options.on_lock_wait && !told && now >= notice_at) {
+      options.on_lock_wait(lock_path);
+      told = true;
     }
-    if (rc == 0) return 0;
+    if (options.lock_timeout_ms > 0 && now - start >= std::chrono::milliseconds(options.lock_timeout_ms)) {
+      return EWOULDBLOCK;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+    if (errno != EWOULDBLOCK && errno != EINTR) return errno;
   }
-  do {
-    rc = ::flock(fd, LOCK_EX);
-  } while (rc != 0 && errno == EINTR);
-  return rc;
 }
 
 // The cache file a path names: writers replace a symlink's target, not the link.
@@ -194,7 +201,7 @@ class UpdateScope {
 
   // Exclusive flock on <cache>.lock. Loops until the locked file is the one the path names, so a
   // lock file unlinked by a failing writer cannot let two writers in.
-  std::optional<Failure> lock(const std::function<void(const fs::path&)>& on_wait = nullptr) {
+  std::optional<Failure> lock(const UpdateOptions& options) {
     const fs::path lock_path = lock_path_for(target_);
     for (int attempt = 0; attempt < 1000; ++attempt) {
       bool created = true;
@@ -209,9 +216,17 @@ class UpdateScope {
         return Failure{status_for_errno(e), fmt::format("cannot open lock file {}: {}", lock_path.string(),
                                                         std::strerror(e))};
       }
-      int rc = wait_for_lock(fd, lock_path, on_wait);
-      if (rc != 0) {
-        const int e = errno;
+      const int e = wait_for_lock(fd, lock_path, options);
+      if (e == EWOULDBLOCK) {
+        const std::string holder = lock_holder(lock_path);
+        ::close(fd);
+        return Failure{UpdateStatus::lock_timeout,
+                       fmt::format("timed out after {:.1f} s waiting for the cache lock {}{}; the cache is unchanged "
+                                   "(a writer still running? --lock-timeout waits longer)",
+                                   static_cast<double>(options.lock_timeout_ms) / 1000.0, lock_path.string(),
+                                   holder.empty() ? "" : fmt::format(" (held by {})", holder))};
+      }
+      if (e != 0) {
         ::close(fd);
         if (created) ::unlink(lock_path.c_str());
         return Failure{UpdateStatus::write_failed,
@@ -381,7 +396,7 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
   UpdateScope scope(resolve_target(path));
   if (auto failure = scope.make_directory()) return failed(std::move(result), std::move(*failure));
   if (auto failure = scope.check_directory_writable()) return failed(std::move(result), std::move(*failure));
-  if (auto failure = scope.lock(options.on_lock_wait)) return failed(std::move(result), std::move(*failure));
+  if (auto failure = scope.lock(options)) return failed(std::move(result), std::move(*failure));
 
   CacheFile current = read_cache_file(scope.target());
   std::optional<mode_t> mode;
@@ -441,7 +456,27 @@ UpdateResult write_profiles(const fs::path& path, std::vector<CacheProfile> prof
       path, [&](const CacheFile&) { return CacheEdit{std::move(profiles), nullptr}; }, options);
 }
 
-RemoveFileResult remove_cache_file(const fs::path& path) {
+std::string lock_holder(const fs::path& lock_file) {
+  struct stat info {};
+  if (::stat(lock_file.c_str(), &info) != 0) return {};
+  // Lines look like "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF" (major:minor in hex).
+  const std::string device = fmt::format("{:02x}:{:02x}:{}", major(info.st_dev), minor(info.st_dev), info.st_ino);
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    std::istringstream fields(line);
+    std::string number, kind, advisory, mode, pid, where;
+    if (!(fields >> number >> kind >> advisory >> mode >> pid >> where)) continue;
+    if (kind != "FLOCK" || where != device || pid == "-1") continue;
+    std::ifstream comm("/proc/" + pid + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    return name.empty() ? fmt::format("pid {}", pid) : fmt::format("pid {} ({})", pid, name);
+  }
+  return {};
+}
+
+RemoveFileResult remove_cache_file(const fs::path& path, const UpdateOptions& options) {
   RemoveFileResult result;
   const fs::path target = resolve_target(path);
   auto fail = [&](UpdateStatus status, std::string message) {
@@ -475,7 +510,7 @@ RemoveFileResult remove_cache_file(const fs::path& path) {
     return fail(UpdateStatus::read_only, fmt::format("{} is write-protected (mode {:04o}); chmod u+w it to remove it",
                                                      path.string(), info.st_mode & 07777));
   }
-  if (auto failure = scope.lock()) return fail(failure->status, failure->message);
+  if (auto failure = scope.lock(options)) return fail(failure->status, failure->message);
   if (::unlink(target.c_str()) != 0 && errno != ENOENT) {
     const int e = errno;
     return fail(status_for_errno(e), fmt::format("cannot remove {}: {}", target.string(), std::strerror(e)));

@@ -130,6 +130,7 @@ SetReport set_kernel_tuning_parameters(const SetOptions& options, const Operatio
   update_options.prune_stale = options.prune_stale;
   update_options.kernels = &environment.kernels;
   update_options.on_lock_wait = context.on_lock_wait;
+  update_options.lock_timeout_ms = context.lock_timeout_ms;
   const UpdateResult update = update_cache(
       path,
       [&](const CacheFile& current) {
@@ -299,7 +300,10 @@ RemoveReport remove_kernel_tuning_cache(const RemoveOptions& options, const Oper
 
   if (options.whole_file()) {
     const CacheFile before = read_cache_file(path);  // to report what went
-    RemoveFileResult removed = remove_cache_file(path);
+    UpdateOptions lock_options;
+    lock_options.on_lock_wait = context.on_lock_wait;
+    lock_options.lock_timeout_ms = context.lock_timeout_ms;
+    RemoveFileResult removed = remove_cache_file(path, lock_options);
     report.status = !removed.existed ? "not_found"
                     : removed.status == UpdateStatus::updated ? "removed"
                                                                : std::string(update_status_name(removed.status));
@@ -329,6 +333,7 @@ RemoveReport remove_kernel_tuning_cache(const RemoveOptions& options, const Oper
   UpdateOptions update_options;
   update_options.kernels = &environment.kernels;
   update_options.on_lock_wait = context.on_lock_wait;
+  update_options.lock_timeout_ms = context.lock_timeout_ms;
   std::set<const CacheProfile*> erase;  // profiles of the file as read under the lock
   std::vector<std::size_t> erased_indices;  // their indices, in file order
   std::vector<ProfileClass> erased_classes;

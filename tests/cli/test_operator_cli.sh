@@ -287,4 +287,19 @@ sleep 0.3
 expect_exit 0 "$TOOL" --cache "$SHARED" set Neg parallel.minimum_elements=3000 --no-load
 wait "$HOLDER"
 expect_grep "$SCRATCH/err" "waiting for the cache lock $SHARED.lock"
+# ... and gives up after --lock-timeout, naming the lock and its holder; the cache is unchanged.
+cp "$SHARED" "$SCRATCH/shared.snapshot"
+flock "$SHARED.lock" sleep 3 &
+HOLDER=$!
+sleep 0.3
+expect_exit 1 "$TOOL" --cache "$SHARED" --lock-timeout 1 set Neg parallel.minimum_elements=4000 --no-load --json
+$PY - "$SCRATCH/out" "$SHARED.lock" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "lock_timeout", r["status"]
+message = r["diagnostics"][0]["message"]
+assert sys.argv[2] in message and "held by pid" in message, message
+PYEOF
+wait "$HOLDER"
+unchanged "$SHARED" "$SCRATCH/shared.snapshot"
 echo "operator CLI ok"

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/tune/cache_path.h"
@@ -380,6 +381,39 @@ TEST_CASE("update_tells_once_when_it_waits_for_the_lock_then_writes") {
   CHECK(notices == 1);
   CHECK(named == lock);
   CHECK(waited >= std::chrono::milliseconds(kLockWaitNoticeMs));
+}
+
+TEST_CASE("update_gives_up_after_the_lock_timeout_naming_the_lock_and_its_holder") {
+  Fixture f;
+  REQUIRE(write_profiles(f.cache, {alpha(f, 2)}, options_for(f)).ok());
+  const std::string bytes = read_text(f.cache);
+  const auto lock = lock_path_for(f.cache);
+  const int holder = ::open(lock.c_str(), O_RDONLY | O_CREAT, 0644);
+  REQUIRE(holder >= 0);
+  REQUIRE(::flock(holder, LOCK_EX) == 0);
+  // /proc/locks names this process as the holder (without /proc the holder is not told).
+  const bool proc_locks = std::filesystem::exists("/proc/locks");
+  CHECK(lock_holder(lock).find(proc_locks ? fmt::format("pid {}", ::getpid()) : std::string()) == 0);
+  UpdateOptions options = options_for(f);
+  options.lock_timeout_ms = 200;
+  const auto start = std::chrono::steady_clock::now();
+  const UpdateResult result = write_profiles(f.cache, {alpha(f, 4)}, options);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(result.status == UpdateStatus::lock_timeout);
+  REQUIRE(result.diagnostics.size() == 1);
+  const std::string& message = result.diagnostics[0].message;
+  CHECK(message.find(lock.string()) != std::string::npos);
+  CHECK((message.find(fmt::format("held by pid {}", ::getpid())) != std::string::npos) == proc_locks);
+  CHECK(waited >= std::chrono::milliseconds(200));
+  CHECK(waited < std::chrono::milliseconds(5000));
+  CHECK(read_text(f.cache) == bytes);
+  // remove_cache_file waits the same way.
+  CHECK(remove_cache_file(f.cache, options).status == UpdateStatus::lock_timeout);
+  CHECK(std::filesystem::exists(f.cache));
+  ::flock(holder, LOCK_UN);
+  ::close(holder);
+  CHECK(lock_holder(lock).empty());
+  CHECK(write_profiles(f.cache, {alpha(f, 4)}, options).ok());
 }
 
 TEST_CASE("update_without_contention_does_not_tell_about_the_lock") {

@@ -651,6 +651,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
     update_options.prune_stale = options.prune_stale;
     update_options.kernels = &table;
     update_options.on_lock_wait = context.on_lock_wait;
+    update_options.lock_timeout_ms = context.lock_timeout_ms;
     report.cache_update = write_profiles(resolve_cache_path(options.path), std::move(profiles), update_options);
     if (!report.cache_update->ok())
       for (auto* kp : to_save) kp->saved = false;

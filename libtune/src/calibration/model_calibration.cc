@@ -890,6 +890,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
     update.prune_stale = options.prune_stale;
     update.kernels = &table;
     update.on_lock_wait = context.on_lock_wait;
+    update.lock_timeout_ms = context.lock_timeout_ms;
     report.cache_update = write_profiles(resolve_cache_path(options.path), std::move(profiles), update);
     report.saved = report.cache_update->ok();
     for (const auto& d : report.cache_update->diagnostics) report.diagnostics.push_back(d);

@@ -3,8 +3,10 @@
 // re-read, merge by (key, host), write a temporary file in the same directory, fsync, rename over
 // the cache, fsync the directory. A malformed or unreadable cache is never overwritten.
 // Used by `set`, `remove --kernel ...`, and (later) `calibrate --save` and `import`.
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -14,7 +16,8 @@
 
 namespace onnx_light::tune {
 
-enum class UpdateStatus { updated, read_only, unreadable, malformed, write_failed };
+// lock_timeout: another process held the cache lock for longer than the timeout.
+enum class UpdateStatus { updated, read_only, unreadable, malformed, write_failed, lock_timeout };
 std::string_view update_status_name(UpdateStatus status);
 
 // What to change, decided from the cache as re-read under the lock.
@@ -28,6 +31,11 @@ struct CacheEdit {
 // nothing is written then and the exception propagates.
 using EditFunction = std::function<CacheEdit(const CacheFile& current)>;
 
+// A writer waiting for the cache lock says so after this long (UpdateOptions::on_lock_wait), and
+// gives up after lock_timeout_ms.
+inline constexpr int kLockWaitNoticeMs = 1000;
+inline constexpr int64_t kDefaultLockTimeoutMs = 30000;
+
 struct UpdateOptions {
   // Drop profiles whose key identity is registered under another tuning_abi.
   bool prune_stale = false;
@@ -36,8 +44,11 @@ struct UpdateOptions {
   // Called once, with the lock file's path, when another process has held the lock for
   // kLockWaitNoticeMs; the update then keeps waiting.
   std::function<void(const std::filesystem::path& lock_file)> on_lock_wait;
+  // How long to wait for the lock before giving up with status lock_timeout (naming the lock file
+  // and, where /proc/locks tells, the holder's pid); 0 or less waits forever.
+  int64_t lock_timeout_ms = kDefaultLockTimeoutMs;
 };
-inline constexpr int kLockWaitNoticeMs = 1000;
+
 
 struct UpdateResult {
   UpdateStatus status = UpdateStatus::write_failed;
@@ -77,6 +88,11 @@ struct RemoveFileResult {
   std::vector<std::filesystem::path> removed_files;
   std::vector<Diagnostic> diagnostics;
 };
-RemoveFileResult remove_cache_file(const std::filesystem::path& path);
+// Waits for the lock as `options` say (on_lock_wait, lock_timeout_ms; the rest is unused).
+RemoveFileResult remove_cache_file(const std::filesystem::path& path, const UpdateOptions& options = {});
+
+// "pid 1234 (onnx-light-tune)" of the process holding an flock on `lock_file`, from /proc/locks;
+// "" when that cannot be told (no /proc, the holder is gone, or in another namespace).
+std::string lock_holder(const std::filesystem::path& lock_file);
 
 }  // namespace onnx_light::tune

@@ -35,6 +35,8 @@ struct OperationContext {
   std::string tool_version;  // "" : this library's version
   // Told when a write waits for another process's cache lock (see UpdateOptions::on_lock_wait).
   std::function<void(const std::filesystem::path& lock_file)> on_lock_wait;
+  // How long a write waits for another process's cache lock (<= 0: forever).
+  int64_t lock_timeout_ms = kDefaultLockTimeoutMs;
 };
 
 // The version written into provenance.tool_version.
