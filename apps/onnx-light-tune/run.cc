@@ -104,10 +104,16 @@ int run_verb(const RunOptions& o, AppContext& context) {
   tune::LoadOptions load;
   load.path = context.cache_path;
   load.num_threads = effective_threads(RuntimeParameters(o.threads));
-  tune::LoadReport loaded = tune::load_kernel_tuning_cache(load, operation_context(context));
-  for (const auto& d : loaded.diagnostics) spdlog::warn("{}", d.message);
-  spdlog::info("tuning cache {}: {}, {} profile(s) published", loaded.path, tune::file_status_name(loaded.status),
-               loaded.published_profiles);
+  // A run needs no cache: without any path to one (no HOME, no passwd entry) it runs on the
+  // defaults.
+  try {
+    tune::LoadReport loaded = tune::load_kernel_tuning_cache(load, operation_context(context));
+    for (const auto& d : loaded.diagnostics) spdlog::warn("{}", d.message);
+    spdlog::info("tuning cache {}: {}, {} profile(s) published", loaded.path, tune::file_status_name(loaded.status),
+                 loaded.published_profiles);
+  } catch (const NotFoundError& e) {
+    spdlog::warn("{}; running with the default tuning values", e.what());
+  }
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(o.threads);
   if (o.profile) options.parallel_region_collector = std::make_shared<ParallelRegionCollector>(4096);

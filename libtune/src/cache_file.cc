@@ -551,7 +551,9 @@ CacheFile parse_cache_text(std::string_view text, const std::filesystem::path& p
 CacheFile read_cache_file(const std::filesystem::path& path) {
   CacheFile file;
   file.path = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO planted at the cache path must not wait for a writer (the type
+  // check below refuses it); it changes nothing for a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int error = errno;
     file.status = error == ENOENT ? FileStatus::not_found : FileStatus::unreadable;

@@ -1,6 +1,11 @@
 #include "onnx_light/tune/cache_path.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "onnx_light/runtime/error.h"
 
@@ -13,6 +18,20 @@ const char* non_empty_env(const char* name) {
   return value != nullptr && value[0] != '\0' ? value : nullptr;
 }
 
+// The home directory the password database gives this user (services and cron jobs often run
+// without HOME); "" when there is none.
+std::string password_database_home() {
+  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buffer(static_cast<std::size_t>(size > 0 ? size : 16384));
+  passwd entry{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(::geteuid(), &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr ||
+      found->pw_dir == nullptr || found->pw_dir[0] != '/') {
+    return {};
+  }
+  return found->pw_dir;
+}
+
 }  // namespace
 
 std::filesystem::path default_kernel_tuning_cache_path() {
@@ -22,6 +41,9 @@ std::filesystem::path default_kernel_tuning_cache_path() {
     return std::filesystem::path(xdg) / "onnx-light" / "kernel_tuning.cache";
   }
   if (const char* home = non_empty_env("HOME")) {
+    return std::filesystem::path(home) / ".cache" / "onnx-light" / "kernel_tuning.cache";
+  }
+  if (const std::string home = password_database_home(); !home.empty()) {
     return std::filesystem::path(home) / ".cache" / "onnx-light" / "kernel_tuning.cache";
   }
   throw NotFoundError(

@@ -208,13 +208,19 @@ class UpdateScope {
       int fd = ::open(lock_path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       if (fd < 0 && errno == EEXIST) {
         created = false;
-        fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+        fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
         if (fd < 0 && errno == ENOENT) continue;  // removed meanwhile
       }
       if (fd < 0) {
         const int e = errno;
         return Failure{status_for_errno(e), fmt::format("cannot open lock file {}: {}", lock_path.string(),
                                                         std::strerror(e))};
+      }
+      struct stat opened {};
+      if (::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode)) {
+        ::close(fd);
+        return Failure{UpdateStatus::write_failed,
+                       fmt::format("lock file {} is not a regular file; remove it", lock_path.string())};
       }
       const int e = wait_for_lock(fd, lock_path, options);
       if (e == EWOULDBLOCK) {

@@ -303,3 +303,20 @@ PYEOF
 wait "$HOLDER"
 unchanged "$SHARED" "$SCRATCH/shared.snapshot"
 echo "operator CLI ok"
+
+# ---- cache paths that must not hang or fail a verb that needs no cache ---------------------
+# A FIFO at the cache path (or its lock) is refused at once, never waited on.
+mkfifo "$SCRATCH/fifo.cache"
+expect_exit 1 timeout 10 "$TOOL" --cache "$SCRATCH/fifo.cache" inspect
+expect_grep "$SCRATCH/out" "not a regular file"
+expect_exit 0 timeout 10 "$TOOL" --cache "$SCRATCH/fifo.cache" list Abs
+expect_exit 1 timeout 10 "$TOOL" --cache "$SCRATCH/fifo.cache" set Abs parallel.minimum_elements=1000 --no-load
+touch "$SCRATCH/plain.cache" && mkfifo "$SCRATCH/plain.cache.lock"
+expect_exit 1 timeout 10 "$TOOL" --cache "$SCRATCH/plain.cache" set Abs parallel.minimum_elements=1000 --no-load
+expect_grep "$SCRATCH/out" "lock file .*plain.cache.lock is not a regular file"
+# Without HOME (services, cron): the password database's home; run and calibrate --no-save work.
+expect_exit 0 env -u HOME -u XDG_CACHE_HOME "$TOOL" -v run "$ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt" -i x=random --dim N=16
+expect_exit 0 env -u HOME -u XDG_CACHE_HOME "$TOOL" calibrate Abs --no-save --max-duration-ms 50
+expect_exit 0 env -u HOME -u XDG_CACHE_HOME "$TOOL" -v list Abs
+expect_grep "$SCRATCH/err" "cache: $(getent passwd "$(id -u)" | cut -d: -f6)/.cache/onnx-light/kernel_tuning.cache"
+echo "cache paths ok"

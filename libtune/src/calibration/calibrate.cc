@@ -396,7 +396,11 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
   const int64_t start_ns = clock->now_ns();
   const int64_t threads = resolve_threads(options.num_threads.value_or(0));
   CalibrationReport report;
-  report.cache_path = resolve_cache_path(options.path).string();
+  try {
+    report.cache_path = resolve_cache_path(options.path).string();
+  } catch (const NotFoundError&) {
+    if (options.save || options.only_missing) throw;  // a run that neither reads nor writes needs no path
+  }
   report.effective_threads = threads;
   report.maximum_duration_ms = options.maximum_duration_ms;
   report.repeat = options.repeat;

@@ -8,7 +8,9 @@
 namespace onnx_light::tune {
 
 // $ONNX_LIGHT_TUNING_CACHE, else $XDG_CACHE_HOME/onnx-light/kernel_tuning.cache, else
-// $HOME/.cache/onnx-light/kernel_tuning.cache. Throws NotFoundError when none of them is set.
+// $HOME/.cache/onnx-light/kernel_tuning.cache, else the same under the password database's home
+// directory (a relative XDG_CACHE_HOME is ignored, as the XDG spec says). Throws NotFoundError
+// when none of them gives a path.
 std::filesystem::path default_kernel_tuning_cache_path();
 // `explicit_path` when not empty, else the default.
 std::filesystem::path resolve_cache_path(std::string_view explicit_path);
