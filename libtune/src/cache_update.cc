@@ -76,10 +76,15 @@ std::optional<Failure> directory_failure(const fs::path& directory) {
   return std::nullopt;
 }
 
+fs::path directory_of(const fs::path& path);
+
 // Why the cache as read cannot be updated (unreadable, malformed, write-protected), if it cannot.
-// Sets `mode` to the file's mode when it exists.
+// Sets `existing` to the file's stat when it exists. An update renames a new file over the cache,
+// so what it needs is the directory's permission (checked by the caller); the file's own mode
+// only matters as the operator's word: no write bit at all means "do not change it". A file of
+// another user in a sticky directory (/tmp) cannot be renamed over.
 std::optional<Failure> file_failure(const CacheFile& current, const fs::path& path, const fs::path& target,
-                                    std::optional<mode_t>& mode) {
+                                    std::optional<struct stat>& existing) {
   if (current.status == FileStatus::unreadable) {
     return Failure{UpdateStatus::unreadable, current.error + "; the cache is unchanged"};
   }
@@ -92,11 +97,20 @@ std::optional<Failure> file_failure(const CacheFile& current, const fs::path& pa
   if (current.status == FileStatus::loaded) {
     struct stat info {};
     if (::stat(target.c_str(), &info) == 0) {
-      mode = info.st_mode;
-      if (!has_write_bits(info.st_mode) || ::access(target.c_str(), W_OK) != 0) {
+      existing = info;
+      if (!has_write_bits(info.st_mode)) {
         return Failure{UpdateStatus::read_only, fmt::format("{} is write-protected (mode {:04o}); chmod u+w it to "
                                                             "allow updates",
                                                             path.string(), info.st_mode & 07777)};
+      }
+      struct stat directory {};
+      const uid_t me = ::geteuid();
+      if (me != 0 && info.st_uid != me && ::stat(directory_of(target).c_str(), &directory) == 0 &&
+          (directory.st_mode & S_ISVTX) != 0 && directory.st_uid != me) {
+        return Failure{UpdateStatus::read_only,
+                       fmt::format("{} belongs to uid {} in the sticky directory {}, which only its owner may "
+                                   "replace",
+                                   path.string(), info.st_uid, directory_of(target).string())};
       }
     }
   }
@@ -185,6 +199,12 @@ class UpdateScope {
     for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
       if (::mkdir(it->c_str(), 0777) == 0) {
         created_directories_.push_back(*it);
+        // The new entry is durable only once its parent is synced (as for the rename below).
+        const int parent = ::open(directory_of(*it).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (parent >= 0) {
+          ::fsync(parent);
+          ::close(parent);
+        }
       } else if (errno != EEXIST) {
         const int e = errno;
         return Failure{status_for_errno(e),
@@ -263,7 +283,7 @@ class UpdateScope {
     ::closedir(dir);
   }
 
-  std::optional<Failure> write_and_rename(const std::string& text, std::optional<mode_t> mode,
+  std::optional<Failure> write_and_rename(const std::string& text, const std::optional<struct stat>& existing,
                                           std::vector<Diagnostic>& warnings) {
     static std::atomic<uint64_t> counter{0};
     temp_ = directory_ / fmt::format("{}.tmp-{}-{}", target_.filename().string(), ::getpid(), counter++);
@@ -274,7 +294,17 @@ class UpdateScope {
       return Failure{status_for_errno(e), fmt::format("cannot create a temporary file in {}: {}",
                                                       directory_.string(), std::strerror(e))};
     }
-    if (mode) ::fchmod(fd, *mode & 07777);  // keep the permissions the operator gave the cache
+    if (existing) {
+      // Keep the permissions the operator gave the cache, and its owner where this writer may
+      // (root updating a user's cache leaves it the user's; others keep the group if they can).
+      const bool root = ::geteuid() == 0;
+      if (::fchown(fd, root ? existing->st_uid : static_cast<uid_t>(-1), existing->st_gid) != 0 && root) {
+        Diagnostic warning;
+        warning.message = fmt::format("cannot keep the owner of {}: {}", target_.string(), std::strerror(errno));
+        warnings.push_back(std::move(warning));
+      }
+      ::fchmod(fd, existing->st_mode & 07777);
+    }
     std::size_t done = 0;
     std::string failure;
     while (done < text.size()) {
@@ -388,8 +418,8 @@ UpdateResult check_cache_writable(const fs::path& path) {
     return failed(std::move(result), {UpdateStatus::write_failed, fmt::format("{} is not a directory", directory.string())});
   }
   if (auto failure = directory_failure(directory)) return failed(std::move(result), std::move(*failure));
-  std::optional<mode_t> mode;
-  if (auto failure = file_failure(read_cache_file(target), path, target, mode)) {
+  std::optional<struct stat> existing;
+  if (auto failure = file_failure(read_cache_file(target), path, target, existing)) {
     return failed(std::move(result), std::move(*failure));
   }
   result.status = UpdateStatus::updated;
@@ -405,8 +435,10 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
   if (auto failure = scope.lock(options)) return failed(std::move(result), std::move(*failure));
 
   CacheFile current = read_cache_file(scope.target());
-  std::optional<mode_t> mode;
-  if (auto failure = file_failure(current, path, scope.target(), mode)) return failed(std::move(result), std::move(*failure));
+  std::optional<struct stat> existing;
+  if (auto failure = file_failure(current, path, scope.target(), existing)) {
+    return failed(std::move(result), std::move(*failure));
+  }
 
   CacheEdit change = edit(current);  // may throw: the scope undoes what this call created
   for (const auto& profile : change.upserts) check_writable_profile(profile);
@@ -446,7 +478,7 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
     return result;
   }
   scope.remove_orphaned_temporaries();
-  if (auto failure = scope.write_and_rename(serialize_cache(std::move(next)), mode, result.diagnostics)) {
+  if (auto failure = scope.write_and_rename(serialize_cache(std::move(next)), existing, result.diagnostics)) {
     result.updated.clear();
     result.removed.clear();
     result.pruned.clear();

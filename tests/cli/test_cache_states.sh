@@ -75,13 +75,36 @@ as_user() {
 as_user "$TOOL" --version >/dev/null ||
   fail "$(id -un) cannot run $TOOL as ${AS_USER[*]:-itself}: every directory above it must be world-executable"
 cp "$CACHE" "$PERMS/k.cache"
-# Writable by its owner (root) only; for a user running the tests, by its group only.
+# Writable by its owner (root) only; for a user running the tests, by its group only. An update
+# renames a new file over the cache, so the directory's permission decides: the user may update
+# it (after root wrote a user's cache, the user's next `set` works), and the mode is kept.
 if [[ $(id -u) == 0 ]]; then chmod 0644 "$PERMS/k.cache"; else chmod 0464 "$PERMS/k.cache"; fi
+MODE=$(stat -c %a "$PERMS/k.cache")
 cp "$PERMS/k.cache" "$SCRATCH/before"
+expect_exit 0 as_user "$TOOL" --cache "$PERMS/k.cache" set Abs parallel.minimum_elements=4096 --threads 2 --json
+[[ $(stat -c %a "$PERMS/k.cache") == "$MODE" ]] || fail "the update changed the cache's mode to $(stat -c %a "$PERMS/k.cache")"
+grep -q "parallel.minimum_elements\" = 4096" "$PERMS/k.cache" || fail "the user's update is not in the cache"
+# ... but not in a sticky directory (/tmp-like), where only the file's owner may replace it.
+if [[ $(id -u) == 0 ]]; then
+  rm -f "$PERMS/k.cache" && cp "$SCRATCH/before" "$PERMS/k.cache" && chmod 0644 "$PERMS/k.cache" && chmod 1777 "$PERMS"
+  ls -A "$PERMS" >"$SCRATCH/entries.before"
+  expect_exit 1 as_user "$TOOL" --cache "$PERMS/k.cache" set Abs parallel.minimum_elements=4096 --threads 2 --json
+  $PY -c "import json; r=json.load(open('$SCRATCH/out')); assert r['status'] == 'read_only' and 'sticky' in r['diagnostics'][0]['message'], r"
+  cmp -s "$PERMS/k.cache" "$SCRATCH/before" || fail "a cache the user may not replace was changed"
+  ls -A "$PERMS" | cmp -s - "$SCRATCH/entries.before" || fail "a refused update left files in $PERMS: $(ls -A "$PERMS")"
+  chmod 0777 "$PERMS"
+  # Root updating a user's cache keeps the user as its owner.
+  chown 65534:65534 "$PERMS/k.cache"
+  expect_exit 0 "$TOOL" --cache "$PERMS/k.cache" set Abs parallel.minimum_elements=8192 --threads 2 --no-load
+  [[ $(stat -c %u:%g "$PERMS/k.cache") == 65534:65534 ]] || fail "root's update took the user's cache: $(stat -c %U "$PERMS/k.cache")"
+  chown 0:0 "$PERMS/k.cache"
+fi
+# No write bit at all is the operator's "do not change it".
+rm -f "$PERMS/k.cache" && cp "$SCRATCH/before" "$PERMS/k.cache" && chmod 0444 "$PERMS/k.cache"
 ls -A "$PERMS" >"$SCRATCH/entries.before"
 expect_exit 1 as_user "$TOOL" --cache "$PERMS/k.cache" set Abs parallel.minimum_elements=4096 --threads 2 --json
 $PY -c "import json; r=json.load(open('$SCRATCH/out')); assert r['status'] == 'read_only' and 'write-protected' in r['diagnostics'][0]['message'], r"
-cmp -s "$PERMS/k.cache" "$SCRATCH/before" || fail "a cache the user may not write was changed"
+cmp -s "$PERMS/k.cache" "$SCRATCH/before" || fail "a write-protected cache was changed"
 ls -A "$PERMS" | cmp -s - "$SCRATCH/entries.before" || fail "a refused update left files in $PERMS: $(ls -A "$PERMS")"
 chmod 0000 "$PERMS/k.cache"
 expect_exit 1 as_user "$TOOL" --cache "$PERMS/k.cache" set Abs parallel.minimum_elements=4096 --threads 2 --json

@@ -319,4 +319,16 @@ expect_exit 0 env -u HOME -u XDG_CACHE_HOME "$TOOL" -v run "$ONNX_LIGHT_SOURCE_D
 expect_exit 0 env -u HOME -u XDG_CACHE_HOME "$TOOL" calibrate Abs --no-save --max-duration-ms 50
 expect_exit 0 env -u HOME -u XDG_CACHE_HOME "$TOOL" -v list Abs
 expect_grep "$SCRATCH/err" "cache: $(getent passwd "$(id -u)" | cut -d: -f6)/.cache/onnx-light/kernel_tuning.cache"
+# A user the password database does not know, without HOME: verbs that read or write the cache
+# say why there is no path (exit 2); run needs none.
+if [[ $(id -u) == 0 ]] && ! getent passwd 4242 >/dev/null; then
+  NOBODY_HOME=(env -u HOME -u XDG_CACHE_HOME setpriv --reuid=4242 --regid=4242 --clear-groups --)
+  expect_exit 2 "${NOBODY_HOME[@]}" "$TOOL" list Abs
+  expect_grep "$SCRATCH/err" "no tuning cache path: set ONNX_LIGHT_TUNING_CACHE, XDG_CACHE_HOME or HOME"
+  MODEL_DIR=$(mktemp -d /tmp/onnx_light_operator_cli.XXXXXX)
+  chmod 0755 "$MODEL_DIR" && cp "$ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt" "$MODEL_DIR/" && chmod 0644 "$MODEL_DIR/abs.onnxtxt"
+  expect_exit 0 "${NOBODY_HOME[@]}" "$TOOL" run "$MODEL_DIR/abs.onnxtxt" -i x=random --dim N=16
+  rm -rf "$MODEL_DIR"
+  expect_grep "$SCRATCH/err" "running with the default tuning values"
+fi
 echo "cache paths ok"

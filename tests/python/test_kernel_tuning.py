@@ -77,13 +77,13 @@ def test_default_path_follows_the_environment(monkeypatch, tmp_path):
     assert kernel_tuning.default_kernel_tuning_cache_path() == str(tmp_path / "explicit.cache")
 
 
-def test_default_path_without_any_variable_is_a_key_error(monkeypatch):
+def test_default_path_without_any_variable_is_under_the_password_database_home(monkeypatch):
+    import pwd
     for name in ("ONNX_LIGHT_TUNING_CACHE", "XDG_CACHE_HOME", "HOME"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(KeyError) as error:
-        kernel_tuning.default_kernel_tuning_cache_path()
-    assert isinstance(error.value, onnx_light.NotFoundError)
-    assert "HOME" in str(error.value)
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    assert kernel_tuning.default_kernel_tuning_cache_path() == os.path.join(home, ".cache", "onnx-light",
+                                                                            "kernel_tuning.cache")
 
 
 # ---- kernel_tuning_parameters ------------------------------------------------------------------
