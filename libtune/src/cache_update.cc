@@ -142,13 +142,40 @@ int wait_for_lock(int fd, const fs::path& lock_path, const UpdateOptions& option
 }
 
 // The cache file a path names: writers replace a symlink's target, not the link.
+// A dangling link names the file to create. Chains are followed up to 40 links (as the kernel).
 fs::path resolve_target(const fs::path& path) {
   std::error_code error;
-  if (fs::is_symlink(fs::symlink_status(path, error))) {
-    fs::path resolved = fs::weakly_canonical(path, error);
-    if (!error) return resolved;
+  fs::path current = path;
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(current, error)); ++hops) {
+    const fs::path next = fs::read_symlink(current, error);
+    if (error) return path;
+    current = next.is_absolute() ? next : current.parent_path() / next;
   }
-  return path;
+  return current.lexically_normal();
+}
+
+// A symlinked cache path is followed only when the link and its target (if any) belong to the
+// writing user, as fs.protected_symlinks does for sticky directories: otherwise a link planted by
+// another user in a shared directory would redirect this writer's update (root's, above all)
+// into a file of the planter's choosing.
+std::optional<Failure> symlink_failure(const fs::path& path) {
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) return std::nullopt;
+  const uid_t me = ::geteuid();
+  if (link.st_uid != me) {
+    return Failure{UpdateStatus::read_only,
+                   fmt::format("{} is a symbolic link owned by uid {}, not by this user (uid {}); it is not followed "
+                               "for writing: replace it, or name its target",
+                               path.string(), link.st_uid, me)};
+  }
+  struct stat target {};
+  if (::stat(path.c_str(), &target) == 0 && target.st_uid != me) {
+    return Failure{UpdateStatus::read_only,
+                   fmt::format("{} links to a file owned by uid {}, not by this user (uid {}); it is not followed "
+                               "for writing",
+                               path.string(), target.st_uid, me)};
+  }
+  return std::nullopt;
 }
 
 fs::path directory_of(const fs::path& path) {
@@ -406,6 +433,7 @@ UpdateResult failed(UpdateResult result, Failure failure) {
 UpdateResult check_cache_writable(const fs::path& path) {
   UpdateResult result;
   result.path = path;
+  if (auto failure = symlink_failure(path)) return failed(std::move(result), std::move(*failure));
   const fs::path target = resolve_target(path);
   // The directory an update would create, or the nearest existing one it would be created in.
   fs::path directory = directory_of(target);
@@ -429,6 +457,7 @@ UpdateResult check_cache_writable(const fs::path& path) {
 UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const UpdateOptions& options) {
   UpdateResult result;
   result.path = path;
+  if (auto failure = symlink_failure(path)) return failed(std::move(result), std::move(*failure));
   UpdateScope scope(resolve_target(path));
   if (auto failure = scope.make_directory()) return failed(std::move(result), std::move(*failure));
   if (auto failure = scope.check_directory_writable()) return failed(std::move(result), std::move(*failure));
@@ -524,6 +553,7 @@ RemoveFileResult remove_cache_file(const fs::path& path, const UpdateOptions& op
     result.diagnostics.push_back(std::move(diagnostic));
     return result;
   };
+  if (auto failure = symlink_failure(path)) return fail(failure->status, failure->message);
   struct stat info {};
   if (::lstat(target.c_str(), &info) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) {

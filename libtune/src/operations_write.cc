@@ -304,9 +304,9 @@ RemoveReport remove_kernel_tuning_cache(const RemoveOptions& options, const Oper
     lock_options.on_lock_wait = context.on_lock_wait;
     lock_options.lock_timeout_ms = context.lock_timeout_ms;
     RemoveFileResult removed = remove_cache_file(path, lock_options);
-    report.status = !removed.existed ? "not_found"
-                    : removed.status == UpdateStatus::updated ? "removed"
-                                                               : std::string(update_status_name(removed.status));
+    report.status = removed.status != UpdateStatus::updated ? std::string(update_status_name(removed.status))
+                    : !removed.existed                        ? "not_found"
+                                                              : "removed";
     for (const auto& file : removed.removed_files) report.removed_files.push_back(file.string());
     if (report.status == "removed") {
       for (std::size_t i = 0; i < before.profiles.size(); ++i) {

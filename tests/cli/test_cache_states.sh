@@ -99,6 +99,21 @@ if [[ $(id -u) == 0 ]]; then
   [[ $(stat -c %u:%g "$PERMS/k.cache") == 65534:65534 ]] || fail "root's update took the user's cache: $(stat -c %U "$PERMS/k.cache")"
   chown 0:0 "$PERMS/k.cache"
 fi
+# A symbolic link planted by another user is not followed for writing (root's write must not be
+# redirected into a file of the planter's choosing); a link of one's own is.
+if [[ $(id -u) == 0 ]]; then
+  mkdir -p "$PERMS/private" && chmod 0700 "$PERMS/private"
+  setpriv --reuid=65534 --regid=65534 --clear-groups -- ln -s "$PERMS/private/secret.cache" "$PERMS/planted.cache"
+  expect_exit 1 "$TOOL" --cache "$PERMS/planted.cache" set Abs parallel.minimum_elements=4096 --no-load --json
+  $PY -c "import json; r=json.load(open('$SCRATCH/out')); assert r['status'] == 'read_only' and 'symbolic link owned by uid 65534' in r['diagnostics'][0]['message'], r"
+  [[ ! -e "$PERMS/private/secret.cache" ]] || fail "root's write followed a planted link"
+  expect_exit 1 "$TOOL" --cache "$PERMS/planted.cache" remove --yes
+  [[ -L "$PERMS/planted.cache" ]] || fail "remove followed a planted link"
+  ln -s "$PERMS/private/own.cache" "$PERMS/own-link.cache"
+  expect_exit 0 "$TOOL" --cache "$PERMS/own-link.cache" set Abs parallel.minimum_elements=4096 --no-load
+  [[ -f "$PERMS/private/own.cache" && -L "$PERMS/own-link.cache" ]] || fail "an own link was not followed"
+  rm -rf "$PERMS/private" "$PERMS/planted.cache" "$PERMS/own-link.cache"
+fi
 # No write bit at all is the operator's "do not change it".
 rm -f "$PERMS/k.cache" && cp "$SCRATCH/before" "$PERMS/k.cache" && chmod 0444 "$PERMS/k.cache"
 ls -A "$PERMS" >"$SCRATCH/entries.before"

@@ -254,6 +254,16 @@ TEST_CASE("update_through_a_symlink_replaces_the_target") {
   CHECK(read_cache_file(target).profiles.size() == 2);
 }
 
+TEST_CASE("update_through_a_dangling_symlink_of_ones_own_creates_the_target") {
+  Fixture f;
+  std::filesystem::create_directory(f.dir / "real");
+  std::filesystem::create_symlink("real/k.cache", f.dir / "link.cache");  // relative, dangling
+  REQUIRE(write_profiles(f.dir / "link.cache", {alpha(f, 2)}, options_for(f)).ok());
+  CHECK(std::filesystem::is_symlink(f.dir / "link.cache"));
+  CHECK(read_cache_file(f.dir / "real" / "k.cache").profiles.size() == 1);
+  CHECK(check_cache_writable(f.dir / "link.cache").ok());
+}
+
 TEST_CASE("update_keeps_unreadable_profiles_of_the_file") {
   Fixture f;
   REQUIRE(write_profiles(f.cache, {alpha(f, 1)}, options_for(f)).ok());
