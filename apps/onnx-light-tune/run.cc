@@ -40,6 +40,7 @@ struct RunOptions {
   std::string trace_path;
   bool json = false;
   std::string optimize = "all";
+  bool allow_newer_opset = false;
 };
 
 struct Latency {
@@ -118,6 +119,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
   options.parameters = RuntimeParameters(o.threads);
   if (o.profile) options.parallel_region_collector = std::make_shared<ParallelRegionCollector>(4096);
   options.optimization = parse_optimization_level(o.optimize);
+  options.allow_newer_opset = o.allow_newer_opset;
   options.profile = o.profile || !o.trace_path.empty();
   RuntimeSession session(model, options);
 
@@ -278,6 +280,9 @@ void register_run(CLI::App& app, AppContext& context) {
       ->type_name("N")
       ->default_val(0);
   run->add_option("-o,--output-dir", options->output_dir, "Write each output to DIR/<output name>.npy")->type_name("DIR");
+  run->add_flag("--allow-newer-opset", options->allow_newer_opset,
+                "Run a model importing an ai.onnx opset newer than the newest implemented (18) as that one "
+                "(refused without it: operators may have changed meaning)");
   run->add_option("--optimize", options->optimize, "Graph optimization: none (the graph as written), basic, all")
       ->check(one_of({"none", "basic", "all"}))
       ->type_name("LEVEL")

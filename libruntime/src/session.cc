@@ -14,6 +14,7 @@
 
 #include "onnx_light/runtime/cpu_features.h"
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/model_validation.h"
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/tensor_proto.h"
 #include "onnx_light/runtime/thread_pool.h"
@@ -694,6 +695,7 @@ void RuntimeSession::Impl::run_steps() {
 RuntimeSession::RuntimeSession(Model model, RuntimeSessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {
   const KernelTable& table = impl_->options.kernels != nullptr ? *impl_->options.kernels : cpu_kernel_table();
+  validate_model(impl_->model, impl_->options.allow_newer_opset);
   impl_->model = optimize_model(impl_->model, impl_->options.optimization, table, impl_->optimization);
   impl_->build();
   if (impl_->options.profile) impl_->start_profiler();

@@ -492,6 +492,9 @@ void bind_runtime(py::module_& m) {
           "optimization", [](const rt::RuntimeSessionOptions& o) { return std::string(rt::optimization_level_name(o.optimization)); },
           [](rt::RuntimeSessionOptions& o, const std::string& level) { o.optimization = rt::parse_optimization_level(level); },
           "Graph optimization at session creation: 'none' (the graph as written), 'basic' or 'all' (default).")
+      .def_readwrite("allow_newer_opset", &rt::RuntimeSessionOptions::allow_newer_opset,
+                     "Run a model importing an ai.onnx opset newer than the newest implemented (18) as that "
+                     "one; refused (ModelError) when False")
       .def_readwrite("profile", &rt::RuntimeSessionOptions::profile,
                      "Whether the session records per-node times and a Chrome trace of its runs.")
       .def_readwrite("parameters", &rt::RuntimeSessionOptions::parameters, "The RuntimeParameters.")

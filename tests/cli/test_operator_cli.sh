@@ -332,3 +332,14 @@ if [[ $(id -u) == 0 ]] && ! getent passwd 4242 >/dev/null; then
   expect_grep "$SCRATCH/err" "running with the default tuning values"
 fi
 echo "cache paths ok"
+
+# ---- hostile models: arity and opset refused at load, naming the node and the versions -----
+printf '<ir_version: 8, opset_import: ["" : 13]>\ng (float[4] x) => (float[4] y) {\n y = Abs(x, x, x)\n}\n' >"$SCRATCH/arity.onnxtxt"
+expect_exit 1 "$TOOL" run "$SCRATCH/arity.onnxtxt" -i x=random
+expect_grep "$SCRATCH/err" "Abs node #0 \(opset 13\): has input size 3 not in range \[min=1, max=1\]"
+printf '<ir_version: 8, opset_import: ["" : 1000000]>\ng (float[4] x) => (float[4] y) {\n y = Abs(x)\n}\n' >"$SCRATCH/opset.onnxtxt"
+expect_exit 1 "$TOOL" run "$SCRATCH/opset.onnxtxt" -i x=random --json
+expect_grep "$SCRATCH/err" "imports ai.onnx opset 1000000, newer than the newest this runtime implements \(18\)"
+$PY -c "import json; e=json.load(open('$SCRATCH/out'))['error']; assert e['kind'] == 'model' and e['exit_status'] == 1, e"
+expect_exit 0 "$TOOL" run "$SCRATCH/opset.onnxtxt" -i x=random --allow-newer-opset
+echo "hostile models ok"

@@ -401,3 +401,16 @@ def test_fuse_activations_option_keeps_results_and_drops_the_relu_step():
     assert len(steps[True]) == (1 if packed else 2)
     if packed:
         assert "Relu node" in steps[True][0]
+
+
+def test_models_breaking_the_schema_or_from_a_newer_opset_are_refused_at_load():
+    arity = '<ir_version: 8, opset_import: ["" : 13]>\ng (float[4] x) => (float[4] y) {\n y = Abs(x, x, x)\n}'
+    with pytest.raises(onnx_light.ModelError, match=r"Abs node #0 \(opset 13\): has input size 3"):
+        runtime.RuntimeSession(arity)
+    future = '<ir_version: 8, opset_import: ["" : 99]>\ng (float[4] x) => (float[4] y) {\n y = Abs(x)\n}'
+    with pytest.raises(onnx_light.ModelError, match="opset 99, newer than the newest this runtime implements"):
+        runtime.RuntimeSession(future)
+    options = runtime.RuntimeSessionOptions()
+    assert options.allow_newer_opset is False
+    options.allow_newer_opset = True
+    runtime.RuntimeSession(future, options)

@@ -45,6 +45,9 @@ struct RuntimeSessionOptions {
   // parallel block. Trace events past `profile_event_capacity` are counted, not kept.
   bool profile = false;
   std::size_t profile_event_capacity = std::size_t{1} << 16;
+  // A model importing an ai.onnx opset newer than kNewestImplementedOpset (model_validation.h) is
+  // refused unless this is set; it then runs with the kernels of the newest implemented opset.
+  bool allow_newer_opset = false;
 };
 
 // Opset imports by domain ("" is ai.onnx).
