@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (one per parser we own: .npy, TensorProto, the tuning cache) with
+# Builds the libFuzzer targets (one per parser we own: .npy, TensorProto, the tuning cache, the model
+# loader through session creation, the ONNX text syntax) with
 # clang under ASan+UBSan, then runs each for a bounded, seeded run starting from fuzz/corpus/<parser>/
 # (valid files the mutations grow from; new finds go to a scratch directory, never into the repo).
 # Usage: scripts/fuzz.sh [SECONDS]   (default 30 s per target; FUZZ_RUNS=N stops after N inputs instead)
+# CI runs `scripts/fuzz.sh 20`; for a longer hunt run `scripts/fuzz.sh 600` (10 minutes per target).
+# A crash leaves crash-<sha1> in the working directory: add it to fuzz/corpus/<parser>/ (the
+# fuzz-replay ctest then replays it in every build) once fixed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-30}"
@@ -13,7 +17,7 @@ ONNX_LIGHT_EXTRA_PACKAGES="clang-14 libclang-rt-14-dev" "$ROOT/scripts/install-d
 # FUZZ_BUILD_TYPE overrides.
 cmake -S "$ROOT" -B "$DIR" -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_BUILD_TYPE="${FUZZ_BUILD_TYPE:-Debug}" -DONNX_LIGHT_BUILD_FUZZ=ON -DONNX_LIGHT_BUILD_TESTS=OFF >/dev/null
-TARGETS=(fuzz_npy fuzz_tensor_proto fuzz_cache_file)
+TARGETS=(fuzz_npy fuzz_tensor_proto fuzz_cache_file fuzz_model fuzz_model_text)
 cmake --build "$DIR" -j "${ONNX_LIGHT_JOBS:-$(nproc)}" --target "${TARGETS[@]}"
 for t in "${TARGETS[@]}"; do
   corpus="$ROOT/fuzz/corpus/${t#fuzz_}"
