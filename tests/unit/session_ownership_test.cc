@@ -3,7 +3,9 @@
 // handled, duplicate graph outputs are refused.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <numeric>
 #include <vector>
@@ -336,4 +338,57 @@ TEST_CASE("kernel_failures_from_sizes_the_model_asked_for_name_the_node") {
                                            "g (float[4] x) => (float[4] z) { z = Neg(x) }"),
                                options);
   CHECK_THROWS_WITH_AS(out_of_memory.run(context), doctest::Contains("Neg node #0: out of memory"), InputError);
+}
+
+namespace {
+
+// Fills its output in parallel blocks; while `armed`, the last block throws (on a worker, as the
+// pool hands the caller the first block).
+class ThrowingParallelKernel final : public Kernel {
+ public:
+  explicit ThrowingParallelKernel(std::shared_ptr<std::atomic<bool>> armed) : armed_(std::move(armed)) {}
+  void run(KernelExecution& execution) override {
+    const Tensor& x = *execution.input(0);
+    Tensor& y = execution.output(0, ElementType::float32, x.shape());
+    const int64_t n = x.element_count();
+    const float* in = x.data<float>();
+    float* out = y.data<float>();
+    execution.parallel_for(n, 1, execution.threads(), [&](int64_t begin, int64_t end) {
+      if (*armed_ && end == n) throw InputError("a block failed on purpose");
+      for (int64_t i = begin; i < end; ++i) out[i] = -in[i];
+    });
+  }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> armed_;
+};
+
+}  // namespace
+
+TEST_CASE("a_kernel_throwing_inside_parallel_for_fails_the_run_by_name_and_the_session_runs_again") {
+  auto armed = std::make_shared<std::atomic<bool>>(true);
+  KernelTable table;
+  KernelDef def;
+  def.op_type = "Neg";
+  def.schema.key.kernel = "Neg";
+  def.create = [armed](const KernelCreateInfo&) { return std::make_unique<ThrowingParallelKernel>(armed); };
+  table.add(std::move(def));
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(2);
+  options.kernels = &table;
+  RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                                     "g (float[64] x) => (float[64] y) { y = Neg(x) }"),
+                         options);
+  std::vector<float> values(64);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  RuntimeContext context;
+  context.set("x", floats({64}, values));
+  for (int attempt = 0; attempt < 20; ++attempt) {  // the pool must stay usable after each failure
+    CHECK_THROWS_WITH_AS(session.run(context), doctest::Contains("Neg node #0: a block failed on purpose"),
+                         InputError);
+  }
+  *armed = false;
+  session.run(context);
+  const Tensor& y = context.get("y");
+  for (std::size_t i = 0; i < values.size(); ++i) CHECK(y.data<float>()[i] == -values[i]);
 }
