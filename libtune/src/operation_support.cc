@@ -64,6 +64,14 @@ Layers read_layers(const std::filesystem::path& user_path, const Environment& en
   return result;
 }
 
+UpdateOptions update_options_for(const OperationContext& context, const runtime::KernelTable& kernels) {
+  UpdateOptions options;
+  options.kernels = &kernels;
+  options.on_lock_wait = context.on_lock_wait;
+  options.lock_timeout_ms = context.lock_timeout_ms;
+  return options;
+}
+
 void check_named_kernels(const KeySelection& selection, const runtime::KernelTable& kernels,
                          const std::vector<const CacheFile*>& files) {
   for (const auto& kernel : selection.kernels) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "onnx_light/tune/cache_file.h"
+#include "onnx_light/tune/cache_update.h"
 #include "onnx_light/tune/classification.h"
 #include "onnx_light/tune/operations.h"
 
@@ -55,6 +56,10 @@ LoadedIndex index_loaded(const Layers& layers);
 // profile of `files` (a cache may hold profiles of kernels this build no longer has).
 void check_named_kernels(const KeySelection& selection, const runtime::KernelTable& kernels,
                          const std::vector<const CacheFile*>& files);
+
+// Options of a cache update by an operation: the kernel table (for prune_stale) and the context's
+// lock wait notice and timeout.
+UpdateOptions update_options_for(const OperationContext& context, const runtime::KernelTable& kernels);
 
 // Sorted, without repeats.
 std::vector<runtime::TuningKey> unique_sorted(std::vector<runtime::TuningKey> keys);

@@ -126,11 +126,8 @@ SetReport set_kernel_tuning_parameters(const SetOptions& options, const Operatio
   report.key = schema.key;
   report.effective_threads = threads;
   std::vector<Diagnostic> fill_notes;
-  UpdateOptions update_options;
+  UpdateOptions update_options = detail::update_options_for(context, environment.kernels);
   update_options.prune_stale = options.prune_stale;
-  update_options.kernels = &environment.kernels;
-  update_options.on_lock_wait = context.on_lock_wait;
-  update_options.lock_timeout_ms = context.lock_timeout_ms;
   const UpdateResult update = update_cache(
       path,
       [&](const CacheFile& current) {
@@ -300,23 +297,16 @@ RemoveReport remove_kernel_tuning_cache(const RemoveOptions& options, const Oper
 
   if (options.whole_file()) {
     const CacheFile before = read_cache_file(path);  // to report what went
-    UpdateOptions lock_options;
-    lock_options.on_lock_wait = context.on_lock_wait;
-    lock_options.lock_timeout_ms = context.lock_timeout_ms;
-    RemoveFileResult removed = remove_cache_file(path, lock_options);
+    RemoveFileResult removed = remove_cache_file(path, detail::update_options_for(context, environment.kernels));
     report.status = removed.status != UpdateStatus::updated ? std::string(update_status_name(removed.status))
                     : !removed.existed                        ? "not_found"
                                                               : "removed";
     for (const auto& file : removed.removed_files) report.removed_files.push_back(file.string());
     if (report.status == "removed") {
+      selection.select(before);  // classifies what the file held
       for (std::size_t i = 0; i < before.profiles.size(); ++i) {
-        report.removed_profiles.push_back(removed_entry(before.profiles[i], i, ProfileClass::invalid));
+        report.removed_profiles.push_back(removed_entry(before.profiles[i], i, selection.classification(i)));
         if (before.profiles[i].readable()) report.removed.push_back(before.profiles[i].key);
-      }
-      // Classified after the fact (the file is gone; the classification is of what it held).
-      const auto classes = classify_profiles(before, CacheLayer::user, SchemaIndex(environment.kernels), environment.machine);
-      for (std::size_t i = 0; i < classes.size() && i < report.removed_profiles.size(); ++i) {
-        report.removed_profiles[i].classification = classes[i].value;
       }
       report.removed = detail::unique_sorted(std::move(report.removed));
     }
@@ -330,10 +320,7 @@ RemoveReport remove_kernel_tuning_cache(const RemoveOptions& options, const Oper
     return report;
   }
   bool existed = true;
-  UpdateOptions update_options;
-  update_options.kernels = &environment.kernels;
-  update_options.on_lock_wait = context.on_lock_wait;
-  update_options.lock_timeout_ms = context.lock_timeout_ms;
+  const UpdateOptions update_options = detail::update_options_for(context, environment.kernels);
   std::set<const CacheProfile*> erase;  // profiles of the file as read under the lock
   std::vector<std::size_t> erased_indices;  // their indices, in file order
   std::vector<ProfileClass> erased_classes;

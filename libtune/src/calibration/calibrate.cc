@@ -651,11 +651,8 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
       p.provenance = provenance_now(std::string(saved_source(k)), std::string(tool_version()));
       profiles.push_back(std::move(p));
     }
-    UpdateOptions update_options;
+    UpdateOptions update_options = detail::update_options_for(context, table);
     update_options.prune_stale = options.prune_stale;
-    update_options.kernels = &table;
-    update_options.on_lock_wait = context.on_lock_wait;
-    update_options.lock_timeout_ms = context.lock_timeout_ms;
     report.cache_update = write_profiles(resolve_cache_path(options.path), std::move(profiles), update_options);
     if (!report.cache_update->ok())
       for (auto* kp : to_save) kp->saved = false;

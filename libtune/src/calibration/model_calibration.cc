@@ -22,6 +22,7 @@
 #include "onnx_light/tune/cache_path.h"
 #include "onnx_light/tune/host.h"
 #include "onnx_light/tune/reports.h"
+#include "operation_support.h"
 
 namespace onnx_light::tune {
 
@@ -886,11 +887,8 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   if (!published.empty() && options.publish) report.published_generation = process_registry.publish(published);
   else report.published_generation = process_registry.published_generation();
   if (options.save && !profiles.empty()) {
-    UpdateOptions update;
+    UpdateOptions update = detail::update_options_for(context, table);
     update.prune_stale = options.prune_stale;
-    update.kernels = &table;
-    update.on_lock_wait = context.on_lock_wait;
-    update.lock_timeout_ms = context.lock_timeout_ms;
     report.cache_update = write_profiles(resolve_cache_path(options.path), std::move(profiles), update);
     report.saved = report.cache_update->ok();
     for (const auto& d : report.cache_update->diagnostics) report.diagnostics.push_back(d);
