@@ -137,6 +137,7 @@ const char* error_kind(const onnx_light::Error& error) {
   if (dynamic_cast<const UnsupportedError*>(&error) != nullptr) return "unsupported";
   if (dynamic_cast<const InputError*>(&error) != nullptr) return "input";
   if (dynamic_cast<const IoError*>(&error) != nullptr) return "io";
+  if (dynamic_cast<const MemoryLimitError*>(&error) != nullptr) return "memory_limit";
   return "error";
 }
 

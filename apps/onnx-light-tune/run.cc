@@ -41,6 +41,7 @@ struct RunOptions {
   bool json = false;
   std::string optimize = "all";
   bool allow_newer_opset = false;
+  std::string max_memory;  // empty: the library's default
 };
 
 struct Latency {
@@ -120,6 +121,8 @@ int run_verb(const RunOptions& o, AppContext& context) {
   if (o.profile) options.parallel_region_collector = std::make_shared<ParallelRegionCollector>(4096);
   options.optimization = parse_optimization_level(o.optimize);
   options.allow_newer_opset = o.allow_newer_opset;
+  if (!o.max_memory.empty())
+    options.max_memory_bytes = std::get<int64_t>(parse_value(o.max_memory, ValueType::int64, "--max-memory"));
   options.profile = o.profile || !o.trace_path.empty();
   RuntimeSession session(model, options);
 
@@ -208,7 +211,8 @@ int run_verb(const RunOptions& o, AppContext& context) {
                         {"last_run_values_bytes", memory.last_run_values_bytes},
                         {"planned_releases", memory.planned_releases},
                         {"planned_in_place", memory.planned_in_place},
-                        {"last_run_in_place", memory.last_run_in_place}};
+                        {"last_run_in_place", memory.last_run_in_place},
+                        {"memory_limit_bytes", memory.memory_limit_bytes}};
     *context.out << report.dump(2) << "\n";
     return kExitOk;
   }
@@ -280,6 +284,12 @@ void register_run(CLI::App& app, AppContext& context) {
       ->type_name("N")
       ->default_val(0);
   run->add_option("-o,--output-dir", options->output_dir, "Write each output to DIR/<output name>.npy")->type_name("DIR");
+  run->add_option("--max-memory", options->max_memory,
+                  "Most tensor memory the session may hold: weights, every value a run computes and the outputs "
+                  "(K, M, G suffixes). A node whose output would pass it fails naming the node, output, shape and "
+                  "bytes. Default: three quarters of physical memory (less under a ulimit -v)")
+      ->check(byte_size())
+      ->type_name("SIZE");
   run->add_flag("--allow-newer-opset", options->allow_newer_opset,
                 "Run a model importing an ai.onnx opset newer than the newest implemented (18) as that one "
                 "(refused without it: operators may have changed meaning)");

@@ -10,6 +10,7 @@
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/calibration_workload.h"
+#include "onnx_light/runtime/memory_limit.h"
 #include "onnx_light/runtime/npy.h"
 
 namespace onnx_light::cli {
@@ -76,6 +77,14 @@ void bind_cli_inputs(const RuntimeSession& session, const std::vector<std::strin
                                        info.symbols[d], info.symbols[d].empty() ? "SYMBOL" : info.symbols[d]));
         shape.push_back(sym->second);
       }
+      // Made here, not by the session, but asked for by the model: the same limit applies.
+      const auto bytes = static_cast<int64_t>(Tensor::storage_bytes(info.element_type, shape));
+      const int64_t limit = session.memory_report().memory_limit_bytes;
+      if (bytes > limit)
+        throw MemoryLimitError(fmt::format("--input {}=random: a {} tensor of shape {} needs {} ({} bytes), over the "
+                                           "session's memory limit of {} (--max-memory)",
+                                           info.name, element_type_name(info.element_type), shape_to_string(shape),
+                                           format_bytes(bytes), bytes, format_bytes(limit)));
       context.set(info.name, random_tensor(info.element_type, shape, seed));
     } else {
       context.set(info.name, read_npy(source));

@@ -13,8 +13,26 @@
 
 namespace onnx_light::runtime {
 
-Model::Model(std::shared_ptr<const onnx::ModelProto> proto, std::string origin)
-    : proto_(std::move(proto)), origin_(std::move(origin)) {}
+namespace {
+
+// The checks every model needs before a session looks at it; errors name the origin.
+void check_model_proto(const onnx::ModelProto& model, const std::string& origin) {
+  if (!model.has_graph()) throw ModelError(fmt::format("{}: not an ONNX model (no graph)", origin));
+  if (model.graph().output_size() == 0) throw ModelError(fmt::format("{}: the graph has no outputs", origin));
+  if (model.opset_import_size() == 0 && model.ir_version() >= 3)
+    throw ModelError(fmt::format("{}: the model imports no opset", origin));
+}
+
+}  // namespace
+
+Model::Model(std::shared_ptr<const onnx::ModelProto> proto, std::string origin,
+             std::shared_ptr<const ExternalDataDirectory> external)
+    : proto_(std::move(proto)), origin_(std::move(origin)), external_(std::move(external)) {}
+
+Model Model::with_proto(onnx::ModelProto proto) const {
+  check_model_proto(proto, origin_);
+  return Model(std::make_shared<const onnx::ModelProto>(std::move(proto)), origin_, external_);
+}
 
 int64_t Model::opset_version(std::string_view domain) const {
   const bool default_domain = domain.empty() || domain == "ai.onnx";
@@ -41,20 +59,8 @@ bool looks_like_onnx_text(std::span<const std::byte> bytes) {
   return true;
 }
 
-namespace {
-
-// The checks every model needs before a session looks at it; errors name the origin.
-void check_model_shape(const onnx::ModelProto& model, const std::string& origin) {
-  if (!model.has_graph()) throw ModelError(fmt::format("{}: not an ONNX model (no graph)", origin));
-  if (model.graph().output_size() == 0) throw ModelError(fmt::format("{}: the graph has no outputs", origin));
-  if (model.opset_import_size() == 0 && model.ir_version() >= 3)
-    throw ModelError(fmt::format("{}: the model imports no opset", origin));
-}
-
-}  // namespace
-
 Model model_from_proto(onnx::ModelProto proto, const std::string& origin) {
-  check_model_shape(proto, origin);
+  check_model_proto(proto, origin);
   return Model(std::make_shared<const onnx::ModelProto>(std::move(proto)), origin);
 }
 
@@ -69,7 +75,7 @@ Model with_initializers(const Model& model, const std::map<std::string, Tensor>&
     graph->mutable_input()->DeleteSubrange(index, 1);
     *graph->add_initializer() = tensor_to_proto(value, name);
   }
-  return model_from_proto(std::move(proto), model.origin());
+  return model.with_proto(std::move(proto));
 }
 
 Model parse_model_text(std::string_view text, const std::string& origin) {
@@ -86,7 +92,7 @@ Model parse_model_text(std::string_view text, const std::string& origin) {
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     throw ModelError(fmt::format("{}: ONNX text syntax error {}", origin, message));
   }
-  check_model_shape(*proto, origin);
+  check_model_proto(*proto, origin);
   return Model(std::move(proto), origin);
 }
 
@@ -95,11 +101,13 @@ Model load_model_bytes(std::span<const std::byte> bytes, const std::string& orig
   if (looks_like_onnx_text(bytes))
     return parse_model_text(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), origin);
   if (bytes.size() > static_cast<std::size_t>(INT32_MAX))
-    throw ModelError(fmt::format("{}: models over 2 GiB (external data) are not supported", origin));
+    throw ModelError(fmt::format("{}: a protobuf model cannot be over 2 GiB; save its tensors as external data "
+                                 "(onnx.save_model(..., save_as_external_data=True)) and load it by its path",
+                                 origin));
   auto proto = std::make_shared<onnx::ModelProto>();
   if (!proto->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     throw ModelError(fmt::format("{}: not a valid ONNX protobuf model (truncated or not protobuf)", origin));
-  check_model_shape(*proto, origin);
+  check_model_proto(*proto, origin);
   return Model(std::move(proto), origin);
 }
 
@@ -111,7 +119,14 @@ Model load_model_file(const std::filesystem::path& path) {
   if (!in) throw IoError(fmt::format("{}: cannot open for reading", path.string()));
   std::vector<char> content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw IoError(fmt::format("{}: read failed", path.string()));
-  return load_model_bytes(std::as_bytes(std::span(content)), path.string());
+  Model loaded = load_model_bytes(std::as_bytes(std::span(content)), path.string());
+  auto external = std::make_shared<const ExternalDataDirectory>(path.parent_path(), path.string());
+  for (const auto& initializer : loaded.graph().initializer())
+    if (uses_external_data(initializer)) (void)tensor_from_proto(initializer, external.get());
+  for (const auto& node : loaded.graph().node())
+    for (const auto& attribute : node.attribute())
+      if (attribute.has_t() && uses_external_data(attribute.t())) (void)tensor_from_proto(attribute.t(), external.get());
+  return Model(std::make_shared<const onnx::ModelProto>(loaded.proto()), path.string(), std::move(external));
 }
 
 }  // namespace onnx_light::runtime

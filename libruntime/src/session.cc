@@ -16,6 +16,7 @@
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/model_validation.h"
 #include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/memory_limit.h"
 #include "onnx_light/runtime/tensor_proto.h"
 #include "onnx_light/runtime/thread_pool.h"
 #include "onnx_light/runtime/tuning_registry.h"
@@ -82,9 +83,9 @@ std::string node_label(const onnx::NodeProto& node, std::size_t index) {
 }
 
 // Evaluates a Constant node into a tensor.
-Tensor constant_value(const onnx::NodeProto& node, const std::string& label) {
+Tensor constant_value(const onnx::NodeProto& node, const std::string& label, const ExternalDataDirectory* external) {
   for (const auto& a : node.attribute()) {
-    if (a.name() == "value") return tensor_from_proto(a.t());
+    if (a.name() == "value") return tensor_from_proto(a.t(), external);
     if (a.name() == "value_float") {
       Tensor t(ElementType::float32, {});
       *t.data<float>() = a.f();
@@ -192,6 +193,22 @@ struct RuntimeSession::Impl {
     }
 
     Tensor& output_slot(std::size_t index, ElementType type, const Shape& shape, bool zero) {
+      try {
+        return take_output_slot(index, type, shape, zero);
+      } catch (const PoolLimitError& e) {
+        const bool named = index < step_.outputs.size() && step_.outputs[index] >= 0;
+        const std::string output = named ? fmt::format("output '{}'", impl_.slot_name(step_.outputs[index]))
+                                         : fmt::format("output {} (omitted by the graph)", index);
+        throw MemoryLimitError(fmt::format(
+            "{}: {} of type {} and shape {} needs {} ({} bytes), over the session's memory limit of {} "
+            "({} already held by weights and values); raise it with --max-memory or "
+            "RuntimeSessionOptions.max_memory_bytes",
+            step_.label, output, element_type_name(type), shape_to_string(shape), format_bytes(static_cast<int64_t>(e.requested)),
+            e.requested, format_bytes(static_cast<int64_t>(e.limit)), format_bytes(static_cast<int64_t>(e.held))));
+      }
+    }
+
+    Tensor& take_output_slot(std::size_t index, ElementType type, const Shape& shape, bool zero) {
       if (index >= step_.outputs.size() || step_.outputs[index] < 0) {
         // An omitted optional output: computed, then dropped. One buffer per index, so that a
         // kernel filling several omitted outputs never writes into a released one.
@@ -264,6 +281,7 @@ struct RuntimeSession::Impl {
   int64_t planned_in_place = 0;
   int64_t last_run_in_place = 0;
   int64_t last_run_values_bytes = 0;
+  int64_t memory_limit = 0;
   bool is_initialized = false;
   std::vector<ResolvedTuning> resolved;
   OptimizationReport optimization;
@@ -279,6 +297,14 @@ struct RuntimeSession::Impl {
   }
 
   void build();
+  // The value a slot holds (error messages only: a linear search).
+  const std::string& slot_name(int id) const {
+    for (const auto& [name, slot_id] : slot_of)
+      if (slot_id == id) return name;
+    static const std::string unnamed = "?";
+    return unnamed;
+  }
+  void apply_memory_limit();
   void bind_inputs(RuntimeContext& context);
   // Checks `given` (nullptr: absent) against input k and binds it to its slot.
   // Symbolic input dims bound so far in this run (cleared per run, capacity kept: a steady
@@ -314,7 +340,7 @@ void RuntimeSession::Impl::build() {
     if (init.name().empty()) throw ModelError(fmt::format("{}: an initializer has no name", model.origin()));
     int id = slot(init.name());
     try {
-      slots[static_cast<std::size_t>(id)] = tensor_from_proto(init);
+      slots[static_cast<std::size_t>(id)] = tensor_from_proto(init, model.external_data());
     } catch (const Error& e) {
       throw ModelError(fmt::format("{}: initializer '{}': {}", model.origin(), init.name(), e.what()));
     }
@@ -424,7 +450,7 @@ void RuntimeSession::Impl::build() {
       try {
         if (node.output_size() != 1) throw ModelError(fmt::format("{}: Constant must have one output", label));
         int id = slot(node.output(0));
-        slots[static_cast<std::size_t>(id)] = constant_value(node, label);
+        slots[static_cast<std::size_t>(id)] = constant_value(node, label, model.external_data());
         constant_slot[static_cast<std::size_t>(id)] = true;
         types[node.output(0)] = slots[static_cast<std::size_t>(id)].element_type();
       } catch (const Error& e) {
@@ -692,12 +718,28 @@ void RuntimeSession::Impl::run_steps() {
   if (profiler) profiler->end_run();
 }
 
+void RuntimeSession::Impl::apply_memory_limit() {
+  if (options.max_memory_bytes < 0)
+    throw InvalidValueError(fmt::format("max_memory_bytes is negative ({})", options.max_memory_bytes));
+  memory_limit = options.max_memory_bytes > 0 ? options.max_memory_bytes : default_session_memory_limit();
+  int64_t weights = 0;
+  for (std::size_t id = 0; id < slots.size(); ++id)
+    if (constant_slot[id]) weights += static_cast<int64_t>(slots[id].byte_size());
+  if (weights > memory_limit)
+    throw MemoryLimitError(fmt::format("{}: the weights (initializers and constants) need {} ({} bytes), over the "
+                                       "session's memory limit of {}; raise it with --max-memory or "
+                                       "RuntimeSessionOptions.max_memory_bytes",
+                                       model.origin(), format_bytes(weights), weights, format_bytes(memory_limit)));
+  buffers->set_limit(static_cast<std::size_t>(memory_limit), static_cast<std::size_t>(weights));
+}
+
 RuntimeSession::RuntimeSession(Model model, RuntimeSessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {
   const KernelTable& table = impl_->options.kernels != nullptr ? *impl_->options.kernels : cpu_kernel_table();
   validate_model(impl_->model, impl_->options.allow_newer_opset);
   impl_->model = optimize_model(impl_->model, impl_->options.optimization, table, impl_->optimization);
   impl_->build();
+  impl_->apply_memory_limit();
   if (impl_->options.profile) impl_->start_profiler();
 }
 
@@ -842,6 +884,7 @@ SessionMemoryReport RuntimeSession::memory_report() const {
   report.planned_releases = s.planned_releases;
   report.planned_in_place = s.planned_in_place;
   report.last_run_in_place = s.last_run_in_place;
+  report.memory_limit_bytes = s.memory_limit;
   return report;
 }
 

@@ -4,6 +4,10 @@
 #include <cstring>
 #include <new>
 
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/memory_limit.h"
+
 #include "tensor_memory.h"
 
 namespace onnx_light::runtime {
@@ -18,7 +22,22 @@ struct TensorBufferPool::ReturnToPool {
   }
 };
 
+PoolLimitError::PoolLimitError(std::size_t requested_bytes, std::size_t held_bytes, std::size_t limit_bytes)
+    : MemoryLimitError(fmt::format("{} ({} bytes) more would pass the session's memory limit of {} ({} held)",
+                                   format_bytes(static_cast<int64_t>(std::min<std::size_t>(requested_bytes, INT64_MAX))),
+                                   requested_bytes, format_bytes(static_cast<int64_t>(limit_bytes)),
+                                   format_bytes(static_cast<int64_t>(held_bytes)))),
+      requested(requested_bytes),
+      held(held_bytes),
+      limit(limit_bytes) {}
+
 TensorBufferPool::TensorBufferPool(std::size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
+
+void TensorBufferPool::set_limit(std::size_t limit, std::size_t reserved) {
+  std::lock_guard lock(mutex_);
+  limit_ = limit;
+  reserved_ = reserved;
+}
 
 TensorBufferPool::~TensorBufferPool() {
   for (Block& block : free_) {
@@ -78,11 +97,50 @@ TensorBufferPool::Block TensorBufferPool::take(std::size_t bytes) {
       return block;
     }
   }
-  Block block{bytes, allocate_tensor_block(bytes), nullptr};
-  std::lock_guard lock(mutex_);
-  outstanding_bytes_ += bytes;
-  peak_outstanding_bytes_ = std::max(peak_outstanding_bytes_, outstanding_bytes_);
+  reserve_new(bytes);
+  Block block{bytes, nullptr, nullptr};
+  try {
+    block.data = allocate_tensor_block(bytes);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    outstanding_bytes_ -= bytes;
+    throw;
+  }
   return block;
+}
+
+void TensorBufferPool::reserve_new(std::size_t bytes) {
+  std::vector<Block> dropped;  // cached blocks given up for room: freed after unlock
+  bool refused = false;
+  std::size_t held = 0, limit = 0;
+  {
+    std::lock_guard lock(mutex_);
+    const auto fits = [&](std::size_t cached) {
+      return limit_ == 0 || (bytes <= limit_ && reserved_ + outstanding_bytes_ + cached <= limit_ - bytes);
+    };
+    if (!fits(cached_bytes_)) {
+      dropped.swap(free_);
+      cached_bytes_ = 0;
+    }
+    if (fits(0)) {
+      outstanding_bytes_ += bytes;
+      peak_outstanding_bytes_ = std::max(peak_outstanding_bytes_, outstanding_bytes_);
+    } else {
+      refused = true;
+      held = reserved_ + outstanding_bytes_;
+      limit = limit_;
+    }
+  }
+  for (Block& block : dropped) {
+    if (block.storage) {
+      // A recycled block: its deleter would cache it here again, so point it at the OS.
+      if (auto* deleter = std::get_deleter<ReturnToPool>(block.storage)) deleter->pool.reset();
+      block.storage.reset();
+    } else {
+      free_tensor_block(block.data);
+    }
+  }
+  if (refused) throw PoolLimitError(bytes, held, limit);
 }
 
 void TensorBufferPool::recycle(Tensor& tensor) noexcept {

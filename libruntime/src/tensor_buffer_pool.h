@@ -12,9 +12,17 @@
 #include <mutex>
 #include <vector>
 
+#include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/tensor.h"
 
 namespace onnx_light::runtime {
+
+// A request the pool's limit refused; the session adds which node and output asked.
+class PoolLimitError : public MemoryLimitError {
+ public:
+  PoolLimitError(std::size_t requested, std::size_t held, std::size_t limit);
+  std::size_t requested, held, limit;
+};
 
 class TensorBufferPool : public std::enable_shared_from_this<TensorBufferPool> {
  public:
@@ -30,6 +38,10 @@ class TensorBufferPool : public std::enable_shared_from_this<TensorBufferPool> {
   // recycled block this allocates nothing at all.
   void make_into(Tensor& target, ElementType type, const Shape& shape, bool zero);
   std::size_t cached_bytes() const;
+  // New blocks are refused (PoolLimitError) once `reserved` (the session's weights) plus the
+  // blocks handed out plus the request would pass `limit`; cached free blocks are returned to the
+  // OS first to make room. 0: no limit.
+  void set_limit(std::size_t limit, std::size_t reserved);
   // Takes back `tensor`'s block when this pool made it and nobody else holds it, keeping its
   // shared_ptr control block for the next make() (so a block recycled this way and taken again
   // costs no allocation at all); `tensor` becomes empty either way, keeping its shape capacity.
@@ -49,8 +61,12 @@ class TensorBufferPool : public std::enable_shared_from_this<TensorBufferPool> {
   // The block and its capacity (>= bytes).
   Block take(std::size_t bytes);
   void give_back(std::byte* block, std::size_t capacity) noexcept;
+  // Counts `bytes` of a new block as handed out, or throws PoolLimitError.
+  void reserve_new(std::size_t bytes);
 
   const std::size_t max_cached_bytes_;
+  std::size_t limit_ = 0;
+  std::size_t reserved_ = 0;
   mutable std::mutex mutex_;
   std::vector<Block> free_;  // sorted by capacity
   std::size_t cached_bytes_ = 0;

@@ -144,14 +144,9 @@ void fill_from_typed_field(const onnx::TensorProto& proto, Tensor& tensor, const
 
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& proto) {
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const ExternalDataDirectory* external) {
   const std::string label = tensor_label(proto);
 
-  if (proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL || proto.external_data_size() > 0) {
-    throw ModelError(fmt::format("{}: external data is not supported; save the model with its tensors embedded "
-                                 "(onnx.save_model(..., save_as_external_data=False))",
-                                 label));
-  }
   if (proto.has_segment()) {
     throw ModelError(fmt::format("{}: segmented tensors are not supported", label));
   }
@@ -188,6 +183,21 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto) {
     throw ModelError(fmt::format("{}: {} is too large ({} elements)", label, described, count));
   }
   const uint64_t expected_bytes = static_cast<uint64_t>(count) * size;
+
+  if (uses_external_data(proto)) {
+    for (const Field field : kAllFields)
+      if (field_size(proto, field) > 0)
+        throw ModelError(fmt::format("{}: has both external data and values in a typed field", label));
+    if (external == nullptr) {
+      std::string location;
+      for (const auto& entry : proto.external_data())
+        if (entry.key() == "location") location = entry.value();
+      throw ModelError(fmt::format("{}: its data is in an external file ('{}'), but the model was not loaded from a "
+                                   "file, so there is no directory to read it from: load the model by its path",
+                                   label, location));
+    }
+    return external->read(proto, type, shape, expected_bytes);
+  }
 
   Field present{};
   int present_count = 0;

@@ -23,7 +23,8 @@ Errors raised by the libraries are :class:`Error` (a ``RuntimeError``) subclasse
 derive from the builtin a caller expects: :class:`NotFoundError` (``KeyError``),
 :class:`InvalidValueError` (``ValueError``), :class:`TypeMismatchError` (``TypeError``),
 :class:`ModelError`, :class:`UnsupportedError` and :class:`InputError` (``ValueError``),
-:class:`IoError` (``OSError``) and :class:`CalibrationMismatch`.
+:class:`IoError` (``OSError``), :class:`MemoryLimitError` (``MemoryError``: a value over the
+session's memory limit) and :class:`CalibrationMismatch`.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from .onnx_py._onnxpykernels import (
     InputError,
     InvalidValueError,
     IoError,
+    MemoryLimitError,
     ModelError,
     NotFoundError,
     TypeMismatchError,
@@ -53,6 +55,7 @@ __all__ = [
     "InputError",
     "InvalidValueError",
     "IoError",
+    "MemoryLimitError",
     "ModelError",
     "NotFoundError",
     "TuningCacheWarning",

@@ -9,6 +9,7 @@
 //   UnsupportedError   -> ValueError   (ops, types or attributes the runtime does not implement)
 //   InputError         -> ValueError   (an input that does not fit the model)
 //   IoError            -> OSError      (a file that cannot be read or written)
+//   MemoryLimitError   -> MemoryError  (a value over the session's memory limit; nothing allocated)
 //   CalibrationMismatch-> Error        (a parallel candidate whose output differs from serial)
 // The exception's message is the library's message, unchanged (str(e) == e.args[0], also for the
 // KeyError subclass, whose builtin str() would add quotes).
@@ -34,6 +35,7 @@ struct ErrorClasses {
   PyObject* unsupported = nullptr;
   PyObject* input = nullptr;
   PyObject* io = nullptr;
+  PyObject* memory_limit = nullptr;
   PyObject* calibration_mismatch = nullptr;
 };
 ErrorClasses classes;
@@ -69,11 +71,15 @@ class InputError(Error, ValueError):
 class IoError(Error, OSError):
     """A file that cannot be read or written (also an OSError)."""
 
+class MemoryLimitError(Error, MemoryError):
+    """A value over the session's memory limit (max_memory_bytes); the message names the node,
+    output, shape and bytes, and nothing was allocated (also a MemoryError)."""
+
 class CalibrationMismatch(Error):
     """A parallel candidate whose output differs from the serial reference during calibration."""
 
 for _cls in (Error, NotFoundError, InvalidValueError, TypeMismatchError, ModelError,
-             UnsupportedError, InputError, IoError, CalibrationMismatch):
+             UnsupportedError, InputError, IoError, MemoryLimitError, CalibrationMismatch):
     _cls.__module__ = "onnx_light"
 del _cls
 )PY";
@@ -99,6 +105,7 @@ void register_errors(py::module_& module) {
   classes.unsupported = take(scope, module, "UnsupportedError");
   classes.input = take(scope, module, "InputError");
   classes.io = take(scope, module, "IoError");
+  classes.memory_limit = take(scope, module, "MemoryLimitError");
   classes.calibration_mismatch = take(scope, module, "CalibrationMismatch");
 
   py::register_exception_translator([](std::exception_ptr pointer) {
@@ -121,6 +128,8 @@ void register_errors(py::module_& module) {
       PyErr_SetString(classes.input, e.what());
     } catch (const IoError& e) {
       PyErr_SetString(classes.io, e.what());
+    } catch (const MemoryLimitError& e) {
+      PyErr_SetString(classes.memory_limit, e.what());
     } catch (const Error& e) {
       PyErr_SetString(classes.error, e.what());
     }

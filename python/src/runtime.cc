@@ -473,8 +473,9 @@ void bind_runtime(py::module_& m) {
       "profiles its runs (RuntimeSession.profile(), end_profiling(); off costs nothing).")
       .def(py::init([](std::optional<rt::RuntimeParameters> parameters,
                        std::shared_ptr<rt::ParallelRegionCollector> collector, bool fuse_activations,
-                       bool flush_denormals, bool profile) {
+                       bool flush_denormals, bool profile, int64_t max_memory_bytes) {
              rt::RuntimeSessionOptions options;
+             options.max_memory_bytes = max_memory_bytes;
              if (parameters) options.parameters = *parameters;
              options.parallel_region_collector = std::move(collector);
              options.fuse_activations = fuse_activations;
@@ -483,7 +484,12 @@ void bind_runtime(py::module_& m) {
              return options;
            }),
            py::arg("parameters") = py::none(), py::arg("parallel_region_collector") = py::none(),
-           py::arg("fuse_activations") = true, py::arg("flush_denormals") = true, py::arg("profile") = false)
+           py::arg("fuse_activations") = true, py::arg("flush_denormals") = true, py::arg("profile") = false,
+           py::arg("max_memory_bytes") = 0)
+      .def_readwrite("max_memory_bytes", &rt::RuntimeSessionOptions::max_memory_bytes,
+                     "Most bytes of tensor memory the session holds at once (weights, values, outputs); a node "
+                     "whose output would pass it raises MemoryLimitError naming the node, output, shape and "
+                     "bytes. 0 (default): three quarters of physical memory.")
       .def_readwrite("flush_denormals", &rt::RuntimeSessionOptions::flush_denormals,
                      "Whether denormal floats are flushed to zero (FTZ/DAZ) while the session's kernels run.")
       .def_readwrite("fuse_activations", &rt::RuntimeSessionOptions::fuse_activations,

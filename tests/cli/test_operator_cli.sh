@@ -343,3 +343,70 @@ expect_grep "$SCRATCH/err" "imports ai.onnx opset 1000000, newer than the newest
 $PY -c "import json; e=json.load(open('$SCRATCH/out'))['error']; assert e['kind'] == 'model' and e['exit_status'] == 1, e"
 expect_exit 0 "$TOOL" run "$SCRATCH/opset.onnxtxt" -i x=random --allow-newer-opset
 echo "hostile models ok"
+
+# ---- memory limit: terabyte outputs fail naming node, output, shape and bytes; --max-memory ----
+printf '<ir_version: 8, opset_import: ["" : 17]>\ng () => (float[A, B] y) <int64[2] s = {1000000, 1000000}> {\n y = ConstantOfShape(s)\n}\n' >"$SCRATCH/huge.onnxtxt"
+expect_exit 1 "$TOOL" run "$SCRATCH/huge.onnxtxt"
+expect_grep "$SCRATCH/err" "ConstantOfShape node #0: output 'y' of type float and shape \[1000000, 1000000\] needs 3\.6 TiB \(4000000000000 bytes\), over the session's memory limit of"
+if grep -q "bad_alloc\|internal error" "$SCRATCH/err"; then fail "a memory error reached the user as bad_alloc"; fi
+expect_exit 1 "$TOOL" run "$SCRATCH/huge.onnxtxt" --json
+$PY -c "import json; e=json.load(open('$SCRATCH/out'))['error']; assert e['kind'] == 'memory_limit' and e['exit_status'] == 1, e"
+printf '<ir_version: 8, opset_import: ["" : 17]>\ng (float[1] x, int64[2] s) => (float[A, B] y) {\n y = Expand(x, s)\n}\n' >"$SCRATCH/expand.onnxtxt"
+$PY -c "import numpy as np; np.save('$SCRATCH/x.npy', np.ones(1, np.float32)); np.save('$SCRATCH/s.npy', np.array([1024, 1024], np.int64))"
+expect_exit 0 "$TOOL" run "$SCRATCH/expand.onnxtxt" -i x="$SCRATCH/x.npy" -i s="$SCRATCH/s.npy" --max-memory 8M --json
+$PY -c "import json; m=json.load(open('$SCRATCH/out'))['memory']; assert m['memory_limit_bytes'] == 8 << 20, m"
+expect_exit 1 "$TOOL" run "$SCRATCH/expand.onnxtxt" -i x="$SCRATCH/x.npy" -i s="$SCRATCH/s.npy" --max-memory 2M
+expect_grep "$SCRATCH/err" "Expand node #0: output 'y' of type float and shape \[1024, 1024\] needs 4\.0 MiB \(4194304 bytes\), over the session's memory limit of 2\.0 MiB"
+expect_exit 2 "$TOOL" run "$SCRATCH/expand.onnxtxt" --max-memory lots
+expect_grep "$SCRATCH/err" "--max-memory"
+# Random inputs are made by the tool, but asked for by the model: the same limit.
+printf '<ir_version: 8, opset_import: ["" : 17]>\ng (float[N, N] x) => (float[N, N] y) {\n y = Abs(x)\n}\n' >"$SCRATCH/square.onnxtxt"
+expect_exit 1 "$TOOL" run "$SCRATCH/square.onnxtxt" -i x=random --dim N=1000000
+expect_grep "$SCRATCH/err" "--input x=random: a float tensor of shape \[1000000, 1000000\] needs 3\.6 TiB"
+echo "memory limit ok"
+
+# ---- external data: read from the model's directory, confined to it -------------------------
+mkdir -p "$SCRATCH/ext/model"
+$PY - "$SCRATCH/ext" <<'PYEOF'
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+root = sys.argv[1]
+w = numpy_helper.from_array(np.arange(4096, dtype=np.float32).reshape(64, 64), "w")
+graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], [w])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+onnx.save_model(model, f"{root}/model/matmul.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+                location="matmul.weights", size_threshold=0)
+np.save(f"{root}/x.npy", np.ones((1, 64), np.float32))
+# The same model pointing outside its directory.
+for name, location in (("escape", "../secret.bin"), ("absolute", f"{root}/secret.bin")):
+    m = onnx.load(f"{root}/model/matmul.onnx", load_external_data=False)
+    for entry in m.graph.initializer[0].external_data:
+        if entry.key == "location":
+            entry.value = location
+    onnx.save_model(m, f"{root}/model/{name}.onnx")
+PYEOF
+cp "$SCRATCH/ext/model/matmul.weights" "$SCRATCH/ext/secret.bin"
+expect_exit 0 "$TOOL" run "$SCRATCH/ext/model/matmul.onnx" -i x="$SCRATCH/ext/x.npy" -o "$SCRATCH/ext/out"
+$PY -c "
+import numpy as np
+y = np.load('$SCRATCH/ext/out/y.npy'); w = np.arange(4096, dtype=np.float32).reshape(64, 64)
+assert np.array_equal(y, np.ones((1, 64), np.float32) @ w), y"
+expect_exit 1 "$TOOL" run "$SCRATCH/ext/model/escape.onnx" -i x="$SCRATCH/ext/x.npy"
+expect_grep "$SCRATCH/err" "escape.onnx: tensor 'w': external data location '../secret.bin' contains '..'"
+expect_exit 1 "$TOOL" run "$SCRATCH/ext/model/absolute.onnx" -i x="$SCRATCH/ext/x.npy"
+expect_grep "$SCRATCH/err" "is an absolute path"
+ln -s ../secret.bin "$SCRATCH/ext/model/link.weights"
+$PY -c "
+import onnx
+m = onnx.load('$SCRATCH/ext/model/matmul.onnx', load_external_data=False)
+for e in m.graph.initializer[0].external_data:
+    if e.key == 'location': e.value = 'link.weights'
+onnx.save_model(m, '$SCRATCH/ext/model/link.onnx')"
+expect_exit 1 "$TOOL" run "$SCRATCH/ext/model/link.onnx" -i x="$SCRATCH/ext/x.npy"
+expect_grep "$SCRATCH/err" "resolves to .*secret\.bin, outside the model's directory"
+truncate -s 1000 "$SCRATCH/ext/model/matmul.weights"
+expect_exit 1 "$TOOL" run "$SCRATCH/ext/model/matmul.onnx" -i x="$SCRATCH/ext/x.npy"
+expect_grep "$SCRATCH/err" "runs past the end of 'matmul.weights' \(1000 bytes\)"
+echo "external data ok"

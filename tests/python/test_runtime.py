@@ -414,3 +414,20 @@ def test_models_breaking_the_schema_or_from_a_newer_opset_are_refused_at_load():
     assert options.allow_newer_opset is False
     options.allow_newer_opset = True
     runtime.RuntimeSession(future, options)
+
+
+def test_a_value_over_the_memory_limit_raises_memory_limit_error_naming_the_node():
+    model = '<ir_version: 8, opset_import: ["" : 17]>\ng (int64[2] s) => (float[A, B] y) {\n y = ConstantOfShape(s)\n}'
+    options = runtime.RuntimeSessionOptions(max_memory_bytes=1 << 20)
+    assert options.max_memory_bytes == 1 << 20
+    session = runtime.RuntimeSession(model, options)
+    context = runtime.RuntimeContext()
+    context.set("s", runtime.tensor_from_numpy(np.array([1024, 1024], np.int64)))
+    with pytest.raises(onnx_light.MemoryLimitError,
+                       match=r"ConstantOfShape node #0: output 'y' of type float and shape \[1024, 1024\] "
+                             r"needs 4\.0 MiB \(4194304 bytes\), over the session's memory limit of 1\.0 MiB"):
+        session.run(context)
+    assert issubclass(onnx_light.MemoryLimitError, MemoryError)
+    context.set("s", runtime.tensor_from_numpy(np.array([2, 3], np.int64)))
+    session.run(context)  # the session is still usable
+    assert runtime.tensor_to_numpy(context.get("y")).shape == (2, 3)

@@ -58,12 +58,18 @@ def test_range_delta_zero_is_an_input_error_naming_the_node():
 @pytest.mark.parametrize("start, limit, what", [
     (0, INT64_MAX, "too large to address"),          # INT64_MAX elements of 8 bytes
     (INT64_MIN, INT64_MAX, "18446744073709551615"),  # not even an int64 count
-    (0, 2**59, "cannot be allocated"),               # 4 EiB: addressable, but past any address space
 ])
 def test_range_too_large_is_an_input_error_not_memory_error(start, limit, what):
     with pytest.raises(onnx_light.InputError, match=r"^Range node #0: ") as error:
         int64_range(start, limit, 1)
     assert what in str(error.value)
+
+
+def test_range_addressable_but_past_the_memory_limit_is_a_memory_limit_error_naming_the_node():
+    # 4 EiB: addressable, but over the session's memory limit; refused before allocating.
+    with pytest.raises(onnx_light.MemoryLimitError, match=r"^Range node #0: output 'y' .* needs 4\.0 EiB") as error:
+        int64_range(0, 2**59, 1)
+    assert isinstance(error.value, MemoryError)
 
 
 def tile(x: np.ndarray, repeats: int) -> np.ndarray:

@@ -299,17 +299,19 @@ TEST_CASE("tensor_proto: negative dims are refused with their index") {
   CHECK_THROWS_WITH_AS(tensor_from_proto(p), doctest::Contains("tensor 'neg': dims[1] is negative (-3)"), ModelError);
 }
 
-TEST_CASE("tensor_proto: external data is refused, by data_location or by external_data entries") {
+TEST_CASE("tensor_proto: external data without a model directory is refused, by data_location or by entries") {
   auto p = proto_of(ElementType::float32, {1}, "ext");
+  p.clear_raw_data();
+  p.clear_float_data();
   p.set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
-  CHECK_THROWS_WITH_AS(tensor_from_proto(p), doctest::Contains("tensor 'ext': external data is not supported"),
+  CHECK_THROWS_WITH_AS(tensor_from_proto(p), doctest::Contains("tensor 'ext': its data is in an external file"),
                        ModelError);
 
   auto q = proto_of(ElementType::float32, {1}, "ext2");
   auto* entry = q.add_external_data();
   entry->set_key("location");
   entry->set_value("weights.bin");
-  CHECK_THROWS_WITH_AS(tensor_from_proto(q), doctest::Contains("external data"), ModelError);
+  CHECK_THROWS_WITH_AS(tensor_from_proto(q), doctest::Contains("external file ('weights.bin')"), ModelError);
 }
 
 TEST_CASE("tensor_proto: string tensors, undefined and unknown data_type numbers are refused") {

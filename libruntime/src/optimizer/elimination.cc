@@ -32,10 +32,12 @@ std::optional<std::vector<Tensor>> evaluate(GraphEdit& g, const onnx::NodeProto&
   graph->set_name("constant_folding");
   *graph->add_node() = node;
   std::set<std::string> seen;
+  int64_t input_bytes = 0;
   for (const auto& in : node.input()) {
     if (in.empty() || !seen.insert(in).second) continue;
     auto t = g.constant(in);
     if (!t) return std::nullopt;
+    input_bytes += static_cast<int64_t>(t->byte_size());
     *graph->add_initializer() = tensor_to_proto(*t, in);
   }
   std::vector<std::string> names;
@@ -50,6 +52,9 @@ std::optional<std::vector<Tensor>> evaluate(GraphEdit& g, const onnx::NodeProto&
     options.parameters = RuntimeParameters(1);
     options.kernels = &g.table();
     options.optimization = OptimizationLevel::none;
+    // Larger results are not kept (below), so none is computed: a ConstantOfShape asking for
+    // terabytes is left to the session, whose memory limit names the node at run time.
+    options.max_memory_bytes = input_bytes + static_cast<int64_t>(names.size()) * kMaxFoldedElements * 8 + (int64_t{1} << 20);
     RuntimeSession session(model_from_proto(std::move(m), "constant folding"), std::move(options));
     RuntimeContext context;
     session.run(context);

@@ -54,7 +54,10 @@ std::string other_input(const onnx::NodeProto& node, const std::string& value) {
   return {};
 }
 
-GraphEdit::GraphEdit(onnx::ModelProto& model, const KernelTable& table) : model_(model), table_(table) { index(); }
+GraphEdit::GraphEdit(onnx::ModelProto& model, const KernelTable& table, const ExternalDataDirectory* external)
+    : model_(model), table_(table), external_(external) {
+  index();
+}
 
 int64_t GraphEdit::opset(std::string_view domain) const {
   for (const auto& o : model_.opset_import()) {
@@ -173,7 +176,7 @@ std::optional<Tensor> GraphEdit::constant(const std::string& value) {
   Tensor t;
   if (auto it = initializers_.find(value); it != initializers_.end()) {
     try {
-      t = tensor_from_proto(graph().initializer(it->second));
+      t = tensor_from_proto(graph().initializer(it->second), external_);
     } catch (const Error&) {
       return std::nullopt;  // the session reports it
     }
@@ -183,7 +186,7 @@ std::optional<Tensor> GraphEdit::constant(const std::string& value) {
     const auto* a = find_attribute(graph().node(p), "value");
     if (a == nullptr || graph().node(p).attribute_size() != 1) return std::nullopt;  // the rarer forms stay nodes
     try {
-      t = tensor_from_proto(a->t());
+      t = tensor_from_proto(a->t(), external_);
     } catch (const Error&) {
       return std::nullopt;
     }

@@ -13,6 +13,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "onnx_light/runtime/external_data.h"
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/tensor.h"
 
@@ -32,7 +33,8 @@ bool same_shape(const ValueShape& a, const ValueShape& b);
 
 class GraphEdit {
  public:
-  GraphEdit(onnx::ModelProto& model, const KernelTable& table);
+  // `external`: where the model's external initializers are read from (nullptr: none).
+  GraphEdit(onnx::ModelProto& model, const KernelTable& table, const ExternalDataDirectory* external = nullptr);
 
   onnx::ModelProto& model() { return model_; }
   onnx::GraphProto& graph() { return *model_.mutable_graph(); }
@@ -84,6 +86,7 @@ class GraphEdit {
 
   onnx::ModelProto& model_;
   const KernelTable& table_;
+  const ExternalDataDirectory* external_ = nullptr;
   std::vector<bool> removed_;
   std::unordered_map<std::string, int> producer_;
   std::unordered_map<std::string, std::vector<int>> readers_;

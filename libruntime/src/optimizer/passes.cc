@@ -134,7 +134,7 @@ Model optimize_model(const Model& model, OptimizationLevel level, const KernelTa
   report.nodes_before = report.nodes_after = model.graph().node_size();
   if (level == OptimizationLevel::none || !well_formed(model.proto(), table)) return model;
   onnx::ModelProto proto = model.proto();
-  optimizer::GraphEdit g(proto, table);
+  optimizer::GraphEdit g(proto, table, model.external_data());
   for (const Pass& pass : kPasses) {
     if (static_cast<int>(pass.level) > static_cast<int>(level)) continue;
     if (pass.needs_shapes) g.infer_shapes();
@@ -149,7 +149,7 @@ Model optimize_model(const Model& model, OptimizationLevel level, const KernelTa
   }
   g.drop_unused_initializers();
   report.nodes_after = g.node_count();
-  return model_from_proto(std::move(proto), model.origin());
+  return model.with_proto(std::move(proto));
 }
 
 }  // namespace onnx_light::runtime

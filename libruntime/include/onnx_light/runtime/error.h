@@ -47,6 +47,13 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// A model asked for more tensor memory than the session's limit allows (Python: MemoryError).
+// The message names the node, the output, its shape and the bytes; nothing was allocated.
+class MemoryLimitError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Reading or writing a file failed.
 class IoError : public Error {
  public:

@@ -10,6 +10,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "onnx_light/runtime/external_data.h"
 #include "onnx_light/runtime/tensor.h"
 
 namespace onnx_light::runtime {
@@ -17,16 +18,24 @@ namespace onnx_light::runtime {
 // An immutable, shared, loaded model. `origin` names where it came from for error messages.
 class Model {
  public:
-  Model(std::shared_ptr<const onnx::ModelProto> proto, std::string origin);
+  // `external`: the directory its external data is read from (nullptr: a model that was not
+  // loaded from a file, whose external tensors are refused).
+  Model(std::shared_ptr<const onnx::ModelProto> proto, std::string origin,
+        std::shared_ptr<const ExternalDataDirectory> external = nullptr);
   const onnx::ModelProto& proto() const { return *proto_; }
   const onnx::GraphProto& graph() const { return proto_->graph(); }
   const std::string& origin() const { return origin_; }
   // Opset version imported for a domain ("" and "ai.onnx" are the same); 0 when not imported.
   int64_t opset_version(std::string_view domain = "") const;
+  // Where external tensors are read from; nullptr when the model was not loaded from a file.
+  const ExternalDataDirectory* external_data() const { return external_.get(); }
+  // A rewritten proto of this model, keeping its origin and external data directory.
+  Model with_proto(onnx::ModelProto proto) const;
 
  private:
   std::shared_ptr<const onnx::ModelProto> proto_;
   std::string origin_;
+  std::shared_ptr<const ExternalDataDirectory> external_;
 };
 
 // True when the bytes look like the ONNX text syntax rather than binary protobuf.
@@ -36,6 +45,8 @@ Model parse_model_text(std::string_view text, const std::string& origin = "<text
 // Binary protobuf or text syntax, detected from the content.
 Model load_model_bytes(std::span<const std::byte> bytes, const std::string& origin = "<bytes>");
 // Throws IoError for a missing/unreadable file, ModelError for bad content; both name the file.
+// External data (external_data.h) is read from the file's directory; every external initializer
+// is checked (location, offset, length) here, so a bad one fails the load, naming it.
 Model load_model_file(const std::filesystem::path& path);
 Model model_from_proto(onnx::ModelProto proto, const std::string& origin = "<proto>");
 // The same model with each named graph input turned into an initializer holding its tensor

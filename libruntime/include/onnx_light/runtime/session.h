@@ -48,6 +48,12 @@ struct RuntimeSessionOptions {
   // A model importing an ai.onnx opset newer than kNewestImplementedOpset (model_validation.h) is
   // refused unless this is set; it then runs with the kernels of the newest implemented opset.
   bool allow_newer_opset = false;
+  // Most bytes of tensor memory the session holds at once: its weights, every value a run computes
+  // (outputs the caller still holds included), and what the optimizer's constant folding makes. A
+  // value that would pass it is not allocated: the run fails with MemoryLimitError naming the node,
+  // the output, its shape and the bytes. Kernels' small scratch buffers are not counted.
+  // 0: default_session_memory_limit() (memory_limit.h), three quarters of physical memory.
+  int64_t max_memory_bytes = 0;
 };
 
 // Opset imports by domain ("" is ai.onnx).
@@ -100,6 +106,7 @@ struct SessionMemoryReport {
   int64_t planned_releases = 0;         // values released before the end of a run
   int64_t planned_in_place = 0;         // nodes allowed to write over their dying input 0
   int64_t last_run_in_place = 0;        // of those, how many did in the last run (same type and shape)
+  int64_t memory_limit_bytes = 0;       // RuntimeSessionOptions::max_memory_bytes as applied
 };
 
 struct ValueInfo {

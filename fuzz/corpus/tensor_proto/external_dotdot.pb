@@ -1,0 +1,2 @@
+Bwj
+locationsub/../w.binp

@@ -1,0 +1,3 @@
+Bwj
+locationw.binj
+offset192p
