@@ -271,7 +271,7 @@ def case_calibrate(ctx):
 
 def case_run(ctx):
     doc = ctx.json("run", os.path.join(ctx.source, "examples", "abs.onnxtxt"), "-i", "x=random:3", "--dim", "N=1000",
-                   "-t", "2", "-r", "3", "--profile", "--json")
+                   "-t", "2", "-r", "3", "--max-memory", "64M", "--profile", "--json")
     for entry in doc.get("tuning", []):
         replace_dispatched(entry, ctx)
     for node in doc.get("profile", {}).get("nodes", []):
