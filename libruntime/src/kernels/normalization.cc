@@ -8,10 +8,14 @@
 
 #include "checked_math.h"
 #include "kernels/broadcast.h"
+#include "kernels/isa_requirements.h"
 #include "kernels/elementwise.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
+#if defined(ONNX_LIGHT_X86_SIMD)
+#include "kernels/simd/layernorm_f32.h"
+#endif
 
 namespace onnx_light::runtime::kernels {
 
@@ -102,11 +106,19 @@ class BatchNormKernel final : public ThresholdKernel {
   std::vector<compute_t<T>> shift_, factor_, offset_;
 };
 
+// A vectorised float32 row loop (simd/layernorm_f32.h), or nullptr for the portable loop.
+using LayerNormRows = void (*)(const float* x, float* y, int64_t rows, int64_t length, const float* scale,
+                               const float* bias, float epsilon, float* mean_out, float* inv_out);
+
 // Per-row normalisation over the dims from `axis` on; Scale and B broadcast to those dims.
+// With `rows_fn` (float32, avx2/avx512), rows whose Scale and B are already laid out as the
+// normalized dims run the vector loop; a broadcast Scale or B runs the portable loop, and the
+// node then reports the variant "portable_loop".
 template <typename T>
 class LayerNormKernel final : public RowKernel {
  public:
-  explicit LayerNormKernel(const KernelCreateInfo& info) : RowKernel(kDefaultMinimumRows) {
+  explicit LayerNormKernel(const KernelCreateInfo& info, LayerNormRows rows_fn = nullptr)
+      : RowKernel(kDefaultMinimumRows), rows_fn_(rows_fn) {
     check_attributes(info, {"axis", "epsilon", "stash_type"});
     axis_ = info.int_attribute("axis", -1);
     epsilon_ = info.float_attribute("epsilon", 1e-5f);
@@ -114,6 +126,8 @@ class LayerNormKernel final : public RowKernel {
       throw UnsupportedError(fmt::format("{}: attribute 'stash_type' = {} is not supported (only 1, float)",
                                          info.node_label(), stash));
   }
+
+  std::string_view variant() const override { return last_variant_; }
 
   void run(KernelExecution& execution) override {
     const Tensor& x = execution.required_input(0);
@@ -144,6 +158,19 @@ class LayerNormKernel final : public RowKernel {
     const T* ps = scale.data<T>();
     const T* pb = bias != nullptr ? bias->data<T>() : nullptr;
     T* out = y.data<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      if (rows_fn_ != nullptr && scale_index.empty() && bias_index.empty()) {
+        last_variant_ = {};
+        const float epsilon = epsilon_;
+        const LayerNormRows fn = rows_fn_;
+        execution.parallel_for(rows, 1, admitted_rows(rows, execution), [&](int64_t begin, int64_t end) {
+          fn(in + begin * length, out + begin * length, end - begin, length, ps, pb, epsilon,
+             mean_out != nullptr ? mean_out + begin : nullptr, inv_out != nullptr ? inv_out + begin : nullptr);
+        });
+        return;
+      }
+    }
+    last_variant_ = rows_fn_ != nullptr ? "portable_loop" : "";
     // Statistics in float (stash_type 1), or in double for double inputs.
     using C = compute_t<T>;
     execution.parallel_for(rows, 1, admitted_rows(rows, execution), [&](int64_t begin, int64_t end) {
@@ -186,6 +213,8 @@ class LayerNormKernel final : public RowKernel {
     return index;
   }
 
+  LayerNormRows rows_fn_ = nullptr;
+  std::string_view last_variant_;
   int64_t axis_ = -1;
   float epsilon_ = 1e-5f;
   InputSignature signature_;
@@ -238,6 +267,34 @@ class InstanceNormKernel final : public RowKernel {
   float epsilon_ = 1e-5f;
 };
 
+// LayerNormalization of element type T with one implementation ("portable": rows_fn nullptr).
+template <typename T>
+void add_layer_norm(KernelTable& table, const char* implementation, LayerNormRows rows_fn,
+                    std::string (*unavailable)(const CpuFeatures&)) {
+  constexpr ElementType type = ElementTraits<T>::type;
+  KernelDef layer = make_def("LayerNormalization", {17}, type,
+                             row_threshold_schema(elementwise_key("LayerNormalization", type, 1, implementation),
+                                                  kDefaultMinimumRows));
+  layer.implementation = implementation;
+  if (unavailable != nullptr) layer.unavailable_reason = unavailable;
+  layer.create = [rows_fn](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+    return std::make_unique<LayerNormKernel<T>>(info, rows_fn);
+  };
+  layer.calibration_workload = [](int64_t rows, int, uint32_t seed) {
+    constexpr ElementType element = ElementTraits<T>::type;  // not captured: clang 14 and GCC disagree on constexpr captures
+    const Shape shape{std::max<int64_t>(1, rows), 64};
+    return one_node_workload("LayerNormalization", 17, "",
+                             {{"x", random_tensor(element, shape, seed)},
+                              {"scale", random_tensor(element, {64}, seed + 1)},
+                              {"b", random_tensor(element, {64}, seed + 2)}},
+                             {{"y", element, shape}}, shape[0]);
+  };
+  layer.output_types = [](const KernelCreateInfo&) {
+    return std::vector<ElementType>{ElementTraits<T>::type, ElementType::float32, ElementType::float32};
+  };
+  table.add(std::move(layer));
+}
+
 }  // namespace
 
 void register_normalization_kernels(KernelTable& table) {
@@ -263,23 +320,14 @@ void register_normalization_kernels(KernelTable& table) {
                                {{"y", element, {1, channels, 8, 8}}}, channels * 64);
     };
     table.add(std::move(batch));
-    KernelDef layer = make_def("LayerNormalization", {17}, type,
-                               row_threshold_schema(elementwise_key("LayerNormalization", type, 1), kDefaultMinimumRows));
-    layer.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-      return std::make_unique<LayerNormKernel<T>>(info);
-    };
-    layer.calibration_workload = [](int64_t rows, int, uint32_t seed) {
-      const Shape shape{std::max<int64_t>(1, rows), 64};
-      return one_node_workload("LayerNormalization", 17, "",
-                               {{"x", random_tensor(type, shape, seed)},
-                                {"scale", random_tensor(type, {64}, seed + 1)},
-                                {"b", random_tensor(type, {64}, seed + 2)}},
-                               {{"y", type, shape}}, shape[0]);
-    };
-    layer.output_types = [](const KernelCreateInfo&) {
-      return std::vector<ElementType>{ElementTraits<T>::type, ElementType::float32, ElementType::float32};
-    };
-    table.add(std::move(layer));
+#if defined(ONNX_LIGHT_X86_SIMD)
+    // Preference order: the widest unit first, the portable reference last.
+    if constexpr (std::is_same_v<T, float>) {
+      add_layer_norm<T>(table, "avx512", simd::layer_norm_rows_f32_avx512, needs_avx512);
+      add_layer_norm<T>(table, "avx2", simd::layer_norm_rows_f32_avx2, needs_avx2_fma);
+    }
+#endif
+    add_layer_norm<T>(table, "portable", nullptr, nullptr);
     KernelDef instance = make_def("InstanceNormalization", {6}, type,
                                   row_threshold_schema(elementwise_key("InstanceNormalization", type, 1), kDefaultMinimumRows));
     instance.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
