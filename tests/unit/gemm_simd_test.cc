@@ -345,6 +345,30 @@ TEST_CASE("batched_broadcast") {
   }
 }
 
+TEST_CASE("batched_per_batch_b_packed_in_tasks_bit_identical") {
+  // Attention-style [2, 3, M, K] x [2, 3, K, N] with K >= 64: with several threads each GEMM task
+  // packs its own batch's B panels (one parallel region); one thread packs B first. Same bits, and
+  // every batch matches its own product (a task packing into another batch's buffer would not).
+  const Tensor a = random({2, 3, 37, 70}, 11), b = random({2, 3, 70, 45}, 12);
+  const Model model =
+      model_of("(float[2, 3, M, K] a, float[2, 3, K, N] b) => (float[2, 3, M, N] y) { y = MatMul(a, b) }");
+  REQUIRE(kernels::pack_b_in_tasks(kernels::GemmBlocking{}, 37, 70));
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    CAPTURE(impl);
+    const Tensor serial = run(model, {{"a", a}, {"b", b}}, impl, 1);
+    for (int64_t t = 0; t < 6; ++t) {
+      Tensor am(ElementType::float32, {37, 70}), bm(ElementType::float32, {70, 45}), ym(ElementType::float32, {37, 45});
+      std::memcpy(am.data<float>(), a.data<float>() + t * 37 * 70, 37 * 70 * sizeof(float));
+      std::memcpy(bm.data<float>(), b.data<float>() + t * 70 * 45, 70 * 45 * sizeof(float));
+      std::memcpy(ym.data<float>(), serial.data<float>() + t * 37 * 45, 37 * 45 * sizeof(float));
+      check_close(ym, gemm_reference(am, bm, nullptr, false, false, 1, 0), fmt::format("batch {}", t));
+    }
+    for (int threads = 2; threads <= 4; ++threads)
+      CHECK(bitwise_equal(serial, run(model, {{"a", a}, {"b", b}}, impl, threads)));
+  }
+}
+
 TEST_CASE("batched_shared_b_folds_batches") {
   // A [2, 3, M, K] with one B: the batches run as one tall matrix; also B as an initializer.
   const Tensor a = random({2, 3, 10, 17}, 8), b = random({17, 20}, 9);

@@ -319,6 +319,25 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
       return;
     }
     const int64_t per_b = packed_b_floats(isa_, k, n);
+    if (!constant_b_matches(b) && p.a_matrices == p.batches && p.b_matrices == p.batches && admitted > 1 &&
+        k >= 64 && pack_b_in_tasks(blocking_, m, k)) {
+      // Every batch has its own B: each task packs the B panels it multiplies, inside the one
+      // parallel region (attention's [B,H,S,S] x [B,H,S,D]: no second region, and a thread's
+      // panels stay in its cache). Tasks of different batches write different parts of run_b_.
+      // Not for shallow products (K < 64: scores [S,16] x [16,S]), whose B packs in no time and
+      // which measured faster with the row blocks of the two-region plan (bench/RESULTS.md).
+      run_b_.grow(static_cast<std::size_t>(p.batches * per_b));
+      float* buffer = run_b_.data();
+      packed_gemm(
+          execution, admitted, isa_, blocking_, p.batches, m, n, k, epilogue,
+          [&](int64_t t) {
+            float* own = buffer + t * per_b;
+            return PackedGemmOperands{MatrixView{pa + t * m * k, k, 1}, own, out + t * m * n, n, own,
+                                      MatrixView{pb + t * k * n, n, 1}};
+          },
+          /*single_row_block=*/true);
+      return;
+    }
     const float* packed = constant_b_matches(b)
                               ? constant_b_.data()
                               : pack_run_b(execution, admitted, p.b_matrices, k, n, [&](int64_t i) {
