@@ -9,7 +9,8 @@
 //   soak_bench MODEL RUNS [--threads N] [--forms context,alloc,sessions] [--samples 20]
 //
 // Prints one TSV row per form: model, form, runs, us per run, RSS (KiB) after the first tenth of
-// the runs, its maximum over the remaining samples, at the end, and the growth end - first tenth.
+// the runs, its maximum over the remaining samples, at the end, the growth end - first tenth, and
+// malloc's bytes in use (mallinfo2) after the first tenth and at the end (what a leak would grow).
 // Not a Google Benchmark: its figure is memory over time, not a time.
 #include <algorithm>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/error.h"
@@ -50,8 +52,15 @@ std::vector<Tensor> inputs_of(const RuntimeSession& session) {
   return inputs;
 }
 
+// Bytes malloc has handed out and not got back: what a leak grows. RSS also holds freed memory
+// malloc keeps in its arenas, which a new session's allocations raise to a high-water mark.
+// glibc's mallinfo2 counts the main arena only: the calling thread's allocations (sessions,
+// tensors, plans), not the pool workers' (which allocate nothing while running).
+int64_t heap_in_use_kib() { return static_cast<int64_t>(mallinfo2().uordblks / 1024); }
+
 struct Soak {
   int64_t first = 0, peak = 0, last = 0;
+  int64_t heap_first = 0, heap_last = 0;
   double us_per_run = 0;
 };
 
@@ -63,12 +72,16 @@ Soak soak(int64_t runs, int samples, RunOnce&& run_once) {
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 1; i <= runs; ++i) {
     run_once(i);
-    if (i == tenth) s.first = s.peak = rss_kib();
+    if (i == tenth) {
+      s.first = s.peak = rss_kib();
+      s.heap_first = heap_in_use_kib();
+    }
     if (i > tenth && (i % every == 0 || i == runs)) s.peak = std::max(s.peak, rss_kib());
   }
   s.us_per_run = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
                  static_cast<double>(runs);
   s.last = rss_kib();
+  s.heap_last = heap_in_use_kib();
   return s;
 }
 
@@ -97,7 +110,8 @@ int main(int argc, char** argv) {
     const Model model = load_model_file(path);
     RuntimeSessionOptions options;
     options.parameters = RuntimeParameters(threads);
-    std::cout << "model\tform\truns\tus_per_run\trss_kib_after_tenth\trss_kib_peak\trss_kib_end\tgrowth_kib\n";
+    std::cout << "model\tform\truns\tus_per_run\trss_kib_after_tenth\trss_kib_peak\trss_kib_end\tgrowth_kib"
+                 "\theap_kib_after_tenth\theap_kib_end\n";
     std::istringstream list(forms);
     for (std::string form; std::getline(list, form, ',');) {
       Soak s;
@@ -135,8 +149,8 @@ int main(int argc, char** argv) {
         std::cerr << "soak_bench: unknown form " << form << " (context, alloc, sessions)\n";
         return 2;
       }
-      std::cout << fmt::format("{}\t{}\t{}\t{:.2f}\t{}\t{}\t{}\t{}\n", path, form, runs, s.us_per_run, s.first, s.peak,
-                               s.last, s.last - s.first)
+      std::cout << fmt::format("{}\t{}\t{}\t{:.2f}\t{}\t{}\t{}\t{}\t{}\t{}\n", path, form, runs, s.us_per_run, s.first,
+                               s.peak, s.last, s.last - s.first, s.heap_first, s.heap_last)
                 << std::flush;
     }
   } catch (const onnx_light::Error& e) {
