@@ -16,6 +16,9 @@ void register_softmax_kernels(KernelTable& table);           // softmax.cc (Soft
 void register_reduce_kernels(KernelTable& table);            // reduce.cc (Reduce*, ArgMax/Min, global pools)
 void register_shape_kernels(KernelTable& table);             // shape_ops.cc
 void register_data_movement_kernels(KernelTable& table);     // data_movement.cc
+// indexing.cc (GatherND, ScatterND, ScatterElements, Scatter, OneHot, Compress, NonZero, EyeLike,
+// ReverseSequence)
+void register_indexing_kernels(KernelTable& table);
 void register_resize_kernels(KernelTable& table);            // resize.cc (Resize, Upsample)
 void register_recurrent_kernels(KernelTable& table);         // recurrent.cc (LSTM, GRU, RNN)
 void register_cast_kernels(KernelTable& table);              // cast.cc
