@@ -18,6 +18,7 @@ void RegisterCpuKernels(KernelTable& table) {
   kernels::register_shape_kernels(table);
   kernels::register_data_movement_kernels(table);
   kernels::register_indexing_kernels(table);
+  kernels::register_quantization_kernels(table);
   kernels::register_resize_kernels(table);
   kernels::register_recurrent_kernels(table);
   kernels::register_cast_kernels(table);

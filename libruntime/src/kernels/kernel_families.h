@@ -19,6 +19,8 @@ void register_data_movement_kernels(KernelTable& table);     // data_movement.cc
 // indexing.cc (GatherND, ScatterND, ScatterElements, Scatter, OneHot, Compress, NonZero, EyeLike,
 // ReverseSequence)
 void register_indexing_kernels(KernelTable& table);
+// quantization.cc (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul)
+void register_quantization_kernels(KernelTable& table);
 void register_resize_kernels(KernelTable& table);            // resize.cc (Resize, Upsample)
 void register_recurrent_kernels(KernelTable& table);         // recurrent.cc (LSTM, GRU, RNN)
 void register_cast_kernels(KernelTable& table);              // cast.cc
