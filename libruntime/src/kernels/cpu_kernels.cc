@@ -19,6 +19,9 @@ void RegisterCpuKernels(KernelTable& table) {
   kernels::register_data_movement_kernels(table);
   kernels::register_indexing_kernels(table);
   kernels::register_quantization_kernels(table);
+  kernels::register_signal_kernels(table);
+  kernels::register_sorting_kernels(table);
+  kernels::register_linear_algebra_kernels(table);
   kernels::register_resize_kernels(table);
   kernels::register_recurrent_kernels(table);
   kernels::register_cast_kernels(table);

@@ -1,8 +1,10 @@
-// BatchNormalization (inference) and LayerNormalization. BatchNormalization is elementwise with
+// BatchNormalization (inference), LayerNormalization, MeanVarianceNormalization and LRN. BatchNormalization is elementwise with
 // per-channel constants (parallel.minimum_elements); LayerNormalization is a row kernel (each
 // row's mean and variance computed by one thread in a fixed order; parallel.minimum_rows).
+#include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -267,6 +269,95 @@ class InstanceNormKernel final : public RowKernel {
   float epsilon_ = 1e-5f;
 };
 
+// MeanVarianceNormalization: y = (x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9) over `axes`
+// (default 0, 2, 3), as ONNX's function body computes it; statistics in double.
+template <typename T>
+class MeanVarianceNormKernel final : public ThresholdKernel {
+ public:
+  explicit MeanVarianceNormKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"axes"});
+    axes_ = info.has_attribute("axes") ? info.ints_attribute("axes") : std::vector<int64_t>{0, 2, 3};
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const std::string& label = execution.label();
+    std::vector<bool> reduced(x.rank(), false);
+    for (int64_t a : axes_) reduced[static_cast<std::size_t>(normalize_axis(a, static_cast<int64_t>(x.rank()), label))] = true;
+    // Group of element e: its index over the kept dims.
+    const std::vector<int64_t> strides = row_major_strides(x.shape());
+    int64_t groups = 1;
+    for (std::size_t d = 0; d < x.rank(); ++d)
+      if (!reduced[d]) groups *= x.shape()[d];
+    auto group_of = [&](int64_t e) {
+      int64_t g = 0;
+      for (std::size_t d = 0; d < x.rank(); ++d)
+        if (!reduced[d]) g = g * x.shape()[d] + (e / strides[d]) % x.shape()[d];
+      return g;
+    };
+    std::vector<double> sum(static_cast<std::size_t>(groups)), squares(static_cast<std::size_t>(groups));
+    const T* in = x.data<T>();
+    for (int64_t e = 0; e < x.element_count(); ++e) {
+      const auto g = static_cast<std::size_t>(group_of(e));
+      const auto v = static_cast<double>(load<T>(in[e]));
+      sum[g] += v;
+      squares[g] += v * v;
+    }
+    const double count = groups == 0 ? 1.0 : static_cast<double>(x.element_count()) / static_cast<double>(groups);
+    Tensor& y = checked_output(execution, 0, x.element_type(), x.shape(), false);
+    T* out = y.data<T>();
+    for (int64_t e = 0; e < x.element_count(); ++e) {
+      const auto g = static_cast<std::size_t>(group_of(e));
+      const double mean = sum[g] / count;
+      const double deviation = std::sqrt(std::max(0.0, squares[g] / count - mean * mean));
+      out[e] = store<T>(static_cast<compute_t<T>>((static_cast<double>(load<T>(in[e])) - mean) / (deviation + 1e-9)));
+    }
+  }
+
+ private:
+  std::vector<int64_t> axes_;
+};
+
+// LRN over channels (dim 1): y = x / (bias + alpha / size * sum of x^2 over the channel window)^beta.
+template <typename T>
+class LrnKernel final : public ThresholdKernel {
+ public:
+  explicit LrnKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"alpha", "beta", "bias", "size"});
+    alpha_ = info.float_attribute("alpha", 1e-4f);
+    beta_ = info.float_attribute("beta", 0.75f);
+    bias_ = info.float_attribute("bias", 1.0f);
+    size_ = info.int_attribute("size", 0);
+    if (size_ < 1) throw ModelError(fmt::format("{}: attribute 'size' must be a positive count", info.node_label()));
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    if (x.rank() < 3)
+      throw InputError(fmt::format("{}: input must be [N, C, ...], not {}", execution.label(), shape_to_string(x.shape())));
+    const int64_t n = x.shape()[0], c = x.shape()[1], plane = x.element_count() / std::max<int64_t>(1, n * c);
+    const int64_t before = (size_ - 1) / 2, after = size_ - 1 - before;
+    Tensor& y = checked_output(execution, 0, x.element_type(), x.shape(), false);
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t p = 0; p < plane; ++p) {
+          double squares = 0;
+          for (int64_t k = std::max<int64_t>(0, ch - before); k <= std::min(c - 1, ch + after); ++k) {
+            const auto v = static_cast<double>(load<T>(in[(b * c + k) * plane + p]));
+            squares += v * v;
+          }
+          const int64_t at = (b * c + ch) * plane + p;
+          const double scale = std::pow(static_cast<double>(bias_) + static_cast<double>(alpha_) / static_cast<double>(size_) * squares,
+                                        static_cast<double>(beta_));
+          out[at] = store<T>(static_cast<compute_t<T>>(static_cast<double>(load<T>(in[at])) / scale));
+        }
+  }
+
+ private:
+  float alpha_ = 1e-4f, beta_ = 0.75f, bias_ = 1.0f;
+  int64_t size_ = 0;
+};
+
 // LayerNormalization of element type T with one implementation ("portable": rows_fn nullptr).
 template <typename T>
 void add_layer_norm(KernelTable& table, const char* implementation, LayerNormRows rows_fn,
@@ -328,6 +419,17 @@ void register_normalization_kernels(KernelTable& table) {
     }
 #endif
     add_layer_norm<T>(table, "portable", nullptr, nullptr);
+    KernelDef mvn = make_def("MeanVarianceNormalization", {9}, type,
+                             parallel_threshold_schema(elementwise_key("MeanVarianceNormalization", type, 1),
+                                                       kDefaultMinimumElements));
+    mvn.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<MeanVarianceNormKernel<T>>(info);
+    };
+    table.add(std::move(mvn));
+    KernelDef lrn = make_def("LRN", {1}, type,
+                             parallel_threshold_schema(elementwise_key("LRN", type, 1), kDefaultMinimumElements));
+    lrn.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<LrnKernel<T>>(info); };
+    table.add(std::move(lrn));
     KernelDef instance = make_def("InstanceNormalization", {6}, type,
                                   row_threshold_schema(elementwise_key("InstanceNormalization", type, 1), kDefaultMinimumRows));
     instance.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {

@@ -1,0 +1,102 @@
+// Window functions, TopK, Det, MeanVarianceNormalization and LRN at the edges the ONNX node tests
+// leave out: windows of one sample and as integers, TopK ties / NaN / K = 0 / K past the axis,
+// singular and batched determinants, MVN over chosen axes, LRN windows at the channel ends.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/session.h"
+#include "test_models.h"
+
+using namespace onnx_light;
+using namespace onnx_light::runtime;
+
+namespace {
+
+template <typename T>
+Tensor tensor(ElementType type, const Shape& shape, const std::vector<T>& values) {
+  Tensor t(type, shape);
+  for (std::size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = values[i];
+  return t;
+}
+Tensor floats(const Shape& s, const std::vector<float>& v) { return tensor(ElementType::float32, s, v); }
+Tensor int64s(const Shape& s, const std::vector<int64_t>& v) { return tensor(ElementType::int64, s, v); }
+
+template <typename T>
+std::vector<T> values(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.element_count());
+}
+
+std::map<std::string, Tensor> run(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                  int opset = 17) {
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(1);
+  RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\ng " + graph),
+                         options);
+  RuntimeContext context;
+  for (const auto& [name, t] : inputs) context.set(name, t);
+  session.run(context);
+  return context.values();
+}
+
+}  // namespace
+
+TEST_CASE("windows_of_one_sample_symmetric_and_integer_output") {
+  auto one = run("(int64 n) => (float[N] y) { y = HannWindow(n) }", {{"n", int64s({}, {1})}});
+  CHECK(values<float>(one["y"]) == std::vector<float>{1.0f});
+  auto sym = run("(int64 n) => (float[N] y) { y = HannWindow <periodic = 0> (n) }", {{"n", int64s({}, {3})}});
+  CHECK(values<float>(sym["y"]) == std::vector<float>{0.0f, 1.0f, 0.0f});
+  auto ints = run("(int64 n) => (int64[N] y) { y = HannWindow <output_datatype = 7, periodic = 0> (n) }",
+                  {{"n", int64s({}, {3})}});
+  CHECK(values<int64_t>(ints["y"]) == std::vector<int64_t>{0, 1, 0});
+  CHECK_THROWS_AS(run("(int64 n) => (float[N] y) { y = HammingWindow(n) }", {{"n", int64s({}, {-1})}}), InputError);
+}
+
+TEST_CASE("top_k_ties_keep_the_lower_index_nan_is_largest_and_k_is_checked") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::string g = "(float[5] x, int64[1] k) => (float[K] v, int64[K] i) { v, i = TopK(x, k) }";
+  auto top = run(g, {{"x", floats({5}, {1, 3, nan, 3, 2})}, {"k", int64s({1}, {3})}});
+  CHECK(values<int64_t>(top["i"]) == std::vector<int64_t>{2, 1, 3});
+  const std::string small = "(float[5] x, int64[1] k) => (float[K] v, int64[K] i) { v, i = TopK <largest = 0> (x, k) }";
+  auto bottom = run(small, {{"x", floats({5}, {1, 3, nan, 3, 1})}, {"k", int64s({1}, {3})}});
+  CHECK(values<int64_t>(bottom["i"]) == std::vector<int64_t>{0, 4, 1});
+  CHECK(run(g, {{"x", floats({5}, {1, 2, 3, 4, 5})}, {"k", int64s({1}, {0})}})["v"].element_count() == 0);
+  CHECK_THROWS_WITH_AS(run(g, {{"x", floats({5}, {1, 2, 3, 4, 5})}, {"k", int64s({1}, {6})}}),
+                       doctest::Contains("K 6 is outside [0, 5]"), InputError);
+  // Along axis 0 of a matrix.
+  auto columns = run("(float[3, 2] x, int64[1] k) => (float[K, 2] v, int64[K, 2] i) { v, i = TopK <axis = 0> (x, k) }",
+                     {{"x", floats({3, 2}, {1, 6, 5, 2, 3, 4})}, {"k", int64s({1}, {1})}});
+  CHECK(values<float>(columns["v"]) == std::vector<float>{5, 6});
+}
+
+TEST_CASE("det_singular_permuted_and_batched") {
+  auto d = run("(float[3, 2, 2] x) => (float[3] y) { y = Det(x) }",
+               {{"x", floats({3, 2, 2}, {1, 2, 2, 4, 0, 1, 1, 0, 3, 0, 0, 2})}});
+  CHECK(values<float>(d["y"]) == std::vector<float>{0.0f, -1.0f, 6.0f});
+  CHECK_THROWS_AS(run("(float[2, 3] x) => (float y) { y = Det(x) }", {{"x", floats({2, 3}, {1, 2, 3, 4, 5, 6})}}), InputError);
+}
+
+TEST_CASE("mvn_over_the_last_axis_and_a_constant_row") {
+  auto y = run("(float[2, 2] x) => (float[2, 2] y) { y = MeanVarianceNormalization <axes = [1]> (x) }",
+               {{"x", floats({2, 2}, {1, 3, 5, 5})}}, 13);
+  const std::vector<float> v = values<float>(y["y"]);
+  CHECK(v[0] == doctest::Approx(-1.0));
+  CHECK(v[1] == doctest::Approx(1.0));
+  CHECK(v[2] == 0.0f);  // zero deviation: (x - mean) / 1e-9 with x == mean
+  CHECK(v[3] == 0.0f);
+}
+
+TEST_CASE("lrn_window_is_clipped_at_the_channel_ends") {
+  // size 3, alpha 3 (alpha / size = 1), beta 1, bias 0: y = x / sum of squares over c-1..c+1.
+  auto y = run("(float[1, 3, 1, 1] x) => (float[1, 3, 1, 1] y) { y = LRN <size = 3, alpha = 3.0, beta = 1.0, bias = 0.0> (x) }",
+               {{"x", floats({1, 3, 1, 1}, {1, 2, 3})}}, 13);
+  const std::vector<float> v = values<float>(y["y"]);
+  CHECK(v[0] == doctest::Approx(1.0 / 5.0));
+  CHECK(v[1] == doctest::Approx(2.0 / 14.0));
+  CHECK(v[2] == doctest::Approx(3.0 / 13.0));
+}
