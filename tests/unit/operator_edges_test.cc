@@ -1,6 +1,7 @@
-// Window functions, TopK, Det, MeanVarianceNormalization and LRN at the edges the ONNX node tests
+// Window functions, TopK, Det, MeanVarianceNormalization, LRN and the losses at the edges the ONNX node tests
 // leave out: windows of one sample and as integers, TopK ties / NaN / K = 0 / K past the axis,
-// singular and batched determinants, MVN over chosen axes, LRN windows at the channel ends.
+// singular and batched determinants, MVN over chosen axes, LRN windows at the channel ends, losses
+// with ignored, weighted and out-of-range targets.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -99,4 +100,28 @@ TEST_CASE("lrn_window_is_clipped_at_the_channel_ends") {
   CHECK(v[0] == doctest::Approx(1.0 / 5.0));
   CHECK(v[1] == doctest::Approx(2.0 / 14.0));
   CHECK(v[2] == doctest::Approx(3.0 / 13.0));
+}
+
+TEST_CASE("nll_loss_target_out_of_range_all_ignored_mean_and_weight_shape") {
+  const std::string g =
+      "(float[2, 3] x, int64[2] t) => (float y) { y = NegativeLogLikelihoodLoss <ignore_index = -1> (x, t) }";
+  const Tensor x = floats({2, 3}, {-1, -2, -3, -4, -5, -6});
+  CHECK(*run(g, {{"x", x}, {"t", int64s({2}, {0, 2})}})["y"].data<float>() == doctest::Approx(3.5));
+  CHECK(*run(g, {{"x", x}, {"t", int64s({2}, {-1, 1})}})["y"].data<float>() == doctest::Approx(5.0));
+  CHECK(std::isnan(*run(g, {{"x", x}, {"t", int64s({2}, {-1, -1})}})["y"].data<float>()));  // 0 / 0 weights
+  CHECK_THROWS_WITH_AS(run(g, {{"x", x}, {"t", int64s({2}, {0, 3})}}), doctest::Contains("target 3 at entry 1 is outside [0, 3)"),
+                       InputError);
+  const std::string weighted =
+      "(float[2, 3] x, int64[2] t, float[W] w) => (float y) { y = NegativeLogLikelihoodLoss <reduction = \"sum\"> (x, t, w) }";
+  CHECK(*run(weighted, {{"x", x}, {"t", int64s({2}, {0, 2})}, {"w", floats({3}, {2, 0, 1})}})["y"].data<float>() ==
+        doctest::Approx(8.0));
+  CHECK_THROWS_WITH_AS(run(weighted, {{"x", x}, {"t", int64s({2}, {0, 2})}, {"w", floats({2}, {1, 1})}}),
+                       doctest::Contains("weight [2] must have shape [3]"), InputError);
+}
+
+TEST_CASE("softmax_cross_entropy_of_equal_scores_is_log_c") {
+  auto r = run("(float[1, 4] x, int64[1] t) => (float y, float[1, 4] p) { y, p = SoftmaxCrossEntropyLoss(x, t) }",
+               {{"x", floats({1, 4}, {7, 7, 7, 7})}, {"t", int64s({1}, {2})}});
+  CHECK(*r["y"].data<float>() == doctest::Approx(std::log(4.0)));
+  CHECK(values<float>(r["p"])[3] == doctest::Approx(-std::log(4.0)));
 }
