@@ -1,4 +1,5 @@
-// Window functions, TopK, Det, MeanVarianceNormalization, LRN and the losses at the edges the ONNX node tests
+// Window functions, TopK, Unique, Det, MeanVarianceNormalization, LRN, the losses and
+// NonMaxSuppression at the edges the ONNX node tests
 // leave out: windows of one sample and as integers, TopK ties / NaN / K = 0 / K past the axis,
 // singular and batched determinants, MVN over chosen axes, LRN windows at the channel ends, losses
 // with ignored, weighted and out-of-range targets.
@@ -124,4 +125,38 @@ TEST_CASE("softmax_cross_entropy_of_equal_scores_is_log_c") {
                {{"x", floats({1, 4}, {7, 7, 7, 7})}, {"t", int64s({1}, {2})}});
   CHECK(*r["y"].data<float>() == doctest::Approx(std::log(4.0)));
   CHECK(values<float>(r["p"])[3] == doctest::Approx(-std::log(4.0)));
+}
+
+TEST_CASE("non_max_suppression_zero_outputs_score_threshold_and_flipped_corners") {
+  const std::string g =
+      "(float[1, 3, 4] b, float[1, 1, 3] s, int64[1] m, float[1] iou, float[1] st) => (int64[N, 3] y) "
+      "{ y = NonMaxSuppression(b, s, m, iou, st) }";
+  // Box 1 is box 0 with its corners given the other way round; box 2 is apart.
+  const Tensor boxes = floats({1, 3, 4}, {0, 0, 1, 1, 1, 1, 0, 0, 5, 5, 6, 6});
+  const Tensor scores = floats({1, 1, 3}, {0.9f, 0.8f, 0.3f});
+  auto all = run(g, {{"b", boxes}, {"s", scores}, {"m", int64s({1}, {10})}, {"iou", floats({1}, {0.5f})}, {"st", floats({1}, {0.0f})}});
+  CHECK(values<int64_t>(all["y"]) == std::vector<int64_t>{0, 0, 0, 0, 0, 2});
+  auto filtered = run(g, {{"b", boxes}, {"s", scores}, {"m", int64s({1}, {10})}, {"iou", floats({1}, {0.5f})}, {"st", floats({1}, {0.3f})}});
+  CHECK(values<int64_t>(filtered["y"]) == std::vector<int64_t>{0, 0, 0});  // 0.3 is not above 0.3
+  auto none = run(g, {{"b", boxes}, {"s", scores}, {"m", int64s({1}, {0})}, {"iou", floats({1}, {0.5f})}, {"st", floats({1}, {0.0f})}});
+  CHECK(none["y"].shape() == Shape{0, 3});
+  CHECK_THROWS_WITH_AS(run(g, {{"b", boxes}, {"s", scores}, {"m", int64s({1}, {1})}, {"iou", floats({1}, {1.5f})}, {"st", floats({1}, {0.0f})}}),
+                       doctest::Contains("iou_threshold 1.5 is outside [0, 1]"), InputError);
+}
+
+TEST_CASE("unique_merges_nans_and_keeps_first_occurrence_order_unsorted") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::string g =
+      "(float[6] x) => (float[U] y, int64[U] i, int64[6] inv, int64[U] c) { y, i, inv, c = Unique <sorted = 0> (x) }";
+  auto r = run(g, {{"x", floats({6}, {3, nan, 1, 3, nan, 1})}});
+  const std::vector<float> y = values<float>(r["y"]);
+  REQUIRE(y.size() == 3);
+  CHECK(y[0] == 3.0f);
+  CHECK(std::isnan(y[1]));
+  CHECK(y[2] == 1.0f);
+  CHECK(values<int64_t>(r["i"]) == std::vector<int64_t>{0, 1, 2});
+  CHECK(values<int64_t>(r["inv"]) == std::vector<int64_t>{0, 1, 2, 0, 1, 2});
+  CHECK(values<int64_t>(r["c"]) == std::vector<int64_t>{2, 2, 2});
+  auto sorted = run("(float[4] x) => (float[U] y) { y = Unique(x) }", {{"x", floats({4}, {2, 1, 2, 0})}});
+  CHECK(values<float>(sorted["y"]) == std::vector<float>{0, 1, 2});
 }

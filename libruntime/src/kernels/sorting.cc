@@ -1,7 +1,8 @@
 // TopK: the k largest (or smallest) values along an axis and their int64 indices. Equal values
 // keep the lower index first (ONNX's rule), NaN counts as larger than every number (as numpy's
 // sort places it), and `sorted = 0` still returns them in that order (allowed: the order is then
-// unspecified).
+// unspecified). Unique: the distinct elements (or slices along an axis), sorted or in order of
+// first occurrence, with first indices, inverse indices and counts.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -86,6 +87,109 @@ class TopKKernel final : public ThresholdKernel {
   int64_t k_attribute_ = -1;
 };
 
+
+// Unique over the flattened input (no axis) or over slices along `axis` (compared element by
+// element in row-major order of the other dims). Sorted ascending (sorted = 1, the default) or in
+// order of first occurrence; outputs Y, then int64 indices (first occurrence), inverse_indices
+// and counts. NaNs sort last and count as one value.
+template <typename T>
+class UniqueKernel final : public ThresholdKernel {
+ public:
+  explicit UniqueKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"axis", "sorted"});
+    has_axis_ = info.has_attribute("axis");
+    axis_ = info.int_attribute("axis", 0);
+    sorted_ = info.int_attribute("sorted", 1) != 0;
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const std::string& label = execution.label();
+    const Shape flat{x.element_count()};
+    const Shape& shape = has_axis_ ? x.shape() : flat;
+    const auto axis = has_axis_ ? static_cast<std::size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank()), label))
+                                : std::size_t{0};
+    int64_t outer = 1, inner = 1;
+    for (std::size_t d = 0; d < axis; ++d) outer *= shape[d];
+    for (std::size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+    const int64_t slices = shape[axis];
+    const T* in = x.data<T>();
+    auto element = [&](int64_t slice, int64_t k) {  // k-th element of a slice, row-major over (outer, inner)
+      return load<T>(in[((k / inner) * slices + slice) * inner + k % inner]);
+    };
+    const int64_t length = outer * inner;
+    // NaN after every number and equal to NaN (numpy's unique), so NaNs merge into one entry.
+    auto less = [&](int64_t a, int64_t b) {
+      for (int64_t k = 0; k < length; ++k) {
+        const auto va = element(a, k), vb = element(b, k);
+        const bool na = va != va, nb = vb != vb;
+        if (na || nb) {
+          if (na && nb) continue;
+          return nb;
+        }
+        if (va < vb) return true;
+        if (vb < va) return false;
+      }
+      return false;
+    };
+    auto equal = [&](int64_t a, int64_t b) { return !less(a, b) && !less(b, a); };
+    // Slices by value, stable: equal slices keep their order, so the first of a run is the first occurrence.
+    std::vector<int64_t> order(static_cast<std::size_t>(slices));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(), less);
+    std::vector<int64_t> first;    // unique slice -> its first occurrence
+    std::vector<int64_t> counts;
+    std::vector<int64_t> inverse(static_cast<std::size_t>(slices));
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (i == 0 || !equal(order[i - 1], order[i])) {
+        first.push_back(order[i]);
+        counts.push_back(0);
+      }
+      ++counts.back();
+      inverse[static_cast<std::size_t>(order[i])] = static_cast<int64_t>(first.size()) - 1;
+    }
+    if (!sorted_) {
+      // Renumber the unique slices by first occurrence.
+      std::vector<int64_t> by_first(first.size());
+      std::iota(by_first.begin(), by_first.end(), int64_t{0});
+      std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) {
+        return first[static_cast<std::size_t>(a)] < first[static_cast<std::size_t>(b)];
+      });
+      std::vector<int64_t> rank(first.size()), first2(first.size()), counts2(first.size());
+      for (std::size_t r = 0; r < by_first.size(); ++r) {
+        const auto u = static_cast<std::size_t>(by_first[r]);
+        rank[u] = static_cast<int64_t>(r);
+        first2[r] = first[u];
+        counts2[r] = counts[u];
+      }
+      for (int64_t& v : inverse) v = rank[static_cast<std::size_t>(v)];
+      first.swap(first2);
+      counts.swap(counts2);
+    }
+    const auto unique = static_cast<int64_t>(first.size());
+    Shape y_shape = shape;
+    y_shape[axis] = unique;
+    Tensor& y = checked_output(execution, 0, x.element_type(), y_shape, false);
+    T* out = y.data<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t u = 0; u < unique; ++u)
+        for (int64_t i = 0; i < inner; ++i)
+          out[(o * unique + u) * inner + i] = in[(o * slices + first[static_cast<std::size_t>(u)]) * inner + i];
+    auto int64_output = [&](std::size_t index, const std::vector<int64_t>& v) {
+      if (execution.output_count() <= index) return;
+      Tensor& t = checked_output(execution, index, ElementType::int64, {static_cast<int64_t>(v.size())}, false);
+      std::copy(v.begin(), v.end(), t.data<int64_t>());
+    };
+    int64_output(1, first);
+    int64_output(2, inverse);
+    int64_output(3, counts);
+  }
+
+ private:
+  bool has_axis_ = false;
+  int64_t axis_ = 0;
+  bool sorted_ = true;
+};
+
 }  // namespace
 
 void register_sorting_kernels(KernelTable& table) {
@@ -102,6 +206,15 @@ void register_sorting_kernels(KernelTable& table) {
           return std::vector<ElementType>{ElementTraits<T>::type, ElementType::int64};
         };
         table.add(std::move(def));
+        KernelDef unique = make_def("Unique", {11}, type,
+                                    parallel_threshold_schema(elementwise_key("Unique", type, 1), kDefaultMinimumElements));
+        unique.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+          return std::make_unique<UniqueKernel<T>>(info);
+        };
+        unique.output_types = [](const KernelCreateInfo&) {
+          return std::vector<ElementType>{ElementTraits<T>::type, ElementType::int64, ElementType::int64, ElementType::int64};
+        };
+        table.add(std::move(unique));
       });
 }
 
