@@ -129,3 +129,44 @@ TEST_CASE("qlinear_matmul_saturates_int8_output") {
   CHECK(run_with(1000.0f) == std::vector<int8_t>{2});    // 5000 / 1000 = 5, + (-3)
   CHECK(run_with(2000.0f) == std::vector<int8_t>{-1});   // 2.5 rounds to 2 (ties to even), + (-3)
 }
+
+TEST_CASE("conv_integer_matches_a_float_conv_of_the_shifted_operands_with_groups_strides_and_pads") {
+  // uint8 X [1, 4, 7, 6], int8 W [4, 2, 3, 3] (group 2), per-channel W zero points: every int32
+  // sum is exact in float too, so the float Conv of (x - xz) and (w - wz) gives the same numbers.
+  Tensor x(ElementType::uint8, {1, 4, 7, 6}), w(ElementType::int8, {4, 2, 3, 3});
+  Tensor xf(ElementType::float32, {1, 4, 7, 6}), wf(ElementType::float32, {4, 2, 3, 3});
+  const std::vector<int8_t> wz{1, -2, 0, 5};
+  for (int64_t i = 0; i < x.element_count(); ++i) {
+    x.data<uint8_t>()[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+    xf.data<float>()[i] = static_cast<float>(x.data<uint8_t>()[i]) - 3.0f;
+  }
+  for (int64_t i = 0; i < w.element_count(); ++i) {
+    w.data<int8_t>()[i] = static_cast<int8_t>((i * 53) % 256 - 128);
+    wf.data<float>()[i] = static_cast<float>(w.data<int8_t>()[i]) - static_cast<float>(wz[static_cast<std::size_t>(i / 18)]);
+  }
+  const std::string attrs = "<group = 2, strides = [2, 1], dilations = [1, 2], pads = [1, 2, 0, 1]>";
+  auto q = run("(uint8[1, 4, 7, 6] x, int8[4, 2, 3, 3] w, uint8 xz, int8[4] wz) => (int32[1, 4, A, B] y) { y = ConvInteger " +
+                   attrs + " (x, w, xz, wz) }",
+               {{"x", x}, {"w", w}, {"xz", u8({}, {3})}, {"wz", i8({4}, wz)}});
+  auto f = run("(float[1, 4, 7, 6] x, float[4, 2, 3, 3] w) => (float[1, 4, A, B] y) { y = Conv " + attrs + " (x, w) }",
+               {{"x", xf}, {"w", wf}});
+  REQUIRE(q["y"].shape() == f["y"].shape());
+  for (int64_t i = 0; i < q["y"].element_count(); ++i)
+    CHECK(static_cast<float>(q["y"].data<int32_t>()[i]) == f["y"].data<float>()[i]);
+}
+
+TEST_CASE("qlinear_conv_adds_bias_before_requantizing_and_saturates") {
+  // 1x1 conv of one pixel: acc = (10 - 0) * (3 - 1) = 20, + bias 5 = 25; scale 1 * 1 / 2 -> 12.5
+  // rounds to 12 (ties to even), + zero point 100 = 112; with y_scale 0.01 it saturates at 255.
+  const std::string g =
+      "(uint8[1, 1, 1, 1] x, float xs, uint8 xz, uint8[1, 1, 1, 1] w, float ws, uint8 wz, float ys, uint8 yz, int32[1] b) "
+      "=> (uint8[1, 1, 1, 1] y) { y = QLinearConv(x, xs, xz, w, ws, wz, ys, yz, b) }";
+  auto with = [&](float y_scale) {
+    return values<uint8_t>(run(g, {{"x", u8({1, 1, 1, 1}, {10})}, {"xs", floats({}, {1})}, {"xz", u8({}, {0})},
+                                   {"w", u8({1, 1, 1, 1}, {3})}, {"ws", floats({}, {1})}, {"wz", u8({}, {1})},
+                                   {"ys", floats({}, {y_scale})}, {"yz", u8({}, {100})},
+                                   {"b", tensor(ElementType::int32, {1}, std::vector<int32_t>{5})}})["y"]);
+  };
+  CHECK(with(2.0f) == std::vector<uint8_t>{112});
+  CHECK(with(0.01f) == std::vector<uint8_t>{255});
+}
