@@ -1,4 +1,4 @@
-// GatherND, ScatterND, ScatterElements, OneHot, Compress, NonZero, EyeLike and ReverseSequence at
+// GatherND, ScatterND, ScatterElements, OneHot, Compress, NonZero, EyeLike, ReverseSequence and MaxUnpool at
 // the edges the ONNX node tests leave out: negative and out-of-range indices (an InputError naming
 // the node, nothing written), batch_dims, duplicate indices under reductions, opset-18 max/min,
 // conditions shorter or longer than the axis, NaN counted as non-zero, empty tensors.
@@ -155,4 +155,23 @@ TEST_CASE("reverse_sequence_batch_axis_zero_and_lengths_out_of_range") {
   const Tensor x = floats({2, 3}, {1, 2, 3, 4, 5, 6});
   CHECK(values<float>(run(g, {{"x", x}, {"l", int64s({2}, {3, 0})}}).y) == std::vector<float>{3, 2, 1, 4, 5, 6});
   CHECK(contains(run(g, {{"x", x}, {"l", int64s({2}, {4, 1})}}).error, "sequence length 4 is outside [0, 3]"));
+}
+
+TEST_CASE("max_unpool_index_outside_the_unpooled_shape_and_too_small_output_shape") {
+  const std::string g =
+      "(float[1, 1, 1, 2] x, int64[1, 1, 1, 2] i) => (float[1, 1, 2, 4] y) { y = MaxUnpool <kernel_shape = [2, 2], "
+      "strides = [2, 2]> (x, i) }";
+  const Tensor x = floats({1, 1, 1, 2}, {5, 6});
+  CHECK(values<float>(run(g, {{"x", x}, {"i", int64s({1, 1, 1, 2}, {1, 6})}}).y) ==
+        std::vector<float>{0, 5, 0, 0, 0, 0, 6, 0});
+  CHECK(contains(run(g, {{"x", x}, {"i", int64s({1, 1, 1, 2}, {1, 8})}}).error,
+                 "index 8 is outside the unpooled shape [1, 1, 2, 4]"));
+  const std::string shaped =
+      "(float[1, 1, 1, 2] x, int64[1, 1, 1, 2] i, int64[4] s) => (float[1, 1, H, W] y) { y = MaxUnpool "
+      "<kernel_shape = [2, 2], strides = [2, 2]> (x, i, s) }";
+  CHECK(contains(run(shaped, {{"x", x}, {"i", int64s({1, 1, 1, 2}, {1, 6})}, {"s", int64s({4}, {1, 1, 2, 3})}}).error,
+                 "output_shape [1, 1, 2, 3] does not hold the unpooled shape [1, 1, 2, 4]"));
+  // A larger output keeps each value at its coordinates.
+  CHECK(values<float>(run(shaped, {{"x", x}, {"i", int64s({1, 1, 1, 2}, {1, 6})}, {"s", int64s({4}, {1, 1, 2, 5})}}).y) ==
+        std::vector<float>{0, 5, 0, 0, 0, 0, 0, 6, 0, 0});
 }

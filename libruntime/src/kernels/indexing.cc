@@ -1,6 +1,6 @@
 // Operators that read or write through index tensors or masks: GatherND, ScatterND,
-// ScatterElements (and the deprecated Scatter), OneHot, Compress, NonZero, EyeLike and
-// ReverseSequence. Every index is wrapped (negative counts from the end) and range-checked before
+// ScatterElements (and the deprecated Scatter), OneHot, Compress, NonZero, EyeLike,
+// ReverseSequence and MaxUnpool. Every index is wrapped (negative counts from the end) and range-checked before
 // anything is written, so a bad index is an InputError naming the node, never a stray write.
 // Copies move whole slices by element size; reductions (ScatterND/ScatterElements opset 16+)
 // compute in the element type.
@@ -421,6 +421,72 @@ class ReverseSequenceKernel final : public ThresholdKernel {
   int64_t batch_axis_ = 1, time_axis_ = 0;
 };
 
+// MaxUnpool: zeros of the unpooled shape with each X value written at its flat index from I (as
+// MaxPool's Indices output gives them); the shape from output_shape when given, else
+// (in - 1) * stride + kernel - pads per spatial dim.
+class MaxUnpoolKernel final : public ThresholdKernel {
+ public:
+  explicit MaxUnpoolKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+    check_attributes(info, {"kernel_shape", "pads", "strides"});
+    kernel_ = info.ints_attribute("kernel_shape");
+    pads_ = info.ints_attribute("pads");
+    strides_ = info.ints_attribute("strides");
+    if (kernel_.empty()) throw ModelError(fmt::format("{}: attribute 'kernel_shape' is required", info.node_label()));
+  }
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const Tensor& indices = execution.required_input(1);
+    const std::string& label = execution.label();
+    const std::size_t spatial = kernel_.size();
+    if (x.rank() != spatial + 2 || indices.shape() != x.shape())
+      throw InputError(fmt::format("{}: X {} and I {} must have one shape of rank {}", label, shape_to_string(x.shape()),
+                                   shape_to_string(indices.shape()), spatial + 2));
+    // The unpooled shape I indexes: (in - 1) * stride + kernel - pads.
+    Shape unpooled{x.shape()[0], x.shape()[1]};
+    for (std::size_t d = 0; d < spatial; ++d) {
+      const int64_t stride = strides_.size() > d ? strides_[d] : 1;
+      const int64_t pad = (pads_.size() > d ? pads_[d] : 0) + (pads_.size() > d + spatial ? pads_[d + spatial] : 0);
+      const std::string what = fmt::format("{}: output dim {}", label, d + 2);
+      unpooled.push_back(checked_sub(checked_add(checked_mul(x.shape()[d + 2] - 1, stride, what), kernel_[d], what), pad, what));
+    }
+    // output_shape may be larger (the pool's input had dims the windows did not cover): the
+    // unpooled values keep their coordinates, the rest is zero.
+    Shape out_shape = unpooled;
+    if (const Tensor* given = execution.input(2)) {
+      out_shape = read_int64_values(*given, label, "output_shape");
+      bool fits = out_shape.size() == x.rank();
+      for (std::size_t d = 0; fits && d < out_shape.size(); ++d) fits = d < 2 ? out_shape[d] == x.shape()[d] : out_shape[d] >= unpooled[d];
+      if (!fits)
+        throw InputError(fmt::format("{}: output_shape {} does not hold the unpooled shape {}", label,
+                                     shape_to_string(out_shape), shape_to_string(unpooled)));
+    }
+    for (int64_t d : unpooled)
+      if (d < 0) throw InputError(fmt::format("{}: unpooled shape {} is negative", label, shape_to_string(unpooled)));
+    Tensor& y = checked_output(execution, 0, x.element_type(), out_shape, /*zero=*/true);
+    const std::vector<int64_t> where = read_int64_values(indices, label, "I");
+    const int64_t unpooled_count = product(unpooled, 0, unpooled.size());
+    const auto size = static_cast<int64_t>(element_size(x.element_type()));
+    const auto* in = static_cast<const std::byte*>(x.raw_data());
+    auto* out = static_cast<std::byte*>(y.raw_data());
+    for (std::size_t e = 0; e < where.size(); ++e) {
+      if (where[e] < 0 || where[e] >= unpooled_count)
+        throw InputError(fmt::format("{}: index {} is outside the unpooled shape {}", label, where[e],
+                                     shape_to_string(unpooled)));
+      // Coordinates in the unpooled shape, re-addressed in the output's.
+      int64_t rest = where[e], offset = 0, stride = 1;
+      for (std::size_t d = unpooled.size(); d-- > 0;) {
+        offset += (rest % unpooled[d]) * stride;
+        rest /= unpooled[d];
+        stride *= out_shape[d];
+      }
+      std::memcpy(out + offset * size, in + static_cast<int64_t>(e) * size, static_cast<std::size_t>(size));
+    }
+  }
+
+ private:
+  std::vector<int64_t> kernel_, pads_, strides_;
+};
+
 TuningSchema threshold_schema(const std::string& op_type, ElementType type) {
   return parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements);
 }
@@ -444,6 +510,11 @@ void register_indexing_kernels(KernelTable& table) {
       return std::make_unique<ReverseSequenceKernel>(info);
     };
     table.add(std::move(reverse));
+    KernelDef unpool = make_def("MaxUnpool", {9}, type, threshold_schema("MaxUnpool", type));
+    unpool.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<MaxUnpoolKernel>(info);
+    };
+    table.add(std::move(unpool));
   }
   for_each_type<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, bool, Float16,
                 BFloat16>([&](auto v) {

@@ -17,7 +17,7 @@ void register_reduce_kernels(KernelTable& table);            // reduce.cc (Reduc
 void register_shape_kernels(KernelTable& table);             // shape_ops.cc
 void register_data_movement_kernels(KernelTable& table);     // data_movement.cc
 // indexing.cc (GatherND, ScatterND, ScatterElements, Scatter, OneHot, Compress, NonZero, EyeLike,
-// ReverseSequence)
+// ReverseSequence, MaxUnpool)
 void register_indexing_kernels(KernelTable& table);
 // quantization.cc (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul)
 void register_quantization_kernels(KernelTable& table);
