@@ -17,6 +17,7 @@
 
 #include "onnx_light/runtime/cpu_features.h"
 #include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/tuning_registry.h"
 
 namespace onnx_light::test {
 
@@ -85,6 +86,25 @@ inline bool host_runs(const std::string& what, const DefinitionFilter& selected,
   }
   report_untested(what, implementation, "not registered in this build");
   return false;
+}
+
+// A registry with every threshold of every CPU kernel at 1 (threads 1 to 4), so that the parallel
+// paths run even on small inputs.
+inline runtime::TuningRegistry& threshold_one_registry() {
+  static runtime::TuningRegistry registry;
+  static const bool published = [] {
+    std::vector<runtime::PublishedProfile> profiles;
+    for (const auto& def : runtime::cpu_kernel_table().definitions()) {
+      runtime::TuningValues values = def.schema.defaults();
+      for (const auto& spec : def.schema.parameters)
+        if (spec.role == runtime::ParameterRole::threshold) values[spec.name] = int64_t{1};
+      for (int threads = 1; threads <= 4; ++threads) profiles.push_back({def.schema.key, threads, values});
+    }
+    registry.publish(std::move(profiles));
+    return true;
+  }();
+  (void)published;
+  return registry;
 }
 
 }  // namespace onnx_light::test

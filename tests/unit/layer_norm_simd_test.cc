@@ -41,23 +41,7 @@ std::vector<std::string> runnable() {
   return out;
 }
 
-// Every row threshold at 1, so several threads split even a few rows.
-TuningRegistry& eager_registry() {
-  static TuningRegistry registry;
-  static const bool published = [] {
-    std::vector<PublishedProfile> profiles;
-    for (const auto& def : cpu_kernel_table().definitions()) {
-      TuningValues values = def.schema.defaults();
-      for (const auto& spec : def.schema.parameters)
-        if (spec.role == ParameterRole::threshold) values[spec.name] = int64_t{1};
-      for (int threads = 1; threads <= 4; ++threads) profiles.push_back({def.schema.key, threads, values});
-    }
-    registry.publish(std::move(profiles));
-    return true;
-  }();
-  (void)published;
-  return registry;
-}
+TuningRegistry& eager_registry() { return test::threshold_one_registry(); }
 
 std::vector<float> values_of(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.element_count()}; }
 

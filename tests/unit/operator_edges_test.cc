@@ -13,26 +13,14 @@
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/session.h"
+#include "tensor_values.h"
 #include "test_models.h"
 
 using namespace onnx_light;
 using namespace onnx_light::runtime;
+using namespace onnx_light::test;
 
 namespace {
-
-template <typename T>
-Tensor tensor(ElementType type, const Shape& shape, const std::vector<T>& values) {
-  Tensor t(type, shape);
-  for (std::size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = values[i];
-  return t;
-}
-Tensor floats(const Shape& s, const std::vector<float>& v) { return tensor(ElementType::float32, s, v); }
-Tensor int64s(const Shape& s, const std::vector<int64_t>& v) { return tensor(ElementType::int64, s, v); }
-
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.element_count());
-}
 
 std::map<std::string, Tensor> run(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs,
                                   int opset = 17) {

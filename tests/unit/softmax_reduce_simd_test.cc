@@ -58,23 +58,7 @@ std::vector<std::string> runnable(const std::string& op_type, const std::vector<
 const std::vector<std::string> kSoftmaxImpls{"avx512", "avx2", "portable"};
 const std::vector<std::string> kReduceImpls{"avx2", "portable"};
 
-// Every threshold at 1, so that the parallel paths run even on small inputs.
-TuningRegistry& eager_registry() {
-  static TuningRegistry registry;
-  static const bool published = [] {
-    std::vector<PublishedProfile> profiles;
-    for (const auto& def : cpu_kernel_table().definitions()) {
-      TuningValues values = def.schema.defaults();
-      for (const auto& spec : def.schema.parameters)
-        if (spec.role == ParameterRole::threshold) values[spec.name] = int64_t{1};
-      for (int threads = 1; threads <= 4; ++threads) profiles.push_back({def.schema.key, threads, values});
-    }
-    registry.publish(std::move(profiles));
-    return true;
-  }();
-  (void)published;
-  return registry;
-}
+TuningRegistry& eager_registry() { return test::threshold_one_registry(); }
 
 Tensor float_tensor(const Shape& shape, const std::vector<float>& values) {
   Tensor t(ElementType::float32, shape);
