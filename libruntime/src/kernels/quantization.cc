@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -68,44 +69,13 @@ void check_scales(const Tensor& scale, const std::string& label) {
     throw InputError(fmt::format("{}: scale must be float, not {}", label, element_type_name(scale.element_type())));
 }
 
-// QuantizeLinear: y = saturate(round(x / scale) + zero_point), y of the zero point's type (uint8
-// without one).
-template <typename Q>
-class QuantizeLinearKernel final : public ThresholdKernel {
+// QuantizeLinear (kQuantize: float x -> Q y = saturate(round(x / scale) + zero_point), Q the zero
+// point's type, uint8 without one) and DequantizeLinear (Q x -> float y = (x - zero_point) * scale):
+// one scale and zero point per tensor or per index of `axis`.
+template <typename Q, bool kQuantize>
+class LinearQuantizationKernel final : public ThresholdKernel {
  public:
-  explicit QuantizeLinearKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
-    check_attributes(info, {"axis"});
-    axis_ = info.int_attribute("axis", 1);
-  }
-  void run(KernelExecution& execution) override {
-    const Tensor& x = execution.required_input(0);
-    const Tensor& scale = execution.required_input(1);
-    const Tensor* zero_point = execution.input(2);
-    const std::string& label = execution.label();
-    check_scales(scale, label);
-    const AxisParameters p = axis_parameters(x, scale, zero_point, axis_, label);
-    Tensor& y = checked_output(execution, 0, ElementTraits<Q>::type, x.shape(), false);
-    const float* in = x.data<float>();
-    const float* s = scale.data<float>();
-    const Q* z = zero_point != nullptr ? zero_point->data<Q>() : nullptr;
-    Q* out = y.data<Q>();
-    execution.parallel_for(x.element_count(), 1024, admitted(x.element_count(), execution), [&](int64_t begin, int64_t end) {
-      for (int64_t e = begin; e < end; ++e) {
-        const int64_t k = p.index(e);
-        out[e] = saturate_round<Q>(std::nearbyint(in[e] / s[k]) + static_cast<float>(z != nullptr ? z[k] : Q{0}));
-      }
-    });
-  }
-
- private:
-  int64_t axis_ = 1;
-};
-
-// DequantizeLinear: y = (x - zero_point) * scale, float.
-template <typename Q>
-class DequantizeLinearKernel final : public ThresholdKernel {
- public:
-  explicit DequantizeLinearKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+  explicit LinearQuantizationKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
     check_attributes(info, {"axis"});
     axis_ = info.int_attribute("axis", 1);
   }
@@ -117,16 +87,22 @@ class DequantizeLinearKernel final : public ThresholdKernel {
     check_scales(scale, label);
     if (zero_point != nullptr) check_input_type(execution, 2, *zero_point, ElementTraits<Q>::type);
     const AxisParameters p = axis_parameters(x, scale, zero_point, axis_, label);
-    Tensor& y = checked_output(execution, 0, ElementType::float32, x.shape(), false);
-    const Q* in = x.data<Q>();
+    using In = std::conditional_t<kQuantize, float, Q>;
+    using Out = std::conditional_t<kQuantize, Q, float>;
+    Tensor& y = checked_output(execution, 0, ElementTraits<Out>::type, x.shape(), false);
+    const In* in = x.data<In>();
     const float* s = scale.data<float>();
     const Q* z = zero_point != nullptr ? zero_point->data<Q>() : nullptr;
-    float* out = y.data<float>();
+    Out* out = y.data<Out>();
     execution.parallel_for(x.element_count(), 1024, admitted(x.element_count(), execution), [&](int64_t begin, int64_t end) {
       for (int64_t e = begin; e < end; ++e) {
         const int64_t k = p.index(e);
-        const int64_t q = static_cast<int64_t>(in[e]) - (z != nullptr ? static_cast<int64_t>(z[k]) : 0);
-        out[e] = static_cast<float>(q) * s[k];
+        if constexpr (kQuantize) {
+          out[e] = saturate_round<Q>(std::nearbyint(in[e] / s[k]) + static_cast<float>(z != nullptr ? z[k] : Q{0}));
+        } else {
+          const int64_t q = static_cast<int64_t>(in[e]) - (z != nullptr ? static_cast<int64_t>(z[k]) : 0);
+          out[e] = static_cast<float>(q) * s[k];
+        }
       }
     });
   }
@@ -299,8 +275,8 @@ ElementType quantized_type(const KernelCreateInfo& info, std::size_t input) {
 void register_quantization_kernels(KernelTable& table) {
   KernelDef quantize = make_def("QuantizeLinear", {10}, ElementType::float32, schema_of("QuantizeLinear", ElementType::float32));
   quantize.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-    if (quantized_type(info, 2) == ElementType::int8) return std::make_unique<QuantizeLinearKernel<int8_t>>(info);
-    return std::make_unique<QuantizeLinearKernel<uint8_t>>(info);
+    if (quantized_type(info, 2) == ElementType::int8) return std::make_unique<LinearQuantizationKernel<int8_t, true>>(info);
+    return std::make_unique<LinearQuantizationKernel<uint8_t, true>>(info);
   };
   quantize.output_types = [](const KernelCreateInfo& info) { return std::vector<ElementType>{quantized_type(info, 2)}; };
   table.add(std::move(quantize));
@@ -310,7 +286,7 @@ void register_quantization_kernels(KernelTable& table) {
     constexpr ElementType type = ElementTraits<Q>::type;
     KernelDef dequantize = make_def("DequantizeLinear", {10}, type, schema_of("DequantizeLinear", type));
     dequantize.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-      return std::make_unique<DequantizeLinearKernel<Q>>(info);
+      return std::make_unique<LinearQuantizationKernel<Q, false>>(info);
     };
     dequantize.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{ElementType::float32}; };
     table.add(std::move(dequantize));
