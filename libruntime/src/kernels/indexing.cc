@@ -491,30 +491,22 @@ TuningSchema threshold_schema(const std::string& op_type, ElementType type) {
   return parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements);
 }
 
+// A kernel that only moves bytes (one class for every element type) as `op_type` of `type`.
+template <typename K>
+void add_by_bytes(KernelTable& table, const std::string& op_type, OpsetRange opsets, ElementType type) {
+  KernelDef def = make_def(op_type, opsets, type, threshold_schema(op_type, type));
+  def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<K>(info); };
+  table.add(std::move(def));
+}
+
 }  // namespace
 
 void register_indexing_kernels(KernelTable& table) {
   for (ElementType type : supported_element_types()) {
-    KernelDef gather = make_def("GatherND", {11}, type, threshold_schema("GatherND", type));
-    gather.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-      return std::make_unique<GatherNDKernel>(info);
-    };
-    table.add(std::move(gather));
-    KernelDef compress = make_def("Compress", {9}, type, threshold_schema("Compress", type));
-    compress.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-      return std::make_unique<CompressKernel>(info);
-    };
-    table.add(std::move(compress));
-    KernelDef reverse = make_def("ReverseSequence", {10}, type, threshold_schema("ReverseSequence", type));
-    reverse.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-      return std::make_unique<ReverseSequenceKernel>(info);
-    };
-    table.add(std::move(reverse));
-    KernelDef unpool = make_def("MaxUnpool", {9}, type, threshold_schema("MaxUnpool", type));
-    unpool.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-      return std::make_unique<MaxUnpoolKernel>(info);
-    };
-    table.add(std::move(unpool));
+    add_by_bytes<GatherNDKernel>(table, "GatherND", {11}, type);
+    add_by_bytes<CompressKernel>(table, "Compress", {9}, type);
+    add_by_bytes<ReverseSequenceKernel>(table, "ReverseSequence", {10}, type);
+    add_by_bytes<MaxUnpoolKernel>(table, "MaxUnpool", {9}, type);
   }
   for_each_type<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, bool, Float16,
                 BFloat16>([&](auto v) {

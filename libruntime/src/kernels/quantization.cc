@@ -17,21 +17,12 @@
 #include "kernels/elementwise.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
+#include "kernels/quantized_operands.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
 
 namespace {
-
-template <typename Q>
-Q saturate_round(float v) {
-  const float r = std::nearbyint(v);
-  constexpr auto lo = static_cast<float>(std::numeric_limits<Q>::min());
-  constexpr auto hi = static_cast<float>(std::numeric_limits<Q>::max());
-  if (!(r >= lo)) return std::numeric_limits<Q>::min();  // NaN saturates low, as below the range
-  if (r > hi) return std::numeric_limits<Q>::max();
-  return static_cast<Q>(r);
-}
 
 // Per-tensor (one value) or per-axis (one per index of `axis`) quantization parameters: the index
 // of element e's parameter.
@@ -154,15 +145,11 @@ Shape integer_matmul(const Tensor& a, const Tensor& b, const Tensor* a_zero, con
   if (b.rank() > 2 && Shape(b.shape().begin(), b.shape().end() - 2) != batch)
     throw UnsupportedError(fmt::format("{}: batch dims of {} and {} differ (broadcasting batches is not supported)", label,
                                        shape_to_string(a.shape()), shape_to_string(b.shape())));
-  auto zeros = [&](const Tensor* z, int64_t per, const char* what) {
-    std::vector<int32_t> v;
-    if (z == nullptr) return v;
-    if (z->element_count() != 1 && z->element_count() != per)
-      throw InputError(fmt::format("{}: {} zero point {} must hold 1 or {} values", label, what, shape_to_string(z->shape()), per));
-    for (int64_t i = 0; i < z->element_count(); ++i) v.push_back(static_cast<int32_t>(read_as_double(*z, i)));
-    return v;
-  };
-  const std::vector<int32_t> za = zeros(a_zero, m, "A's"), zb = zeros(b_zero, n, "B's");
+  const std::vector<int32_t> za = zero_points(a_zero, m, label, "A's zero point");
+  // B's zero point per column, read once rather than per multiply-add.
+  const std::vector<int32_t> zb_given = zero_points(b_zero, n, label, "B's zero point");
+  std::vector<int32_t> zb(static_cast<std::size_t>(n));
+  for (int64_t j = 0; j < n; ++j) zb[static_cast<std::size_t>(j)] = zero_point_at(zb_given, j);
   int64_t batches = 1;
   for (int64_t d : batch) batches *= d;
   out.assign(static_cast<std::size_t>(batches * m * n), 0);
@@ -173,13 +160,11 @@ Shape integer_matmul(const Tensor& a, const Tensor& b, const Tensor* a_zero, con
     const B* bm = pb + (b.rank() > 2 ? t * k * n : 0);
     int32_t* c = out.data() + t * m * n;
     for (int64_t i = 0; i < m; ++i) {
-      const int32_t a0 = za.empty() ? 0 : za[za.size() == 1 ? 0 : static_cast<std::size_t>(i)];
+      const int32_t a0 = zero_point_at(za, i);
       for (int64_t p = 0; p < k; ++p) {
         const int32_t av = static_cast<int32_t>(am[i * k + p]) - a0;
-        for (int64_t j = 0; j < n; ++j) {
-          const int32_t b0 = zb.empty() ? 0 : zb[zb.size() == 1 ? 0 : static_cast<std::size_t>(j)];
-          c[i * n + j] += av * (static_cast<int32_t>(bm[p * n + j]) - b0);
-        }
+        for (int64_t j = 0; j < n; ++j)
+          c[i * n + j] += av * (static_cast<int32_t>(bm[p * n + j]) - zb[static_cast<std::size_t>(j)]);
       }
     }
   }
@@ -187,18 +172,6 @@ Shape integer_matmul(const Tensor& a, const Tensor& b, const Tensor* a_zero, con
   shape.push_back(m);
   shape.push_back(n);
   return shape;
-}
-
-// Calls f(A{}, B{}) for the (uint8|int8) x (uint8|int8) operand types of a and b.
-template <typename F>
-void dispatch_int8_pair(ElementType a, ElementType b, const std::string& label, F&& f) {
-  auto with_b = [&](auto av) {
-    if (b == ElementType::uint8) f(av, uint8_t{});
-    else if (b == ElementType::int8) f(av, int8_t{});
-    else throw InputError(fmt::format("{}: B must be uint8 or int8, not {}", label, element_type_name(b)));
-  };
-  if (a == ElementType::uint8) with_b(uint8_t{});
-  else with_b(int8_t{});
 }
 
 class MatMulIntegerKernel final : public ThresholdKernel {
@@ -258,16 +231,6 @@ class QLinearMatMulKernel final : public ThresholdKernel {
 
 TuningSchema schema_of(const std::string& op_type, ElementType type) {
   return parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements);
-}
-
-// The zero point's (or output zero point's) type at `input`, uint8 when omitted.
-ElementType quantized_type(const KernelCreateInfo& info, std::size_t input) {
-  const ElementType t = input < info.input_types.size() ? info.input_types[input] : ElementType::undefined;
-  if (t == ElementType::undefined) return ElementType::uint8;
-  if (t != ElementType::uint8 && t != ElementType::int8)
-    throw UnsupportedError(fmt::format("{}: quantized type {} is not supported (uint8, int8)", info.node_label(),
-                                       element_type_name(t)));
-  return t;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
+#include "kernels/quantized_operands.h"
 #include "kernels/spatial_attributes.h"
 #include "onnx_light/runtime/error.h"
 
@@ -68,7 +69,7 @@ void integer_conv(const ConvGeometry& g, const X* x, const W* w, int32_t x_zero,
   for (int64_t b = 0; b < g.n; ++b)
     for (int64_t m = 0; m < g.m; ++m) {
       const int64_t grp = m / mg;
-      const int32_t wz = w_zero.empty() ? 0 : w_zero[w_zero.size() == 1 ? 0 : static_cast<std::size_t>(m)];
+      const int32_t wz = zero_point_at(w_zero, m);
       for (int64_t oy = 0; oy < g.oh; ++oy)
         for (int64_t ox = 0; ox < g.ow; ++ox) {
           int32_t sum = 0;
@@ -89,26 +90,6 @@ void integer_conv(const ConvGeometry& g, const X* x, const W* w, int32_t x_zero,
     }
 }
 
-std::vector<int32_t> zero_points(const Tensor* t, int64_t per, const std::string& label, const char* what) {
-  std::vector<int32_t> v;
-  if (t == nullptr) return v;
-  if (t->element_count() != 1 && t->element_count() != per)
-    throw InputError(fmt::format("{}: {} {} must hold 1 or {} values", label, what, shape_to_string(t->shape()), per));
-  for (int64_t i = 0; i < t->element_count(); ++i) v.push_back(static_cast<int32_t>(read_as_double(*t, i)));
-  return v;
-}
-
-template <typename F>
-void dispatch_operands(ElementType x, ElementType w, const std::string& label, F&& f) {
-  auto with_w = [&](auto xv) {
-    if (w == ElementType::uint8) f(xv, uint8_t{});
-    else if (w == ElementType::int8) f(xv, int8_t{});
-    else throw InputError(fmt::format("{}: W must be uint8 or int8, not {}", label, element_type_name(w)));
-  };
-  if (x == ElementType::uint8) with_w(uint8_t{});
-  else with_w(int8_t{});
-}
-
 class ConvIntegerKernel final : public Kernel {
  public:
   explicit ConvIntegerKernel(const KernelCreateInfo& info) : attributes_(info) {
@@ -122,7 +103,7 @@ class ConvIntegerKernel final : public Kernel {
     const ConvGeometry g = geometry(attributes_, group_, x, w, label);
     const std::vector<int32_t> xz = zero_points(execution.input(2), 1, label, "x_zero_point");
     const std::vector<int32_t> wz = zero_points(execution.input(3), g.m, label, "w_zero_point");
-    dispatch_operands(x.element_type(), w.element_type(), label, [&](auto xv, auto wv) {
+    dispatch_int8_pair(x.element_type(), w.element_type(), label, [&](auto xv, auto wv) {
       integer_conv(g, x.data<decltype(xv)>(), w.data<decltype(wv)>(), xz.empty() ? 0 : xz[0], wz, acc_);
     });
     Tensor& y = checked_output(execution, 0, ElementType::int32, {g.n, g.m, g.oh, g.ow}, false);
@@ -162,7 +143,7 @@ class QLinearConvKernel final : public Kernel {
     const Tensor* bias = execution.input(8);
     if (bias != nullptr && (bias->element_type() != ElementType::int32 || bias->element_count() != g.m))
       throw InputError(fmt::format("{}: B must be int32 [{}], not {}", label, g.m, bias->describe()));
-    dispatch_operands(x.element_type(), w.element_type(), label, [&](auto xv, auto wv) {
+    dispatch_int8_pair(x.element_type(), w.element_type(), label, [&](auto xv, auto wv) {
       integer_conv(g, x.data<decltype(xv)>(), w.data<decltype(wv)>(), xz[0], wz, acc_);
     });
     Tensor& y = checked_output(execution, 0, ElementTraits<Q>::type, {g.n, g.m, g.oh, g.ow}, false);
@@ -172,10 +153,7 @@ class QLinearConvKernel final : public Kernel {
       const auto m = static_cast<std::size_t>((static_cast<int64_t>(e) / plane) % g.m);
       const float multiplier = x_scale[0] * w_scale[w_scale.size() == 1 ? 0 : m] / y_scale[0];
       const int32_t sum = acc_[e] + (bias != nullptr ? bias->data<int32_t>()[m] : 0);
-      const float r = std::nearbyint(static_cast<float>(sum) * multiplier) + static_cast<float>(yz[0]);
-      constexpr auto lo = static_cast<float>(std::numeric_limits<Q>::min());
-      constexpr auto hi = static_cast<float>(std::numeric_limits<Q>::max());
-      out[e] = static_cast<Q>(r < lo ? lo : (r > hi ? hi : r));
+      out[e] = saturate_round<Q>(std::nearbyint(static_cast<float>(sum) * multiplier) + static_cast<float>(yz[0]));
     }
   }
 
@@ -184,13 +162,6 @@ class QLinearConvKernel final : public Kernel {
   int64_t group_ = 1;
   std::vector<int32_t> acc_;
 };
-
-ElementType output_zero_type(const KernelCreateInfo& info) {
-  const ElementType t = info.input_types.size() > 7 ? info.input_types[7] : ElementType::undefined;
-  if (t != ElementType::uint8 && t != ElementType::int8)
-    throw UnsupportedError(fmt::format("{}: y_zero_point must be uint8 or int8", info.node_label()));
-  return t;
-}
 
 }  // namespace
 
@@ -206,10 +177,10 @@ void register_quantized_conv_kernels(KernelTable& table) {
     KernelDef qlinear = make_def("QLinearConv", {10}, type,
                                  parallel_threshold_schema(elementwise_key("QLinearConv", type, 1), kDefaultMinimumElements));
     qlinear.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-      if (output_zero_type(info) == ElementType::int8) return std::make_unique<QLinearConvKernel<int8_t>>(info);
+      if (quantized_type(info, 7) == ElementType::int8) return std::make_unique<QLinearConvKernel<int8_t>>(info);
       return std::make_unique<QLinearConvKernel<uint8_t>>(info);
     };
-    qlinear.output_types = [](const KernelCreateInfo& info) { return std::vector<ElementType>{output_zero_type(info)}; };
+    qlinear.output_types = [](const KernelCreateInfo& info) { return std::vector<ElementType>{quantized_type(info, 7)}; };
     table.add(std::move(qlinear));
   }
 }
