@@ -285,7 +285,8 @@ TEST_CASE("conv_variant_names_the_path_that_ran") {
              {"strides = [2, 2], pads = [1, 1, 1, 1]", {1, 5, 11, 19}, {5, 5, 3, 3}, "packed_gemm_"},
              {"strides = [2, 2], pads = [1, 1, 1, 1]", {1, 3, 11, 19}, {5, 3, 3, 3}, "direct_3x3s2_" + blocked},
              {"", {2, 24, 5, 7}, {5, 24, 1, 1}, "pointwise_gemm_"}}) {
-      CAPTURE(w);
+      const Shape weights = w;  // CAPTURE's lambda cannot take a structured binding on clang 14
+      CAPTURE(weights);
       const DirectRun fast = direct_run(implementation, attributes, x, w);
       CHECK(fast.variant == variant + implementation);
       const DirectRun portable = direct_run("portable", attributes, x, w);

@@ -545,8 +545,9 @@ TEST_CASE("shape_change_between_runs_replans") {
     options.kernels = &table_for(impl);
     RuntimeSession mm(matmul, options), gm(gemm, options);
     for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{10, 20, 30}, {5, 20, 7}, {3, 1, 40}, {10, 20, 30}}) {
-      CAPTURE(m);
-      CAPTURE(n);
+      const int64_t rows = m, columns = n;  // CAPTURE's lambda cannot take a structured binding on clang 14
+      CAPTURE(rows);
+      CAPTURE(columns);
       const Tensor a = random({m, k}, 1), b = random({k, n}, 2);
       RuntimeContext context;
       context.set("a", a);

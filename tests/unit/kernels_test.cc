@@ -278,7 +278,8 @@ TEST_CASE("every_kernel_family_is_bit_identical_across_1_to_4_threads") {
         const RunResult parallel = run(model, inputs, threads);
         largest_admitted = std::max(largest_admitted, parallel.max_admitted);
         for (const auto& [name, expected] : serial.outputs) {
-          CAPTURE(name);
+          const std::string output = name;  // CAPTURE's lambda cannot take a structured binding on clang 14
+          CAPTURE(output);
           CHECK(bitwise_equal(expected, parallel.outputs.at(name)));
         }
       }

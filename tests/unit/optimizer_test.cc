@@ -61,7 +61,9 @@ bool has_op(const Outcome& o, const std::string& op) { return std::find(o.ops.be
 // Outputs within 1e-5 of each output's largest magnitude (exact when `exact`).
 void check_equal(const Outcome& got, const Outcome& want, bool exact = false) {
   REQUIRE(got.outputs.size() == want.outputs.size());
-  for (const auto& [name, w] : want.outputs) {
+  for (const auto& entry : want.outputs) {
+    const std::string& name = entry.first;  // not a structured binding: INFO's lambda cannot take one on clang 14
+    const Tensor& w = entry.second;
     const Tensor& g = got.outputs.at(name);
     REQUIRE(g.shape() == w.shape());
     REQUIRE(g.element_type() == ElementType::float32);
