@@ -19,6 +19,20 @@
 
 namespace tune_test {
 
+// Sanitized builds run 3-10x slower: calibration tests whose claims need a measurement to fit in
+// the budget (not tests of the budget itself) scale their budgets by this.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr int kSanitizerSlowdown = 5;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr int kSanitizerSlowdown = 5;
+#else
+inline constexpr int kSanitizerSlowdown = 1;
+#endif
+#else
+inline constexpr int kSanitizerSlowdown = 1;
+#endif
+
 namespace rt = onnx_light::runtime;
 namespace tn = onnx_light::tune;
 
