@@ -2,12 +2,13 @@
 # Installs every build, test and benchmark dependency from Debian 12's archive (nothing else).
 # man-db, groff-base and bsdextrautils (col) check the man pages; zsh and fish check the completions.
 # strace checks the cache writer's system-call order (tests/cli/test_cache_write_order.sh).
+# python3-mypy type-checks the Python package and examples/notebook_tour.py against the stubs (--strict).
 set -euo pipefail
 PACKAGES=(
   cmake ninja-build g++ pkg-config git
   libcli11-dev libprotobuf-dev protobuf-compiler libfmt-dev libspdlog-dev libtomlplusplus-dev
   doctest-dev nlohmann-json3-dev libcpuinfo-dev libonnx-dev
-  pybind11-dev python3-dev python3-numpy python3-onnx python3-pytest
+  pybind11-dev python3-dev python3-numpy python3-onnx python3-pytest python3-mypy
   libbenchmark-dev
   man-db groff-base bsdextrautils zsh fish strace
 )

@@ -1,12 +1,23 @@
 """onnx_light: a small ONNX CPU runtime and its kernel tuner, from Python.
 
+Five lines in a notebook::
+
+    import numpy as np, onnx_light
+    session = onnx_light.InferenceSession("model.onnx", threads=2, profile=True)
+    outputs = session.run(None, {"x": np.ones((1, 3, 224, 224), np.float32)})
+    session.profile()                                             # a table per node
+    onnx_light.kernel_tuning.calibrate_kernel_tuning(model="model.onnx")  # tune for this machine
+
 Modules:
 
+- :class:`InferenceSession` (:mod:`onnx_light.inference`): ONNX Runtime's entry point
+  (``get_inputs()``, ``run(None, feeds)``, ``end_profiling()``).
+- :mod:`onnx_light.runtime`: the lower-level runtime (tensors, contexts, ``RuntimeSession``,
+  parallel-region profiling); ``onnx_light.onnx_py._onnxpykernels.runtime`` is the same module.
+- :mod:`onnx_light.reports`: the report dictionaries' table views (``to_rows()``, Jupyter HTML).
 - :mod:`onnx_light.kernel_tuning`: list, propose, set, inspect, load, calibrate and remove
   kernel tuning profiles (the operations of the ``onnx-light-tune`` CLI, returning the same
   dictionaries as its ``--json`` output).
-- ``onnx_light.onnx_py._onnxpykernels.runtime``: tensors, runtime contexts, sessions and
-  parallel-region profiling.
 - :mod:`onnx_light.onnx_lib.parser`: ``parse_model(text)``, the ONNX text syntax parsed by
   onnx_light's own C++ library, returned as an ``onnx.ModelProto``.
 - :mod:`onnx_light.onnx`: the ONNX protobuf classes (``TensorProto``, ``ModelProto``...) of the
@@ -26,11 +37,9 @@ derive from the builtin a caller expects: :class:`NotFoundError` (``KeyError``),
 :class:`IoError` (``OSError``), :class:`MemoryLimitError` (``MemoryError``: a value over the
 session's memory limit) and :class:`CalibrationMismatch`.
 """
-from __future__ import annotations
-
 import os as _os
 import warnings as _warnings
-from typing import Optional as _Optional
+from typing import List as _List, Optional as _Optional
 
 from .onnx_py import _onnxpykernels
 from .onnx_py._onnxpykernels import (
@@ -45,32 +54,51 @@ from .onnx_py._onnxpykernels import (
     TypeMismatchError,
     UnsupportedError,
 )
-from . import kernel_tuning
+from . import kernel_tuning, reports, runtime
+from .inference import InferenceSession, NodeArg
+from .kernel_tuning import TuningCacheError, TuningCacheWarning
+from .reports import LoadReport as _LoadReport
+from .runtime import RuntimeSession, RuntimeSessionOptions
 
 __version__: str = _onnxpykernels.__version__
 
 __all__ = [
     "CalibrationMismatch",
     "Error",
+    "InferenceSession",
     "InputError",
     "InvalidValueError",
     "IoError",
     "MemoryLimitError",
     "ModelError",
+    "NodeArg",
     "NotFoundError",
+    "RuntimeSession",
+    "RuntimeSessionOptions",
+    "TuningCacheError",
     "TuningCacheWarning",
     "TypeMismatchError",
     "UnsupportedError",
     "autoload_report",
     "kernel_tuning",
+    "parse_model",
+    "reports",
+    "runtime",
 ]
 
 
-class TuningCacheWarning(UserWarning):
-    """The default tuning cache could not be loaded (or holds invalid profiles) at import."""
+def parse_model(text: "str | bytes") -> "onnx.ModelProto":  # type: ignore[name-defined]  # noqa: F821
+    """Parses ONNX text syntax into an ``onnx.ModelProto`` (see :mod:`onnx_light.onnx_lib.parser`)."""
+    from .onnx_lib.parser import parse_model as parse  # imports onnx only when used
+
+    return parse(text)
 
 
-def _load_default_cache() -> _Optional[dict]:
+def __dir__() -> _List[str]:
+    return sorted(__all__ + ["__version__"])
+
+
+def _load_default_cache() -> "_Optional[_LoadReport]":
     """Publishes the default cache (and the system cache) when one exists; never raises."""
     if _os.environ.get("ONNX_LIGHT_NO_AUTOLOAD", "") not in ("", "0"):
         return None
@@ -85,7 +113,9 @@ def _load_default_cache() -> _Optional[dict]:
     if not (path and _os.path.exists(path)) and not (system and _os.path.exists(system)):
         return None
     try:
-        report = kernel_tuning.load_kernel_tuning_cache(path)
+        with _warnings.catch_warnings():  # said once, below, with the autoload's wording
+            _warnings.simplefilter("ignore", TuningCacheWarning)
+            report = kernel_tuning.load_kernel_tuning_cache(path)
     except Exception as error:  # noqa: BLE001  (the import must not fail because of a cache)
         _warnings.warn(
             f"onnx_light: the kernel tuning cache {path} was not loaded: {error}",
@@ -112,4 +142,4 @@ def _load_default_cache() -> _Optional[dict]:
 
 
 #: The report of the load done at import (``None`` when no cache existed or autoload is off).
-autoload_report: _Optional[dict] = _load_default_cache()
+autoload_report: _Optional[_LoadReport] = _load_default_cache()

@@ -26,20 +26,39 @@ per physical core, as a session with default ``RuntimeParameters`` runs.
 Errors: an unknown kernel, parameter or element type raises ``KeyError``
 (``onnx_light.NotFoundError``); a value of the wrong type ``TypeError``
 (``onnx_light.TypeMismatchError``); a value breaking its rule ``ValueError``
-(``onnx_light.InvalidValueError``). A cache that cannot be read or written is not an
-exception: the report's ``status`` says so, as the CLI's exit status does.
+(``onnx_light.InvalidValueError``).
+
+A cache that cannot be parsed, read or written: the writing functions (``set_...``,
+``calibrate_...`` with ``save=True``, ``remove_...`` with filters) raise
+:class:`TuningCacheError` (an ``onnx_light.IoError``, so an ``OSError``) naming the file and the
+fix, with the whole report in its ``report`` attribute; the cache file is never overwritten.
+The read-only functions return their report and warn (:class:`TuningCacheWarning`).
+
+Results are dictionaries (:mod:`onnx_light.reports`): the same keys and ``pprint`` output as
+``--json``, plus ``to_rows()``, ``to_dataframe()`` and a table in Jupyter.
 """
 from __future__ import annotations
 
-import operator
-import os
+import operator as _operator
+import os as _os
+import warnings as _warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path as _Path
-from typing import Any, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as _np
 
-from .onnx_py._onnxpykernels import NotFoundError, _tuning
+from .onnx_py._onnxpykernels import IoError, NotFoundError, _tuning
+from .reports import (
+    CalibrationReport,
+    InspectionReport,
+    LoadReport,
+    ModelCalibrationReport,
+    ParametersReport,
+    ProposalReport,
+    RemovalReport,
+    UpdateReport,
+)
 
 __all__ = [
     "default_kernel_tuning_cache_path",
@@ -53,7 +72,62 @@ __all__ = [
     "DEFAULT_CALIBRATION_DURATION_MS",
     "DEFAULT_CALIBRATION_MEMORY_BYTES",
     "DEFAULT_MODEL_CALIBRATION_DURATION_MS",
+    "TuningCacheError",
+    "TuningCacheWarning",
 ]
+
+
+def __dir__() -> List[str]:
+    return sorted(__all__)
+
+
+class TuningCacheWarning(UserWarning):
+    """A tuning cache could not be read (malformed, unreadable) or holds invalid profiles."""
+
+
+class TuningCacheError(IoError):
+    """A writing function could not use its cache (malformed, unreadable, read-only, locked...).
+
+    Nothing was written. ``path`` is the cache file, ``status`` the update status and
+    ``report`` the operation's whole report dictionary.
+    """
+
+    def __init__(self, message: str, path: str, status: str, report: Any) -> None:
+        super().__init__(message)
+        self.path = path
+        self.status = status
+        self.report = report
+
+
+# Update statuses that mean nothing was written, and what to do about each from Python.
+_CACHE_FIXES = {
+    "malformed": "inspect_kernel_tuning_cache({path!r}) shows what was read, remove_kernel_tuning_cache({path!r}) "
+    "deletes the file so that the next write starts a new one",
+    "unreadable": "check the file's permissions, or delete it with remove_kernel_tuning_cache({path!r})",
+    "read_only": "check the permissions of the file and its directory, or pass another path=",
+    "write_failed": "check the free space and permissions of the cache's directory",
+    "lock_timeout": "another process holds the cache's lock; retry when it is done",
+}
+
+
+def _cache_problem(status: Any, path: Any, diagnostics: Any) -> Optional[str]:
+    if status not in _CACHE_FIXES:
+        return None
+    messages = [d.get("message", "") for d in diagnostics or [] if isinstance(d, dict) and d.get("message")]
+    what = "; ".join(messages) if messages else f"the kernel tuning cache {path} is {status}"
+    return f"{what}. From Python: " + _CACHE_FIXES[status].format(path=path)
+
+
+def _raise_unwritable(report: Any, status: Any, path: Any, diagnostics: Any, what: str) -> None:
+    problem = _cache_problem(status, path, diagnostics)
+    if problem is not None:
+        raise TuningCacheError(f"{what}: nothing was written: {problem}", str(path), str(status), report)
+
+
+def _warn_unreadable(status: Any, path: Any, diagnostics: Any, what: str) -> None:
+    if status in ("malformed", "unreadable"):
+        problem = _cache_problem(status, path, diagnostics)
+        _warnings.warn(f"{what}: {problem}", TuningCacheWarning, stacklevel=3)
 
 #: Time budget of :func:`calibrate_kernel_tuning` for the whole call, in milliseconds.
 DEFAULT_CALIBRATION_DURATION_MS: int = _tuning.DEFAULT_CALIBRATION_DURATION_MS
@@ -62,7 +136,7 @@ DEFAULT_CALIBRATION_MEMORY_BYTES: int = _tuning.DEFAULT_CALIBRATION_MEMORY_BYTES
 #: Time budget of :func:`calibrate_kernel_tuning` with ``model=`` (whole runs of a model per decision).
 DEFAULT_MODEL_CALIBRATION_DURATION_MS: int = _tuning.DEFAULT_MODEL_CALIBRATION_DURATION_MS
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = Union[str, "_os.PathLike[str]"]
 ElementType = Union[int, str]
 
 # ---- argument normalisation ------------------------------------------------------------------
@@ -77,7 +151,7 @@ def _integer(name: str, value: Any) -> int:
     if isinstance(value, (bool, _np.bool_)):
         raise TypeError(f"{name} must be an int, not bool")
     try:
-        return operator.index(value)
+        return _operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an int, not {_type_name(value)}") from None
 
@@ -107,8 +181,8 @@ def _path(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, os.PathLike):
-        return os.fsdecode(os.fspath(value))
+    if isinstance(value, _os.PathLike):
+        return _os.fsdecode(_os.fspath(value))
     raise TypeError(f"path must be a str, an os.PathLike or None, not {_type_name(value)}")
 
 
@@ -122,7 +196,7 @@ def _element_type(name: str, value: Any) -> int:
     return number
 
 
-def _many(name: str, value: Any) -> list:
+def _many(name: str, value: Any) -> List[Any]:
     """One item (a str or a scalar) or an iterable of them, as a list."""
     if value is None:
         return []
@@ -150,7 +224,8 @@ def _element_types(element_type: Any, element_types: Any, one: str = "element_ty
     return [_element_type(name, item) for item in items]
 
 
-def _selection(kernel, kernels, element_type, element_types, implementation, library, device) -> dict:
+def _selection(kernel: Any, kernels: Any, element_type: Any, element_types: Any, implementation: Any, library: Any,
+               device: Any) -> Dict[str, Any]:
     return dict(
         kernels=_kernels(kernel, kernels),
         element_types=_element_types(element_type, element_types),
@@ -169,7 +244,7 @@ def _value_text(name: str, value: Any) -> str:
     if isinstance(value, (float, _np.floating)):
         return repr(float(value))
     try:
-        return str(operator.index(value))
+        return str(_operator.index(value))
     except TypeError:
         raise TypeError(f"parameters[{name!r}] values must be int, float, bool or str, not {_type_name(value)}") from None
 
@@ -215,7 +290,7 @@ def kernel_tuning_parameters(
     *,
     kernels: Optional[Iterable[str]] = None,
     element_types: Optional[Iterable[ElementType]] = None,
-) -> dict:
+) -> ParametersReport:
     """Lists the tuning parameters of the selected keys: schema, defaults, cached and active values.
 
     Reads only; nothing is written or published.
@@ -251,7 +326,9 @@ def kernel_tuning_parameters(
         path=_path(path),
         num_threads=_optional_integer("num_threads", num_threads),
     )
-    return report
+    _warn_unreadable(report.get("cache_status"), report.get("cache_path"), report.get("diagnostics"),
+                     "kernel_tuning_parameters")
+    return ParametersReport(report)
 
 
 def propose_kernel_tuning_updates(
@@ -265,7 +342,7 @@ def propose_kernel_tuning_updates(
     implementation: Optional[str] = None,
     library: Optional[str] = None,
     device: Optional[int] = None,
-) -> dict:
+) -> ProposalReport:
     """Proposes which keys to calibrate: the selected keys without a local cached profile.
 
     Read-only: compares the selected keys with the cache for this host and thread count.
@@ -287,7 +364,7 @@ def propose_kernel_tuning_updates(
     Raises:
         KeyError, TypeError, ValueError: as :func:`kernel_tuning_parameters`.
     """
-    return _tuning.propose_kernel_tuning_updates(
+    report = _tuning.propose_kernel_tuning_updates(
         kernels=_kernels(kernel, kernels),
         element_types=_element_types(element_type, element_types),
         implementation=_text("implementation", implementation),
@@ -296,6 +373,9 @@ def propose_kernel_tuning_updates(
         path=_path(path),
         num_threads=_optional_integer("num_threads", num_threads),
     )
+    _warn_unreadable(report.get("cache_status"), report.get("cache_path"), report.get("diagnostics"),
+                     "propose_kernel_tuning_updates")
+    return ProposalReport(report)
 
 
 def set_kernel_tuning_parameters(
@@ -310,7 +390,7 @@ def set_kernel_tuning_parameters(
     library: Optional[str] = None,
     device: Optional[int] = None,
     prune_stale: bool = False,
-) -> dict:
+) -> UpdateReport:
     """Validates and writes one profile for this host, and by default publishes the cache.
 
     ``values`` may be partial: omitted names keep the matching cached profile's values (user
@@ -332,15 +412,21 @@ def set_kernel_tuning_parameters(
         prune_stale: Also drop profiles of outdated tuning ABIs.
 
     Returns:
-        ``{status, path, values, updated, preserved, pruned, diagnostics, load}``: ``status`` is
-        ``"updated"``, ``"read_only"``, ``"unreadable"``, ``"malformed"`` or ``"write_failed"``;
-        ``values`` the complete set written; ``load`` the :func:`load_kernel_tuning_cache` report
+        An :class:`~onnx_light.reports.UpdateReport`: ``{status, path, values, updated, preserved,
+        pruned, diagnostics, load}`` with ``status`` ``"updated"``; ``values`` the complete set written; ``load`` the :func:`load_kernel_tuning_cache` report
         (``None`` when ``load=False`` or nothing was written).
 
     Raises:
         KeyError: an unknown kernel, element type or parameter name.
         TypeError: a value of the wrong type, or ``values`` missing or not a mapping.
         ValueError: a value breaking its rule (e.g. out of range); nothing is written then.
+        TuningCacheError: the cache is malformed, unreadable, read-only or locked; nothing is
+            written, the message names the file and the fix.
+
+    Example::
+
+        report = set_kernel_tuning_parameters("Abs", "float", {"parallel.minimum_elements": 65536})
+        report["values"]          # {'parallel.minimum_elements': 65536}
     """
     if not isinstance(kernel, str):
         raise TypeError(f"kernel must be a str (an ONNX op type such as 'Abs'), not {_type_name(kernel)}")
@@ -348,7 +434,7 @@ def set_kernel_tuning_parameters(
         raise TypeError("set_kernel_tuning_parameters() needs values: a dict of parameter name -> value")
     if not isinstance(values, Mapping):
         raise TypeError(f"values must be a dict of parameter name -> value, not {_type_name(values)}")
-    return _tuning.set_kernel_tuning_parameters(
+    report = _tuning.set_kernel_tuning_parameters(
         kernel=kernel,
         element_type=_element_type("element_type", element_type),
         values=dict(values),
@@ -360,6 +446,9 @@ def set_kernel_tuning_parameters(
         device=_optional_integer("device", device),
         prune_stale=_boolean("prune_stale", prune_stale),
     )
+    _raise_unwritable(report, report.get("status"), report.get("path"), report.get("diagnostics"),
+                      "set_kernel_tuning_parameters")
+    return UpdateReport(report)
 
 
 def inspect_kernel_tuning_cache(
@@ -374,7 +463,7 @@ def inspect_kernel_tuning_cache(
     device: Optional[int] = None,
     num_threads: Optional[int] = None,
     user_only: bool = False,
-) -> dict:
+) -> InspectionReport:
     """Reads every profile of a cache (and of the system cache) without changing anything.
 
     Args:
@@ -397,12 +486,14 @@ def inspect_kernel_tuning_cache(
         TypeError, ValueError: bad arguments; KeyError (NotFoundError): a kernel that is neither
         registered nor cached.
     """
-    return _tuning.inspect_kernel_tuning_cache(
+    report = _tuning.inspect_kernel_tuning_cache(
         path=_path(path),
         **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
         num_threads=_optional_integer("num_threads", num_threads),
         user_only=_boolean("user_only", user_only),
     )
+    _warn_unreadable(report.get("status"), report.get("path"), report.get("diagnostics"), "inspect_kernel_tuning_cache")
+    return InspectionReport(report)
 
 
 def load_kernel_tuning_cache(
@@ -416,7 +507,7 @@ def load_kernel_tuning_cache(
     library: Optional[str] = None,
     device: Optional[int] = None,
     num_threads: Optional[int] = None,
-) -> dict:
+) -> LoadReport:
     """Classifies a cache and publishes its valid profiles for this machine into this process.
 
     Sessions created afterwards resolve their kernels' values from the published profiles
@@ -440,11 +531,13 @@ def load_kernel_tuning_cache(
         KeyError: a kernel filter names an unknown kernel.
         TypeError, ValueError: bad arguments.
     """
-    return _tuning.load_kernel_tuning_cache(
+    report = _tuning.load_kernel_tuning_cache(
         path=_path(path),
         **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
         num_threads=_optional_integer("num_threads", num_threads),
     )
+    _warn_unreadable(report.get("status"), report.get("path"), report.get("diagnostics"), "load_kernel_tuning_cache")
+    return LoadReport(report)
 
 
 def calibrate_kernel_tuning(
@@ -472,7 +565,7 @@ def calibrate_kernel_tuning(
     inputs: Optional[Mapping[str, Any]] = None,
     dims: Optional[Mapping[str, int]] = None,
     tune_blocks: bool = True,
-) -> dict:
+) -> Union[CalibrationReport, ModelCalibrationReport]:
     """Measures where parallel execution pays off and publishes (and by default saves) the result.
 
     With ``model=`` (a path — a ``str`` naming a file counts as one —, an ``onnx.ModelProto``, its
@@ -562,13 +655,13 @@ def calibrate_kernel_tuning(
                 "calibrate_kernel_tuning(model=...) takes its keys from the model's nodes; "
                 f"it does not take {', '.join(given)}"
             )
-        if isinstance(model, str) and os.path.isfile(model):
+        if isinstance(model, str) and _os.path.isfile(model):
             model = _Path(model)  # a file name, not ONNX text
         if inputs is not None and not isinstance(inputs, Mapping):
             raise TypeError(f"inputs must be a mapping of input names to arrays, not {type(inputs).__name__}")
         if dims is not None and not isinstance(dims, Mapping):
             raise TypeError(f"dims must be a mapping of dimension names to sizes, not {type(dims).__name__}")
-        return _tuning.calibrate_model(
+        report = _tuning.calibrate_model(
             model=model,
             inputs=dict(inputs or {}),
             dims={str(k): _integer(f"dims[{k!r}]", v) for k, v in (dims or {}).items()},
@@ -583,6 +676,8 @@ def calibrate_kernel_tuning(
             seed=_seed(seed),
             prune_stale=_boolean("prune_stale", prune_stale),
         )
+        _raise_unsaved(report, "calibrate_kernel_tuning(model=...)")
+        return ModelCalibrationReport(report)
     if inputs is not None or dims is not None:
         raise ValueError("calibrate_kernel_tuning(): inputs and dims need model=")
     if maximum_duration_ms is None:
@@ -596,7 +691,7 @@ def calibrate_kernel_tuning(
     types = _element_types(element_type, element_types)
     if not types and not every:
         types = [1]
-    return _tuning.calibrate_kernel_tuning(
+    report = _tuning.calibrate_kernel_tuning(
         kernels=names,
         element_types=types,
         all=every,
@@ -615,6 +710,16 @@ def calibrate_kernel_tuning(
         prune_stale=_boolean("prune_stale", prune_stale),
         force_save=_boolean("force_save", force_save),
     )
+    _raise_unsaved(report, "calibrate_kernel_tuning")
+    return CalibrationReport(report)
+
+
+def _raise_unsaved(report: Any, what: str) -> None:
+    update = report.get("cache_update")
+    if isinstance(update, dict):
+        done = "the results are published in this process only" if report.get("calibrated") else "nothing was measured"
+        _raise_unwritable(report, update.get("status"), update.get("path", report.get("cache_path")),
+                          update.get("diagnostics"), f"{what} ({done})")
 
 
 def _seed(seed: Any) -> Optional[int]:
@@ -641,7 +746,7 @@ def remove_kernel_tuning_cache(
     foreign: bool = False,
     hostname: Optional[str] = None,
     dry_run: bool = False,
-) -> dict:
+) -> RemovalReport:
     """Removes the cache file, or only the matching profiles.
 
     Without filters the cache file and its lock file are deleted. With any filter the matching
@@ -670,7 +775,7 @@ def remove_kernel_tuning_cache(
         TypeError, ValueError: bad arguments; KeyError (NotFoundError): a kernel that is neither
         registered nor cached.
     """
-    return _tuning.remove_kernel_tuning_cache(
+    report = _tuning.remove_kernel_tuning_cache(
         path=_path(path),
         **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
         num_threads=_optional_integer("num_threads", num_threads),
@@ -679,3 +784,6 @@ def remove_kernel_tuning_cache(
         hostname=_text("hostname", hostname),
         dry_run=_boolean("dry_run", dry_run),
     )
+    _raise_unwritable(report, report.get("status"), report.get("path"), report.get("diagnostics"),
+                      "remove_kernel_tuning_cache")
+    return RemovalReport(report)

@@ -4,7 +4,10 @@
 interchangeable, and onnx_light passes them to its C++ library as serialized bytes. Any other
 public name of the ``onnx`` package is reachable here too (``onnx_light.onnx.shape_inference``...).
 """
-import onnx as _onnx
+from typing import Any
+
+# Debian's onnx 1.12 ships no type information.
+import onnx as _onnx  # type: ignore[import]
 from onnx import (
     AttributeProto,
     FunctionProto,
@@ -48,7 +51,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     """Falls back to the ``onnx`` package for every other public name."""
     if name.startswith("_"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -256,7 +256,18 @@ py::array lend_to_numpy(rt::Tensor tensor) {
 // ---- models -----------------------------------------------------------------------------------
 
 rt::Model model_from_object(py::handle model) {
-  if (py::isinstance<py::str>(model)) return rt::parse_model_text(model.cast<std::string>(), "<text>");
+  if (py::isinstance<py::str>(model)) {
+    // A str naming a file is that file (as ONNX Runtime reads one); text syntax is recognised by its
+    // graph body, so a mistyped file name gets "no such file", not a syntax error.
+    const std::string text = model.cast<std::string>();
+    std::error_code ignored;
+    if (text.find('\n') == std::string::npos && std::filesystem::is_regular_file(text, ignored))
+      return rt::load_model_file(text);
+    if (text.find('{') != std::string::npos) return rt::parse_model_text(text, "<text>");
+    throw IoError(fmt::format("model: no such file '{}' (a str is a model file's path; ONNX text syntax needs its "
+                              "graph body '{{ ... }}', or parse it with onnx_light.parse_model)",
+                              text));
+  }
   if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model) ||
       py::isinstance<py::memoryview>(model)) {
     const std::string bytes = message_bytes(model, "ModelProto", "model");
@@ -465,7 +476,8 @@ void bind_runtime(py::module_& m) {
   py::class_<rt::RuntimeSessionOptions>(
       m, "RuntimeSessionOptions",
       "RuntimeSessionOptions(parameters=None, parallel_region_collector=None, fuse_activations=True,\n"
-      "                      flush_denormals=True, profile=False)\n\n"
+      "                      flush_denormals=True, profile=False, max_memory_bytes=0, *, num_threads=None)\n\n"
+      "num_threads=N is a shorthand for parameters=RuntimeParameters(N).\n"
       "Options of a RuntimeSession: its RuntimeParameters, an optional ParallelRegionCollector,\n"
       "whether a Relu after a packed MatMul/Gemm runs inside that kernel (bit-identical results), and\n"
       "whether denormal floats are flushed to zero while its kernels run (fast; results differ from\n"
@@ -473,10 +485,13 @@ void bind_runtime(py::module_& m) {
       "profiles its runs (RuntimeSession.profile(), end_profiling(); off costs nothing).")
       .def(py::init([](std::optional<rt::RuntimeParameters> parameters,
                        std::shared_ptr<rt::ParallelRegionCollector> collector, bool fuse_activations,
-                       bool flush_denormals, bool profile, int64_t max_memory_bytes) {
+                       bool flush_denormals, bool profile, int64_t max_memory_bytes, std::optional<int64_t> num_threads) {
              rt::RuntimeSessionOptions options;
              options.max_memory_bytes = max_memory_bytes;
+             if (parameters && num_threads)
+               throw InvalidValueError("RuntimeSessionOptions: give parameters or num_threads, not both");
              if (parameters) options.parameters = *parameters;
+             if (num_threads) options.parameters = rt::RuntimeParameters(checked_threads(*num_threads));
              options.parallel_region_collector = std::move(collector);
              options.fuse_activations = fuse_activations;
              options.flush_denormals = flush_denormals;
@@ -485,7 +500,7 @@ void bind_runtime(py::module_& m) {
            }),
            py::arg("parameters") = py::none(), py::arg("parallel_region_collector") = py::none(),
            py::arg("fuse_activations") = true, py::arg("flush_denormals") = true, py::arg("profile") = false,
-           py::arg("max_memory_bytes") = 0)
+           py::arg("max_memory_bytes") = 0, py::kw_only(), py::arg("num_threads") = py::none())
       .def_readwrite("max_memory_bytes", &rt::RuntimeSessionOptions::max_memory_bytes,
                      "Most bytes of tensor memory the session holds at once (weights, values, outputs); a node "
                      "whose output would pass it raises MemoryLimitError naming the node, output, shape and "
@@ -595,6 +610,27 @@ void bind_runtime(py::module_& m) {
       .def_readonly("shape", &rt::ValueInfo::shape, "Dimensions; -1 for a symbolic or unknown one.")
       .def_readonly("symbols", &rt::ValueInfo::symbols, "Per dimension its symbol ('N'), '' when fixed or unnamed.")
       .def_readonly("has_shape", &rt::ValueInfo::has_shape)
+      .def_property_readonly(
+          "type", [](const rt::ValueInfo& v) { return fmt::format("tensor({})", rt::element_type_name(v.element_type)); },
+          "ONNX Runtime's spelling of the type: 'tensor(float)', 'tensor(int64)'...")
+      .def_property_readonly(
+          "element_type_name", [](const rt::ValueInfo& v) { return std::string(rt::element_type_name(v.element_type)); },
+          "The element type's ONNX name: 'float', 'int64'...")
+      .def_property_readonly(
+          "dims",
+          [](const rt::ValueInfo& v) -> py::object {
+            if (!v.has_shape) return py::none();
+            py::list dims;
+            for (std::size_t i = 0; i < v.shape.size(); ++i) {
+              const std::string symbol = i < v.symbols.size() ? v.symbols[i] : std::string();
+              if (v.shape[i] >= 0) dims.append(v.shape[i]);
+              else if (!symbol.empty()) dims.append(symbol);
+              else dims.append(py::none());
+            }
+            return dims;
+          },
+          "Dimensions as ONNX Runtime shows them: an int when fixed, the symbol ('N') when symbolic, None\n"
+          "when unknown; None when the rank is unknown.")
       .def("__repr__", [](const rt::ValueInfo& v) { return fmt::format("ValueInfo({})", value_info_text(v)); });
 
   py::class_<Session>(m, "RuntimeSession",
@@ -628,6 +664,16 @@ void bind_runtime(py::module_& m) {
           "released while the session runs. Raises InputError (a ValueError) naming a missing or ill-fitting\n"
           "input. A failed run leaves the context exactly as it was; a Tensor taken from the context keeps\n"
           "its values however often the session runs again.")
+      .def(
+          "run",
+          [](const py::object& self, const py::object& output_names, const py::object& input_feed) {
+            // ONNX Runtime's call; the checks that name inputs and suggest names live in Python.
+            return py::module_::import("onnx_light.inference").attr("run_feeds")(self, output_names, input_feed);
+          },
+          py::arg("output_names"), py::arg("input_feed"),
+          "ONNX Runtime's call: run(output_names or None, {input name: array}) returns the requested outputs\n"
+          "(all when None) as a list of numpy arrays. Unknown names get a suggestion; a wrong dtype or\n"
+          "shape names the input, what the model declares and what was given.")
       .def(
           "run_arrays",
           [](Session& s, const py::sequence& inputs, const std::optional<py::sequence>& outputs) {

@@ -325,12 +325,14 @@ def test_set_argument_types(arguments, match, cache_path):
         kernel_tuning.set_kernel_tuning_parameters(**{"path": cache_path, **arguments})
 
 
-def test_set_on_a_malformed_cache_reports_and_keeps_the_file(cache_path):
+def test_set_on_a_malformed_cache_raises_names_the_fix_and_keeps_the_file(cache_path):
     Path(cache_path).write_text("this is = not [ toml\n")
-    update = kernel_tuning.set_kernel_tuning_parameters("Abs", 1, {"parallel.minimum_elements": 5},
-                                                        path=cache_path)
-    assert update["status"] == "malformed"
-    assert update["diagnostics"]
+    with pytest.raises(kernel_tuning.TuningCacheError) as raised:
+        kernel_tuning.set_kernel_tuning_parameters("Abs", 1, {"parallel.minimum_elements": 5}, path=cache_path)
+    assert isinstance(raised.value, onnx_light.IoError) and isinstance(raised.value, OSError)
+    assert raised.value.status == "malformed" and raised.value.path == cache_path
+    assert raised.value.report["diagnostics"]
+    assert cache_path in str(raised.value) and "remove_kernel_tuning_cache" in str(raised.value)
     assert Path(cache_path).read_text() == "this is = not [ toml\n"
 
 
@@ -364,7 +366,8 @@ def test_inspect_filters_and_statuses(cache_path, tmp_path):
     assert kernel_tuning.inspect_kernel_tuning_cache(tmp_path / "none.cache")["status"] == "not_found"
     bad = tmp_path / "bad.cache"
     bad.write_text('format = "something-else"\n')
-    assert kernel_tuning.inspect_kernel_tuning_cache(bad)["status"] == "malformed"
+    with pytest.warns(kernel_tuning.TuningCacheWarning, match=str(bad)):
+        assert kernel_tuning.inspect_kernel_tuning_cache(bad)["status"] == "malformed"
     with pytest.raises(TypeError):
         kernel_tuning.inspect_kernel_tuning_cache(42)
 
@@ -404,7 +407,8 @@ def test_load_missing_keys_and_statuses(cache_path, tmp_path):
     assert len(report["missing"]) == 1 and report["missing"][0]["kernel"] == "Abs"
     bad = tmp_path / "bad.cache"
     bad.write_text("[[[ not toml")
-    assert kernel_tuning.load_kernel_tuning_cache(bad)["status"] == "malformed"
+    with pytest.warns(kernel_tuning.TuningCacheWarning, match="remove_kernel_tuning_cache"):
+        assert kernel_tuning.load_kernel_tuning_cache(bad)["status"] == "malformed"
     with pytest.raises(KeyError):
         kernel_tuning.load_kernel_tuning_cache(cache_path, kernel="NoSuchOp")
     with pytest.raises(TypeError):

@@ -10,7 +10,8 @@ Example::
 """
 from __future__ import annotations
 
-import onnx as _onnx
+# Debian's onnx 1.12 ships no type information.
+import onnx as _onnx  # type: ignore[import]
 
 from ..onnx_py._onnxpykernels import _parser
 
