@@ -8,7 +8,7 @@ Per model of models.tsv (fetched by fetch.sh into the cache):
   1. inputs: float32 input j filled with xorshift32 from seed 12345 + 77*j in [-1, 1) (the rule of
      /work/shared/peer's ort_c_bench and of bench/peer_bench.cc), saved as .npy/.bin in the work dir;
   2. ORT reference outputs and ORT's profile by op type (ort_ref.js through onnxruntime-node, T=1);
-  3. our outputs through the Python binding (RuntimeSession.run_arrays, T=1), in a child process, and
+  3. our outputs through the Python binding (InferenceSession.run(None, feeds), T=1), in a child process, and
      the max |ours - ORT| / max |ORT| per output; a model we cannot load or run is reported with the error;
   4. our profile by op type from `onnx-light-tune run --profile --json` (profile.op_types, "n/a" when
      the CLI does not report it);
@@ -127,14 +127,14 @@ def last_line(text):
 # --- ours: outputs through the Python binding, in a child process ----------------------------------------
 
 def ours_outputs_worker(model_file, work, n_inputs, threads):
-    """Child process: RuntimeSession.run_arrays on the saved inputs; outputs saved as ours{k}.npy."""
+    """Child process: InferenceSession.run(None, feeds) (ONNX Runtime's call) on the saved inputs;
+    outputs saved as ours{k}.npy."""
     import numpy as np
-    from onnx_light.onnx_py import _onnxpykernels
-    rt = _onnxpykernels.runtime
+    import onnx_light
     inputs = [np.load(os.path.join(work, f"in{j}.npy")) for j in range(n_inputs)]
-    options = rt.RuntimeSessionOptions(parameters=rt.RuntimeParameters(threads))
-    session = rt.RuntimeSession(__import__("pathlib").Path(model_file), options)
-    outs = session.run_arrays(inputs)
+    session = onnx_light.InferenceSession(model_file, threads=threads)
+    feeds = {info.name: inputs[j] for j, info in enumerate(session.get_inputs())}
+    outs = session.run(None, feeds)
     for k, o in enumerate(outs):
         np.save(os.path.join(work, f"ours{k}.npy"), np.array(o))
     print(json.dumps({"outputs": [list(np.shape(o)) for o in outs]}))

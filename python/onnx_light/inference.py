@@ -257,7 +257,7 @@ class InferenceSession:
         return int(self._session.threads)
 
     def get_inputs(self) -> List[NodeArg]:
-        """The graph inputs (initializers excluded), in order."""
+        """The graph inputs (initializers excluded), in order: ``[NodeArg(name='x', type='tensor(float)', shape=['N', 3])]``."""
         return list(self._inputs)
 
     def get_outputs(self) -> List[NodeArg]:
@@ -271,7 +271,8 @@ class InferenceSession:
     def run(self, output_names: Optional[Sequence[str]], input_feed: Dict[str, Any], run_options: Any = None) -> List[Any]:
         """Runs the model: ``output_names`` (``None``: all) from ``{input name: numpy array}``.
 
-        Returns a list of numpy arrays in the order of ``output_names``. The GIL is released while
+        Returns a list of numpy arrays in the order of ``output_names``:
+        ``(y,) = session.run(["y"], {"x": x})``, ``outputs = session.run(None, {"x": x})``. The GIL is released while
         the model runs. ``run_options`` is accepted for ONNX Runtime code and must be ``None``.
 
         Raises:
@@ -290,7 +291,12 @@ class InferenceSession:
         """What profiling recorded since creation or :meth:`reset_profile`: a :class:`~onnx_light.reports.Profile`.
 
         One row per node (``to_rows()``; ``to_rows('op_types')`` per op type), ``to_trace(path)``
-        writes the Chrome trace. Empty unless the session was created with ``profile=True``.
+        writes the Chrome trace. Empty unless the session was created with ``profile=True``::
+
+            session = InferenceSession("model.onnx", profile=True)
+            session.run(None, feeds)
+            session.profile()                       # a table; .to_dataframe() with pandas
+            session.profile().to_trace("trace.json")
         """
         return Profile(self._session.profile(), self._session.write_trace)
 

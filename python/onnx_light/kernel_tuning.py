@@ -275,6 +275,10 @@ def default_kernel_tuning_cache_path() -> str:
 
     Raises:
         KeyError: none of the three variables is set.
+
+    Example::
+
+        default_kernel_tuning_cache_path()   # '/home/me/.cache/onnx-light/kernel_tuning.cache'
     """
     return _tuning.default_cache_path()
 
@@ -320,6 +324,12 @@ def kernel_tuning_parameters(
         KeyError: an unknown kernel, or no variant passes the filters.
         TypeError: an argument of the wrong type.
         ValueError: ``num_threads`` out of range.
+
+    Example::
+
+        report = kernel_tuning_parameters(kernel="Abs", element_type="float")
+        report["kernels"][0]["active_values"]   # {'parallel.minimum_elements': 32768, ...}
+        kernel_tuning_parameters().to_rows()     # every key, flat rows for pandas
     """
     report = _tuning.kernel_tuning_parameters(
         **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
@@ -363,6 +373,11 @@ def propose_kernel_tuning_updates(
 
     Raises:
         KeyError, TypeError, ValueError: as :func:`kernel_tuning_parameters`.
+
+    Example::
+
+        proposal = propose_kernel_tuning_updates(kernels=["Abs", "MatMul"])
+        [k["kernel"] for k in proposal["calibratable"]]   # the keys without a profile yet
     """
     report = _tuning.propose_kernel_tuning_updates(
         kernels=_kernels(kernel, kernels),
@@ -485,6 +500,11 @@ def inspect_kernel_tuning_cache(
     Raises:
         TypeError, ValueError: bad arguments; KeyError (NotFoundError): a kernel that is neither
         registered nor cached.
+
+    Example::
+
+        inspect_kernel_tuning_cache()                    # a table in Jupyter
+        [p["values"] for p in inspect_kernel_tuning_cache(kernel="Abs")["profiles"]]
     """
     report = _tuning.inspect_kernel_tuning_cache(
         path=_path(path),
@@ -530,6 +550,11 @@ def load_kernel_tuning_cache(
     Raises:
         KeyError: a kernel filter names an unknown kernel.
         TypeError, ValueError: bad arguments.
+
+    Example::
+
+        report = load_kernel_tuning_cache("/etc/onnx-light/kernel_tuning.cache")
+        report["status"], len(report["loaded"])          # ('loaded', 12)
     """
     report = _tuning.load_kernel_tuning_cache(
         path=_path(path),
@@ -631,6 +656,14 @@ def calibrate_kernel_tuning(
         KeyError: an unknown kernel, element type or parameter.
         TypeError: an argument of the wrong type.
         ValueError: neither kernels nor ``all=True`` (or both), or a budget out of range.
+        TuningCacheError: ``save=True`` and the cache is malformed, unreadable, read-only or locked
+            (nothing is written; ``error.report`` holds the calibration).
+
+    Example::
+
+        calibrate_kernel_tuning("Abs", maximum_duration_ms=250, save=False)["calibrated"][0]["values"]
+        report = calibrate_kernel_tuning(model="model.onnx")   # the keys the model uses
+        report["end_to_end"]["verdict"], report["saved"]        # ('faster', True)
     """
     if model is not None:
         given = [
@@ -774,6 +807,12 @@ def remove_kernel_tuning_cache(
     Raises:
         TypeError, ValueError: bad arguments; KeyError (NotFoundError): a kernel that is neither
         registered nor cached.
+        TuningCacheError: with filters, a cache that is malformed, unreadable, read-only or locked.
+
+    Example::
+
+        remove_kernel_tuning_cache(kernel="Abs", dry_run=True)["removed_count"]   # what would go
+        remove_kernel_tuning_cache()     # the whole file (the fix for a malformed cache)
     """
     report = _tuning.remove_kernel_tuning_cache(
         path=_path(path),
