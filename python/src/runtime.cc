@@ -358,6 +358,13 @@ int checked_threads(int64_t num_threads) {
 rt::Model model_from_python(py::handle model) { return model_from_object(model); }
 rt::Tensor tensor_from_python(const py::object& value) { return tensor_from_value(value); }
 
+// The default of RuntimeSession.run's second argument: tells run(context) from run(names, feed).
+// Never destroyed: a py::object must not be released after the interpreter has finalised.
+static const py::object& kNoFeed() {
+  static const py::object* sentinel = new py::object(py::module_::import("builtins").attr("object")());
+  return *sentinel;
+}
+
 void bind_runtime(py::module_& m) {
   m.doc() =
       "The onnx_light runtime: tensors, runtime contexts, sessions and parallel-region profiling.\n\n"
@@ -654,26 +661,33 @@ void bind_runtime(py::module_& m) {
            py::arg("model"), py::arg("options") = py::none())
       .def(
           "run",
-          [](Session& s, rt::RuntimeContext& context) {
-            py::gil_scoped_release release;
-            std::lock_guard lock(s.mutex);
-            s.session->run(context);
-          },
-          py::arg("context"),
-          "Reads the graph inputs from `context` and writes the outputs into it. The GIL is\n"
-          "released while the session runs. Raises InputError (a ValueError) naming a missing or ill-fitting\n"
-          "input. A failed run leaves the context exactly as it was; a Tensor taken from the context keeps\n"
-          "its values however often the session runs again.")
-      .def(
-          "run",
-          [](const py::object& self, const py::object& output_names, const py::object& input_feed) {
+          [](const py::object& self, const py::object& first, const py::object& input_feed) -> py::object {
+            // One entry point for both calls, so that a wrong argument gets a message naming types,
+            // not pybind's overload list with the arrays printed in full.
+            if (py::isinstance<rt::RuntimeContext>(first) && input_feed.is(kNoFeed())) {
+              Session& s = self.cast<Session&>();
+              rt::RuntimeContext& context = first.cast<rt::RuntimeContext&>();
+              py::gil_scoped_release release;
+              std::lock_guard lock(s.mutex);
+              s.session->run(context);
+              return py::none();
+            }
+            if (input_feed.is(kNoFeed()))
+              throw TypeMismatchError(fmt::format(
+                  "run() takes a RuntimeContext, or ONNX Runtime's (output_names or None, {{input name: array}}); "
+                  "got one {} (for arrays in input order use run_arrays)",
+                  python_type_name(first)));
             // ONNX Runtime's call; the checks that name inputs and suggest names live in Python.
-            return py::module_::import("onnx_light.inference").attr("run_feeds")(self, output_names, input_feed);
+            return py::module_::import("onnx_light.inference").attr("run_feeds")(self, first, input_feed);
           },
-          py::arg("output_names"), py::arg("input_feed"),
-          "ONNX Runtime's call: run(output_names or None, {input name: array}) returns the requested outputs\n"
-          "(all when None) as a list of numpy arrays. Unknown names get a suggestion; a wrong dtype or\n"
-          "shape names the input, what the model declares and what was given.")
+          py::arg("context_or_output_names"), py::arg_v("input_feed", kNoFeed(), "<none: run(context)>"),
+          "run(context): reads the graph inputs from a RuntimeContext and writes the outputs into it. The GIL\n"
+          "is released while the session runs. Raises InputError (a ValueError) naming a missing or ill-fitting\n"
+          "input. A failed run leaves the context exactly as it was; a Tensor taken from the context keeps\n"
+          "its values however often the session runs again.\n\n"
+          "run(output_names, input_feed): ONNX Runtime's call: the requested outputs (all when None) as a list\n"
+          "of numpy arrays. Unknown names get a suggestion; a wrong dtype or shape names the input, what the\n"
+          "model declares and what was given.")
       .def(
           "run_arrays",
           [](Session& s, const py::sequence& inputs, const std::optional<py::sequence>& outputs) {

@@ -441,3 +441,15 @@ def test_the_notebook_tour_runs_as_a_script(tmp_path):
     assert "model calibration (model=" in out and "end to end" in out
     assert "median of 3 runs:" in out
     assert not (tmp_path / "cache" / "onnx-light").exists()  # everything went to its scratch directory
+
+
+def test_runtime_session_run_with_a_wrong_argument_names_types_not_values(model_file):
+    session = runtime.RuntimeSession(model_file)
+    array = np.full((300, 3), 0.123456, np.float32)
+    with pytest.raises(onnx_light.TypeMismatchError) as raised:
+        session.run(array)
+    message = str(raised.value)
+    assert "got one ndarray" in message and "run_arrays" in message
+    assert "0.123" not in message and len(message) < 300
+    with pytest.raises(TypeError, match="input_feed must be a dict"):
+        session.run(None, [array])
