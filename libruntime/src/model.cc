@@ -29,9 +29,11 @@ Model::Model(std::shared_ptr<const onnx::ModelProto> proto, std::string origin,
              std::shared_ptr<const ExternalDataDirectory> external)
     : proto_(std::move(proto)), origin_(std::move(origin)), external_(std::move(external)) {}
 
-Model Model::with_proto(onnx::ModelProto proto) const {
-  check_model_proto(proto, origin_);
-  return Model(std::make_shared<const onnx::ModelProto>(std::move(proto)), origin_, external_);
+Model Model::with_proto(onnx::ModelProto proto) const { return with_proto(std::move(proto), origin_); }
+
+Model Model::with_proto(onnx::ModelProto proto, std::string origin) const {
+  check_model_proto(proto, origin);
+  return Model(std::make_shared<const onnx::ModelProto>(std::move(proto)), std::move(origin), external_);
 }
 
 int64_t Model::opset_version(std::string_view domain) const {

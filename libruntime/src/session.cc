@@ -22,6 +22,7 @@
 #include "onnx_light/runtime/tuning_registry.h"
 #include "denormals.h"
 #include "session_profiler.h"
+#include "subgraph.h"
 #include "thread_index.h"
 #include "tensor_buffer_pool.h"
 
@@ -249,7 +250,45 @@ struct RuntimeSession::Impl {
     std::map<std::size_t, Tensor> scratch_;
   };
 
+  // Sessions for control-flow graphs: same kernels, registry, pool and options; no profiling of
+  // their own (the enclosing node's time includes theirs).
+  class Subgraphs final : public SubgraphBuilder {
+   public:
+    explicit Subgraphs(Impl& impl) : impl_(impl) {}
+    std::unique_ptr<RuntimeSession> build(const onnx::GraphProto& graph, const std::vector<std::string>& outer,
+                                          const std::vector<ElementType>& outer_types,
+                                          const std::string& label) const override {
+      onnx::ModelProto proto;
+      proto.set_ir_version(impl_.model.proto().ir_version());
+      *proto.mutable_opset_import() = impl_.model.proto().opset_import();
+      *proto.mutable_graph() = graph;
+      for (std::size_t k = 0; k < outer.size(); ++k) {
+        onnx::ValueInfoProto* input = proto.mutable_graph()->add_input();
+        input->set_name(outer[k]);
+        input->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(outer_types[k]));
+      }
+      RuntimeSessionOptions options = impl_.options;
+      options.profile = false;
+      options.kernels = impl_.table;
+      options.registry = impl_.registry;
+      options.thread_pool = impl_.ensure_pool();
+      return std::make_unique<RuntimeSession>(
+          impl_.model.with_proto(std::move(proto), fmt::format("{} ({})", impl_.model.origin(), label)),
+          std::move(options));
+    }
+
+   private:
+    Impl& impl_;
+  };
+
   Impl(Model m, RuntimeSessionOptions o) : model(std::move(m)), options(std::move(o)) {}
+
+  // The pool is made when the session initialises, or earlier when a control-flow node's graphs
+  // need it to share.
+  const std::shared_ptr<ThreadPool>& ensure_pool() {
+    if (!pool) pool = options.thread_pool ? options.thread_pool : std::make_shared<ThreadPool>(thread_count);
+    return pool;
+  }
 
   Model model;
   RuntimeSessionOptions options;
@@ -286,6 +325,7 @@ struct RuntimeSession::Impl {
   std::vector<ResolvedTuning> resolved;
   OptimizationReport optimization;
   std::unique_ptr<SessionProfiler> profiler;  // only with options.profile
+  Subgraphs subgraph_builder{*this};
 
   int slot(const std::string& name) {
     auto [it, inserted] = slot_of.emplace(name, static_cast<int>(slots.size()));
@@ -389,8 +429,16 @@ void RuntimeSession::Impl::build() {
   std::deque<int> pending;
   std::vector<int> missing_count(static_cast<std::size_t>(node_count), 0);
   std::multimap<std::string, int> waiting;
+  // A control-flow node also waits for the outer values its graphs read.
+  std::vector<std::vector<std::string>> implicit(static_cast<std::size_t>(node_count));
+  for (int i = 0; i < node_count; ++i)
+    if (has_subgraphs(graph.node(i))) implicit[static_cast<std::size_t>(i)] = implicit_inputs(graph.node(i));
   for (int i = 0; i < node_count; ++i) {
-    for (const auto& in : graph.node(i).input()) {
+    std::vector<std::string> reads(graph.node(i).input().begin(), graph.node(i).input().end());
+    reads.insert(reads.end(), implicit[static_cast<std::size_t>(i)].begin(), implicit[static_cast<std::size_t>(i)].end());
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    for (const auto& in : reads) {
       if (in.empty() || available.contains(in)) continue;
       if (!producer.contains(in))
         throw ModelError(fmt::format("{}: {} reads '{}', which no node, graph input or initializer provides",
@@ -423,7 +471,10 @@ void RuntimeSession::Impl::build() {
     bool inputs_known = true;
     std::vector<ElementType> input_types;
     std::vector<const Tensor*> constants;
-    for (const auto& in : node.input()) {
+    const std::vector<std::string>& outer = implicit[static_cast<std::size_t>(i)];
+    std::vector<std::string> reads(node.input().begin(), node.input().end());
+    reads.insert(reads.end(), outer.begin(), outer.end());
+    for (const auto& in : reads) {
       if (in.empty()) {
         input_types.push_back(ElementType::undefined);
         constants.push_back(nullptr);
@@ -463,6 +514,10 @@ void RuntimeSession::Impl::build() {
       continue;
     }
     KernelCreateInfo info{node, opset, input_types, constants};
+    if (has_subgraphs(node)) {
+      info.implicit_inputs = outer;
+      info.subgraphs = &subgraph_builder;
+    }
     ElementType selector = ElementType::undefined;
     int type_input = 0;
     // The selecting input index is per definition; probe with input 0 first, then the def's own.
@@ -486,9 +541,11 @@ void RuntimeSession::Impl::build() {
     step.def = choice.def;
     try {
       step.kernel = choice.def->create(info);
-      std::vector<ElementType> out_types = choice.def->output_types
-                                               ? choice.def->output_types(info)
-                                               : std::vector<ElementType>(static_cast<std::size_t>(node.output_size()), selector);
+      std::vector<ElementType> out_types = step.kernel->inferred_output_types();
+      if (out_types.empty())
+        out_types = choice.def->output_types
+                        ? choice.def->output_types(info)
+                        : std::vector<ElementType>(static_cast<std::size_t>(node.output_size()), selector);
       for (int o = 0; o < node.output_size(); ++o) {
         const std::string& name = node.output(o);
         if (name.empty()) {
@@ -502,7 +559,7 @@ void RuntimeSession::Impl::build() {
       problems.push_back(e.what());
       continue;
     }
-    for (const auto& in : node.input()) step.inputs.push_back(in.empty() ? -1 : slot(in));
+    for (const auto& in : reads) step.inputs.push_back(in.empty() ? -1 : slot(in));
     steps.push_back(std::move(step));
   }
   std::map<std::string, int> output_position;
@@ -748,7 +805,7 @@ RuntimeSession::~RuntimeSession() = default;
 void RuntimeSession::initialize() {
   Impl& s = *impl_;
   if (s.is_initialized) return;
-  s.pool = s.options.thread_pool ? s.options.thread_pool : std::make_shared<ThreadPool>(s.thread_count);
+  s.ensure_pool();
   auto generation = s.registry->snapshot();
   s.resolved.clear();
   for (auto& step : s.steps) {

@@ -24,9 +24,10 @@ void register_quantization_kernels(KernelTable& table);
 void register_signal_kernels(KernelTable& table);             // signal.cc (Hann/Hamming/BlackmanWindow)
 void register_sorting_kernels(KernelTable& table);            // sorting.cc (TopK, Unique)
 void register_linear_algebra_kernels(KernelTable& table);     // linear_algebra.cc (Det)
-void register_loss_kernels(KernelTable& table);
+void register_loss_kernels(KernelTable& table);  // loss.cc (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss)
 void register_detection_kernels(KernelTable& table);          // detection.cc (NonMaxSuppression)
-void register_quantized_conv_kernels(KernelTable& table);     // quantized_conv.cc (ConvInteger, QLinearConv)  // loss.cc (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss)
+void register_quantized_conv_kernels(KernelTable& table);     // quantized_conv.cc (ConvInteger, QLinearConv)
+void register_control_flow_kernels(KernelTable& table);       // control_flow.cc (If)
 void register_resize_kernels(KernelTable& table);            // resize.cc (Resize, Upsample)
 void register_recurrent_kernels(KernelTable& table);         // recurrent.cc (LSTM, GRU, RNN)
 void register_cast_kernels(KernelTable& table);              // cast.cc

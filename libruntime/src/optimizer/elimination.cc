@@ -6,6 +6,7 @@
 #include "onnx_light/runtime/graph_optimizer.h"
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tensor_proto.h"
+#include "subgraph.h"
 #include "optimizer/passes.h"
 
 namespace onnx_light::runtime::optimizer {
@@ -114,7 +115,9 @@ int64_t fold_constants(GraphEdit& g) {
     for (int i = 0; i < g.node_count(); ++i) {
       if (g.removed(i)) continue;
       const onnx::NodeProto& node = g.node(i);
-      if (!(node.domain().empty() || node.domain() == "ai.onnx") || nondeterministic(node)) continue;
+      // A control-flow node's graphs read outer values a one-node session would not have.
+      if (!(node.domain().empty() || node.domain() == "ai.onnx") || nondeterministic(node) || has_subgraphs(node))
+        continue;
       std::optional<std::vector<Tensor>> values;
       if (is_op(node, "Constant") && node.output_size() == 1) {
         // The common form (a `value` tensor) needs no evaluation; the others go through a session.

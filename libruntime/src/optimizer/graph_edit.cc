@@ -8,6 +8,7 @@
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/tensor_proto.h"
+#include "subgraph.h"
 
 namespace onnx_light::runtime::optimizer {
 
@@ -82,6 +83,11 @@ void GraphEdit::index() {
   inputs_.clear();
   initializers_.clear();
   for (const auto& o : graph().output()) outputs_.insert(o.name());
+  // Values a control-flow node's graphs read by name count as outputs: no pass may rename, fuse
+  // away or drop them, since the reads inside those graphs are not rewritten.
+  for (const auto& n : graph().node())
+    if (has_subgraphs(n))
+      for (const auto& name : implicit_inputs(n)) outputs_.insert(name);
   for (const auto& i : graph().input()) inputs_.insert(i.name());
   for (int i = 0; i < graph().initializer_size(); ++i) {
     initializers_[graph().initializer(i).name()] = i;

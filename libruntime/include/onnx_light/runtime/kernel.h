@@ -18,13 +18,32 @@
 
 namespace onnx_light::runtime {
 
+class RuntimeSession;
+
+// Builds the sessions of a control-flow node's graphs (If's branches), sharing the enclosing
+// session's kernels, tuning registry, thread pool and options. `outer` are the names the graph
+// reads from the enclosing scopes, with their element types: the built session takes them as its
+// graph inputs, in that order.
+class SubgraphBuilder {
+ public:
+  virtual ~SubgraphBuilder() = default;
+  virtual std::unique_ptr<RuntimeSession> build(const onnx::GraphProto& graph, const std::vector<std::string>& outer,
+                                                const std::vector<ElementType>& outer_types,
+                                                const std::string& label) const = 0;
+};
+
 // What a kernel sees when it is created for one node.
 struct KernelCreateInfo {
   const onnx::NodeProto& node;
   int64_t opset = 0;                     // the node's domain opset version
-  std::vector<ElementType> input_types;  // undefined for omitted optional inputs
+  // Undefined for omitted optional inputs. A control-flow node's implicit inputs (the outer values
+  // its graphs read, `implicit_inputs`) follow its own inputs here, in constant_inputs and in the
+  // execution's inputs.
+  std::vector<ElementType> input_types;
   // Inputs whose values are known before any run (initializers, Constant outputs); nullptr otherwise.
   std::vector<const Tensor*> constant_inputs;
+  std::vector<std::string> implicit_inputs;
+  const SubgraphBuilder* subgraphs = nullptr;  // set for nodes with graph attributes
 
   // Attribute access; throw UnsupportedError/ModelError naming the node and attribute.
   const onnx::AttributeProto* attribute(std::string_view name) const;
@@ -94,6 +113,9 @@ class Kernel {
   // are thinner than the register tile). Self-describing, XNNPACK-style: "dwconv_3x3s1_avx512".
   // Empty: the definition's implementation ran. Profiles print this, so it must say what ran.
   virtual std::string_view variant() const { return {}; }
+  // Output element types the kernel worked out while it was created (If: its branches' outputs);
+  // empty: the definition's output_types decide.
+  virtual std::vector<ElementType> inferred_output_types() const { return {}; }
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelCreateInfo&)>;

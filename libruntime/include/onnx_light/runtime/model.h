@@ -31,6 +31,8 @@ class Model {
   const ExternalDataDirectory* external_data() const { return external_.get(); }
   // A rewritten proto of this model, keeping its origin and external data directory.
   Model with_proto(onnx::ModelProto proto) const;
+  // The same under another origin (a control-flow node's graph: "model.onnx (If node 'x' then_branch)").
+  Model with_proto(onnx::ModelProto proto, std::string origin) const;
 
  private:
   std::shared_ptr<const onnx::ModelProto> proto_;

@@ -1,0 +1,159 @@
+// If: the branch cond selects runs on the outer values it reads by name (graph inputs, node outputs,
+// constants, values two scopes out), which must stay alive until the If has run, survive the
+// optimizer's renames, and order the If after their producers; mismatched branches are refused
+// naming the node, a cond of two elements an input error; the profile names the branch that ran.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/session.h"
+#include "tensor_values.h"
+#include "test_models.h"
+
+using namespace onnx_light;
+using namespace onnx_light::runtime;
+using namespace onnx_light::test;
+
+namespace {
+
+const std::string kHeader = "<ir_version: 8, opset_import: [\"\" : 17]>\n";
+
+Tensor boolean(bool value) {
+  Tensor t(ElementType::boolean, Shape{});
+  t.data<bool>()[0] = value;
+  return t;
+}
+
+std::vector<float> run_if(const std::string& graph, bool cond, const std::vector<float>& x,
+                          OptimizationLevel level = OptimizationLevel::all, int threads = 1) {
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(threads);
+  options.optimization = level;
+  RuntimeSession session(test::parse(kHeader + graph), options);
+  RuntimeContext context;
+  context.set("c", boolean(cond));
+  context.set("x", floats({static_cast<int64_t>(x.size())}, x));
+  session.run(context);
+  return values<float>(context.get("y"));
+}
+
+}  // namespace
+
+TEST_CASE("if_runs_the_branch_cond_selects_on_the_outer_values_it_reads") {
+  const std::string g = R"(g (bool c, float[2] x) => (float[2] y) {
+    two = Constant <value = float[1] {2.0}> ()
+    a = Mul(x, two)
+    y = If (c) <then_branch = t () => (float[2] r) { r = Add(a, x) }, else_branch = e () => (float[2] r) { r = Sub(two, a) }>
+  })";
+  CHECK(run_if(g, true, {1, 2}) == std::vector<float>{3, 6});
+  CHECK(run_if(g, false, {1, 2}) == std::vector<float>{0, -2});
+  CHECK(run_if(g, false, {1, 2}, OptimizationLevel::none, 2) == std::vector<float>{0, -2});
+}
+
+TEST_CASE("if_keeps_an_outer_value_alive_after_its_last_explicit_reader") {
+  // `a`'s last ordinary reader is b; three same-sized values follow before the If reads `a`. A plan
+  // that released `a` after b would hand its buffer to d or e and the branch would read their values.
+  const std::string g = R"(g (bool c, float[4] x) => (float[4] y) {
+    a = Neg(x)
+    b = Abs(a)
+    d = Sqrt(b)
+    e = Exp(d)
+    y = If (c) <then_branch = t () => (float[4] r) { r = Add(a, e) }, else_branch = f () => (float[4] r) { r = Identity(a) }>
+  })";
+  const std::vector<float> x{1, 4, 9, 16};
+  const std::vector<float> taken = run_if(g, false, x, OptimizationLevel::none);
+  CHECK(taken == std::vector<float>{-1, -4, -9, -16});
+  const std::vector<float> added = run_if(g, true, x, OptimizationLevel::none);
+  CHECK(added[1] == doctest::Approx(-4 + std::exp(2.0f)));
+}
+
+TEST_CASE("if_nested_reads_a_value_two_scopes_out") {
+  const std::string g = R"(g (bool c, float[2] x) => (float[2] y) {
+    k = Constant <value = float[1] {10.0}> ()
+    y = If (c) <then_branch = t () => (float[2] r) {
+          inner = Not(c)
+          r = If (inner) <then_branch = tt () => (float[2] q) { q = Add(x, k) }, else_branch = te () => (float[2] q) { q = Mul(x, k) }>
+        }, else_branch = e () => (float[2] r) { r = Neg(x) }>
+  })";
+  CHECK(run_if(g, true, {1, 2}) == std::vector<float>{10, 20});  // inner cond = !c = false: Mul
+  CHECK(run_if(g, false, {1, 2}) == std::vector<float>{-1, -2});
+}
+
+TEST_CASE("if_branch_may_return_an_outer_value_as_it_is") {
+  const std::string g = R"(g (bool c, float[2] x) => (float[2] y) {
+    y = If (c) <then_branch = t () => (float[2] x) { }, else_branch = e () => (float[2] r) { r = Neg(x) }>
+  })";
+  CHECK(run_if(g, true, {5, 6}) == std::vector<float>{5, 6});
+}
+
+TEST_CASE("if_survives_the_optimizer_renaming_a_value_its_branches_read") {
+  // Identity elimination would rewrite readers of `b` to read `a`; the branch's read is by name.
+  const std::string g = R"(g (bool c, float[2] x) => (float[2] y) {
+    a = Abs(x)
+    b = Identity(a)
+    unused = Identity(b)
+    y = If (c) <then_branch = t () => (float[2] r) { r = Add(b, b) }, else_branch = e () => (float[2] r) { r = Identity(b) }>
+  })";
+  for (auto level : {OptimizationLevel::none, OptimizationLevel::basic, OptimizationLevel::all}) {
+    CHECK(run_if(g, true, {-1, 2}, level) == std::vector<float>{2, 4});
+    CHECK(run_if(g, false, {-1, 2}, level) == std::vector<float>{1, 2});
+  }
+}
+
+TEST_CASE("if_with_a_constant_cond_is_not_folded_and_still_runs") {
+  const std::string g = R"(g (bool c, float[2] x) => (float[2] y) {
+    k = Constant <value = bool {1}> ()
+    y = If (k) <then_branch = t () => (float[2] r) { r = Neg(x) }, else_branch = e () => (float[2] r) { r = Abs(x) }>
+  })";
+  CHECK(run_if(g, false, {1, -2}) == std::vector<float>{-1, 2});
+}
+
+TEST_CASE("if_branches_that_disagree_are_model_errors_naming_the_node") {
+  const std::string types = R"(g (bool c, float[2] x) => (float[2] y) {
+    y = If (c) <then_branch = t () => (float[2] r) { r = Neg(x) }, else_branch = e () => (int64[2] r) { r = Shape(x) }>
+  })";
+  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(kHeader + types)), doctest::Contains("If node (output 'y'): output 0 is float in then_branch and int64 in else_branch"),
+                       UnsupportedError);  // listed with every other node that cannot run
+  const std::string counts = R"(g (bool c, float[2] x) => (float[2] y) {
+    y = If (c) <then_branch = t () => (float[2] r, float[2] s) { r = Neg(x) s = Abs(x) }, else_branch = e () => (float[2] r) { r = Neg(x) }>
+  })";
+  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(kHeader + counts)),
+                       doctest::Contains("the node has 1 output(s), then_branch 2 and else_branch 1"), UnsupportedError);
+}
+
+TEST_CASE("if_a_node_error_inside_a_branch_names_the_branch") {
+  const std::string g = R"(g (bool c, float[2] x) => (float[2] y) {
+    y = If (c) <then_branch = t () => (float[2] r) { r = NoSuchOp(x) }, else_branch = e () => (float[2] r) { r = Neg(x) }>
+  })";
+  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(kHeader + g)), doctest::Contains("then_branch"), UnsupportedError);
+}
+
+TEST_CASE("if_cond_of_two_elements_is_an_input_error") {
+  RuntimeSession session(test::parse(kHeader + R"(g (bool[2] c, float[2] x) => (float[2] y) {
+    y = If (c) <then_branch = t () => (float[2] r) { r = Neg(x) }, else_branch = e () => (float[2] r) { r = Abs(x) }>
+  })"));
+  RuntimeContext context;
+  Tensor c(ElementType::boolean, Shape{2});
+  context.set("c", c);
+  context.set("x", floats({2}, {1, 2}));
+  CHECK_THROWS_WITH_AS(session.run(context), doctest::Contains("cond must hold one element"), InputError);
+}
+
+TEST_CASE("if_profile_names_the_branch_that_ran") {
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(1);
+  options.profile = true;
+  RuntimeSession session(test::parse(kHeader + R"(g (bool c, float[2] x) => (float[2] y) {
+    y = If (c) <then_branch = t () => (float[2] r) { r = Neg(x) }, else_branch = e () => (float[2] r) { r = Abs(x) }>
+  })"), options);
+  RuntimeContext context;
+  context.set("c", boolean(false));
+  context.set("x", floats({2}, {1, 2}));
+  session.run(context);
+  const SessionProfile profile = session.profile();
+  REQUIRE(profile.nodes.size() == 1);
+  CHECK(profile.nodes[0].implementation == "else_branch");
+}
