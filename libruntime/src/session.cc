@@ -521,7 +521,12 @@ void RuntimeSession::Impl::build() {
     ElementType selector = ElementType::undefined;
     int type_input = 0;
     // The selecting input index is per definition; probe with input 0 first, then the def's own.
-    if (!input_types.empty()) selector = input_types[0];
+    // An omitted input 0 (Loop's trip count) selects by the first input given.
+    for (std::size_t k = 0; k < static_cast<std::size_t>(node.input_size()); ++k)
+      if (!node.input(static_cast<int>(k)).empty()) {
+        selector = input_types[k];
+        break;
+      }
     KernelChoice choice = table->choose(node.domain(), node.op_type(), opset, selector, features);
     if (choice.def != nullptr && choice.def->type_input != 0) {
       type_input = choice.def->type_input;

@@ -157,3 +157,137 @@ TEST_CASE("if_profile_names_the_branch_that_ran") {
   REQUIRE(profile.nodes.size() == 1);
   CHECK(profile.nodes[0].implementation == "else_branch");
 }
+
+// ---- Loop ----------------------------------------------------------------------------------------
+
+namespace {
+
+struct LoopResult {
+  std::vector<float> v;
+  std::vector<float> scan;
+  Shape scan_shape;
+};
+
+LoopResult run_loop(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs,
+                    int threads = 1) {
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(threads);
+  RuntimeSession session(test::parse(kHeader + graph), options);
+  RuntimeContext context;
+  for (const auto& [name, t] : inputs) context.set(name, t);
+  session.run(context);
+  LoopResult r;
+  r.v = values<float>(context.get("v_final"));
+  if (context.contains("scan")) {
+    r.scan = values<float>(context.get("scan"));
+    r.scan_shape = context.get("scan").shape();
+  }
+  return r;
+}
+
+// v <- v + x (x read from the outer scope), and each new v stacked.
+const std::string kAccumulate = R"(g (int64 m, bool c, float[2] x) => (float[2] v_final, float[N, 2] scan) {
+  v_final, scan = Loop (m, c, x) <body = b (int64 i, bool cin, float[2] v) => (bool cout, float[2] vout, float[2] s) {
+    cout = Identity(cin)
+    vout = Add(v, x)
+    s = Identity(vout)
+  }>
+})";
+
+Tensor scalar_i64(int64_t value) { return int64s({}, {value}); }
+
+// The text syntax of ONNX 1.12 cannot leave an input out: the top graph's nodes read `omitted`
+// where the input is meant to be absent.
+Model with_omitted_inputs(const std::string& text) {
+  onnx::ModelProto proto = test::parse(kHeader + text).proto();
+  for (auto& node : *proto.mutable_graph()->mutable_node())
+    for (auto& input : *node.mutable_input())
+      if (input == "omitted") input.clear();
+  return model_from_proto(std::move(proto), "<test model>");
+}
+
+}  // namespace
+
+TEST_CASE("loop_with_a_trip_count_carries_values_and_stacks_scan_outputs") {
+  for (int threads : {1, 2}) {
+    const LoopResult r = run_loop(kAccumulate, {{"m", scalar_i64(3)}, {"c", boolean(true)}, {"x", floats({2}, {1, 2})}}, threads);
+    CHECK(r.v == std::vector<float>{4, 8});
+    CHECK(r.scan_shape == Shape{3, 2});
+    CHECK(r.scan == std::vector<float>{2, 4, 3, 6, 4, 8});
+  }
+}
+
+TEST_CASE("loop_with_zero_trips_or_a_false_cond_returns_the_initial_values_and_empty_scans") {
+  LoopResult r = run_loop(kAccumulate, {{"m", scalar_i64(0)}, {"c", boolean(true)}, {"x", floats({2}, {1, 2})}});
+  CHECK(r.v == std::vector<float>{1, 2});
+  CHECK(r.scan_shape == Shape{0});
+  r = run_loop(kAccumulate, {{"m", scalar_i64(5)}, {"c", boolean(false)}, {"x", floats({2}, {1, 2})}});
+  CHECK(r.v == std::vector<float>{1, 2});
+}
+
+TEST_CASE("loop_without_a_trip_count_stops_when_the_body_cond_turns_false") {
+  // cout = i < 2: iterations 0, 1 and 2 run, the third says stop.
+  const std::string g = R"(g (bool c, float[1] x) => (float[1] v_final) {
+    v_final = Loop (omitted, c, x) <body = b (int64 i, bool cin, float[1] v) => (bool cout, float[1] vout) {
+      two = Constant <value = int64 {2}> ()
+      cout = Less(i, two)
+      one = Constant <value = float[1] {1.0}> ()
+      vout = Add(v, one)
+    }>
+  })";
+  RuntimeSession session(with_omitted_inputs(g));
+  RuntimeContext context;
+  context.set("c", boolean(true));
+  context.set("x", floats({1}, {10}));
+  session.run(context);
+  CHECK(values<float>(context.get("v_final")) == std::vector<float>{13});
+}
+
+TEST_CASE("loop_body_passing_iteration_num_straight_out_keeps_each_value") {
+  // Loop-carried `a` is the body's iteration_num input itself, so the next iteration reads the
+  // previous iteration's number through it: b sums 0 (initial a), 0, 1, 2 = 3. A kernel that wrote
+  // the next number into the tensor it handed out would sum 0, 1, 2, 3 = 6.
+  const std::string g = R"(g (int64 m, bool c, int64 a0, int64 b0) => (int64 a_final, int64 b_final) {
+    a_final, b_final = Loop (m, c, a0, b0) <body = body (int64 i, bool cin, int64 a, int64 b) => (bool cout, int64 i, int64 bout) {
+      cout = Identity(cin)
+      bout = Add(b, a)
+    }>
+  })";
+  RuntimeSession session(test::parse(kHeader + g));
+  RuntimeContext context;
+  context.set("m", scalar_i64(4));
+  context.set("c", boolean(true));
+  context.set("a0", scalar_i64(0));
+  context.set("b0", scalar_i64(0));
+  session.run(context);
+  CHECK(values<int64_t>(context.get("b_final")) == std::vector<int64_t>{3});
+  CHECK(values<int64_t>(context.get("a_final")) == std::vector<int64_t>{3});
+}
+
+TEST_CASE("loop_scan_output_changing_shape_is_an_input_error") {
+  const std::string g = R"(g (int64 m, bool c, float[1] x) => (float[1] v_final, float[N, M] scan) {
+    v_final, scan = Loop (m, c, x) <body = b (int64 i, bool cin, float[K] v) => (bool cout, float[K2] vout, float[K2] s) {
+      cout = Identity(cin)
+      vout = Concat <axis = 0> (v, v)
+      s = Identity(vout)
+    }>
+  })";
+  RuntimeSession session(test::parse(kHeader + g));
+  RuntimeContext context;
+  context.set("m", scalar_i64(3));
+  context.set("c", boolean(true));
+  context.set("x", floats({1}, {1}));
+  CHECK_THROWS_WITH_AS(session.run(context), doctest::Contains("scan output 0 is float[4] in iteration 1 but had shape [2] before"),
+                       InputError);
+}
+
+TEST_CASE("loop_without_trip_count_or_cond_is_refused_when_the_session_is_made") {
+  const std::string g = R"(g (float[1] x) => (float[1] v_final) {
+    v_final = Loop (omitted, omitted, x) <body = b (int64 i, bool cin, float[1] v) => (bool cout, float[1] vout) {
+      cout = Identity(cin)
+      vout = Identity(v)
+    }>
+  })";
+  CHECK_THROWS_WITH_AS(RuntimeSession(with_omitted_inputs(g)), doctest::Contains("element type float is not supported by Loop"),
+                       UnsupportedError);
+}

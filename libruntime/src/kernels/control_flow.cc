@@ -1,13 +1,15 @@
-// Control flow: If. Each branch is a session of its own (built once, when the node is created,
+// Control flow: If and Loop. Each branch or body is a session of its own (built once, when the node is created,
 // through the enclosing session's SubgraphBuilder), whose graph inputs are the outer values the
 // branch reads; the node's implicit inputs carry those values in (kernel.h).
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kernel_families.h"
 #include "kernel_util.h"
@@ -105,6 +107,138 @@ class IfKernel final : public Kernel {
   std::string_view taken_;
 };
 
+// Loop: the body session's inputs are (iteration_num, cond, N loop-carried values, the outer
+// values it reads); its outputs (cond, N loop-carried values, K scan outputs). Loop-carried values
+// move from one iteration's outputs to the next one's inputs without a copy; scan outputs are
+// appended per iteration and stacked on a new axis 0 at the end.
+class LoopKernel final : public Kernel {
+ public:
+  explicit LoopKernel(const KernelCreateInfo& info) : label_(info.node_label()) {
+    if (info.subgraphs == nullptr)
+      throw UnsupportedError(fmt::format("{}: Loop needs the enclosing session to build its body", label_));
+    const onnx::AttributeProto* attribute = info.attribute("body");
+    if (attribute == nullptr || !attribute->has_g())
+      throw ModelError(fmt::format("{}: attribute 'body' (a graph) is missing", label_));
+    const std::size_t explicit_count = static_cast<std::size_t>(info.node.input_size());
+    if (explicit_count < 2) throw ModelError(fmt::format("{}: Loop takes M, cond and the loop-carried values", label_));
+    carried_ = explicit_count - 2;
+    onnx::GraphProto body = attribute->g();
+    if (static_cast<std::size_t>(body.input_size()) != carried_ + 2)
+      throw ModelError(fmt::format("{}: the body has {} input(s); Loop gives it 2 + {} loop-carried value(s)", label_,
+                                   body.input_size(), carried_));
+    if (static_cast<std::size_t>(body.output_size()) < carried_ + 1)
+      throw ModelError(fmt::format("{}: the body has {} output(s); it must give cond and {} loop-carried value(s)",
+                                   label_, body.output_size(), carried_));
+    scans_ = static_cast<std::size_t>(body.output_size()) - 1 - carried_;
+    if (static_cast<std::size_t>(info.node.output_size()) != carried_ + scans_)
+      throw ModelError(fmt::format("{}: the node has {} output(s); its body gives {} loop-carried and {} scan output(s)",
+                                   label_, info.node.output_size(), carried_, scans_));
+    // The body's own inputs take their types from the Loop's; shapes are dropped (a loop-carried
+    // value may change shape from one iteration to the next).
+    for (std::size_t k = 0; k < carried_ + 2; ++k) {
+      auto* tensor_type = body.mutable_input(static_cast<int>(k))->mutable_type()->mutable_tensor_type();
+      const ElementType type = k == 0 ? ElementType::int64 : k == 1 ? ElementType::boolean : info.input_types[k];
+      if (type == ElementType::undefined)
+        throw UnsupportedError(fmt::format("{}: loop-carried value {} has no element type", label_, k - 2));
+      tensor_type->set_elem_type(static_cast<int32_t>(type));
+      tensor_type->clear_shape();
+    }
+    std::vector<std::string> outer;
+    std::vector<ElementType> outer_types;
+    for (const auto& value : free_variables(body)) {
+      auto it = std::find(info.implicit_inputs.begin(), info.implicit_inputs.end(), value);
+      if (it == info.implicit_inputs.end())
+        throw ModelError(fmt::format("{}: body reads '{}', which no enclosing scope defines", label_, value));
+      const std::size_t index = explicit_count + static_cast<std::size_t>(it - info.implicit_inputs.begin());
+      outer.push_back(value);
+      outer_types.push_back(info.input_types[index]);
+      outer_index_.push_back(index);
+    }
+    body_ = info.subgraphs->build(body, outer, outer_types, fmt::format("{} body", label_));
+    const auto& outs = body_->outputs();
+    for (std::size_t k = 1; k < outs.size(); ++k) {
+      ElementType t = outs[k].element_type;
+      if (k <= carried_ && t == ElementType::undefined) t = info.input_types[k + 1];
+      if (t == ElementType::undefined)
+        throw UnsupportedError(fmt::format("{}: the element type of body output {} is not declared", label_, k));
+      types_.push_back(t);
+    }
+    inputs_.resize(body_->inputs().size());
+    outputs_.resize(outs.size());
+    inputs_[0] = Tensor(ElementType::int64, Shape{});
+    inputs_[1] = Tensor(ElementType::boolean, Shape{});
+  }
+
+  std::vector<ElementType> inferred_output_types() const override { return types_; }
+
+  void run(KernelExecution& execution) override {
+    const Tensor* trip = execution.input(0);
+    const Tensor* cond_in = execution.input(1);
+    if (trip != nullptr && trip->element_count() != 1)
+      throw InputError(fmt::format("{}: M must hold one element, got {}", label_, trip->describe()));
+    if (cond_in != nullptr && cond_in->element_count() != 1)
+      throw InputError(fmt::format("{}: cond must hold one element, got {}", label_, cond_in->describe()));
+    const int64_t trips = trip != nullptr ? trip->data<int64_t>()[0] : std::numeric_limits<int64_t>::max();
+    bool cond = cond_in != nullptr ? cond_in->data<bool>()[0] : true;
+    for (std::size_t k = 0; k < carried_; ++k) {
+      const Tensor* v = execution.input(k + 2);
+      inputs_[k + 2] = v != nullptr ? *v : Tensor();
+    }
+    for (std::size_t k = 0; k < outer_index_.size(); ++k) {
+      const Tensor* v = execution.input(outer_index_[k]);
+      inputs_[carried_ + 2 + k] = v != nullptr ? *v : Tensor();
+    }
+    std::vector<std::vector<std::byte>> scanned(scans_);
+    std::vector<Shape> scan_shapes(scans_);
+    int64_t iterations = 0;
+    for (; iterations < trips && cond; ++iterations) {
+      // A body that passes iteration_num or cond straight through hands out these very tensors:
+      // never write one somebody still holds.
+      if (!inputs_[0].exclusively_owned()) inputs_[0] = Tensor(ElementType::int64, Shape{});
+      if (!inputs_[1].exclusively_owned()) inputs_[1] = Tensor(ElementType::boolean, Shape{});
+      inputs_[0].data<int64_t>()[0] = iterations;
+      inputs_[1].data<bool>()[0] = cond;
+      body_->run(inputs_, outputs_);
+      const Tensor& cond_out = outputs_[0];
+      if (cond_out.element_type() != ElementType::boolean || cond_out.element_count() != 1)
+        throw InputError(fmt::format("{}: the body's cond output must be one bool, got {}", label_, cond_out.describe()));
+      cond = cond_out.data<bool>()[0];
+      for (std::size_t k = 0; k < carried_; ++k) inputs_[k + 2] = std::move(outputs_[k + 1]);
+      for (std::size_t k = 0; k < scans_; ++k) {
+        const Tensor& s = outputs_[1 + carried_ + k];
+        if (iterations == 0) scan_shapes[k] = s.shape();
+        else if (s.shape() != scan_shapes[k])
+          throw InputError(fmt::format("{}: scan output {} is {} in iteration {} but had shape [{}] before", label_, k,
+                                       s.describe(), iterations, fmt::join(scan_shapes[k], ", ")));
+        const auto* bytes = static_cast<const std::byte*>(s.raw_data());
+        scanned[k].insert(scanned[k].end(), bytes, bytes + s.byte_size());
+      }
+    }
+    for (std::size_t k = 0; k < carried_; ++k) {
+      const Tensor& v = inputs_[k + 2];
+      Tensor& out = execution.output_for_overwrite(k, v.element_type(), v.shape());
+      if (v.byte_size() > 0) std::memcpy(out.raw_data(), v.raw_data(), v.byte_size());
+    }
+    for (std::size_t k = 0; k < scans_; ++k) {
+      Shape shape{iterations};
+      shape.insert(shape.end(), scan_shapes[k].begin(), scan_shapes[k].end());
+      Tensor& out = execution.output_for_overwrite(carried_ + k, types_[carried_ + k], shape);
+      if (!scanned[k].empty()) std::memcpy(out.raw_data(), scanned[k].data(), scanned[k].size());
+    }
+    // Borrowed values go back to their owners.
+    for (std::size_t k = 2; k < inputs_.size(); ++k) inputs_[k] = Tensor();
+    for (auto& t : outputs_) t = Tensor();
+  }
+
+ private:
+  std::string label_;
+  std::size_t carried_ = 0, scans_ = 0;
+  std::unique_ptr<RuntimeSession> body_;
+  std::vector<std::size_t> outer_index_;
+  std::vector<ElementType> types_;
+  std::vector<Tensor> inputs_, outputs_;
+};
+
 }  // namespace
 
 void register_control_flow_kernels(KernelTable& table) {
@@ -113,6 +247,13 @@ void register_control_flow_kernels(KernelTable& table) {
   KernelDef def = make_def("If", {1}, ElementType::boolean, TuningSchema{elementwise_key("If", ElementType::boolean, 1), {}});
   def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<IfKernel>(info); };
   table.add(std::move(def));
+  // Loop selects by M (int64) or, when M is omitted, by cond (bool). Opset 13 and 16 only add
+  // sequence and optional loop-carried values, which the body session refuses.
+  for (ElementType type : {ElementType::int64, ElementType::boolean}) {
+    KernelDef loop = make_def("Loop", {1}, type, TuningSchema{elementwise_key("Loop", type, 1), {}});
+    loop.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<LoopKernel>(info); };
+    table.add(std::move(loop));
+  }
 }
 
 }  // namespace onnx_light::runtime::kernels
