@@ -250,8 +250,8 @@ struct RuntimeSession::Impl {
     std::map<std::size_t, Tensor> scratch_;
   };
 
-  // Sessions for control-flow graphs: same kernels, registry, pool and options; no profiling of
-  // their own (the enclosing node's time includes theirs).
+  // Sessions for control-flow graphs: same kernels, registry, pool and options (profiling too:
+  // profile() lists their nodes after the session's own).
   class Subgraphs final : public SubgraphBuilder {
    public:
     explicit Subgraphs(Impl& impl) : impl_(impl) {}
@@ -267,8 +267,7 @@ struct RuntimeSession::Impl {
         input->set_name(outer[k]);
         input->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(outer_types[k]));
       }
-      RuntimeSessionOptions options = impl_.options;
-      options.profile = false;
+      RuntimeSessionOptions options = impl_.options;  // profiled when the enclosing session is
       options.kernels = impl_.table;
       options.registry = impl_.registry;
       options.thread_pool = impl_.ensure_pool();
@@ -930,10 +929,26 @@ std::vector<ResolvedTuning> RuntimeSession::resolved_tuning() const { return imp
 const Model& RuntimeSession::model() const { return impl_->model; }
 const OptimizationReport& RuntimeSession::optimization_report() const { return impl_->optimization; }
 
-SessionProfile RuntimeSession::profile() const { return impl_->profiler ? impl_->profiler->profile() : SessionProfile{}; }
+SessionProfile RuntimeSession::profile() const {
+  if (!impl_->profiler) return {};
+  SessionProfile p = impl_->profiler->profile();
+  // Nodes of control-flow graphs follow the session's own (trace events index those first).
+  for (const auto& step : impl_->steps)
+    for (const auto& [name, session] : step.kernel->subgraph_sessions()) {
+      for (NodeProfile n : session->profile().nodes) {
+        n.node = fmt::format("{} / {}", name, n.node);
+        n.parent = n.parent.empty() ? name : fmt::format("{} / {}", name, n.parent);
+        n.share = p.nodes_us > 0 ? n.total_us / p.nodes_us : 0.0;
+        p.nodes.push_back(std::move(n));
+      }
+    }
+  return p;
+}
 
 void RuntimeSession::reset_profile() {
   if (impl_->profiler) impl_->profiler->reset();
+  for (const auto& step : impl_->steps)
+    for (const auto& [name, session] : step.kernel->subgraph_sessions()) const_cast<RuntimeSession*>(session)->reset_profile();
 }
 
 SessionMemoryReport RuntimeSession::memory_report() const {

@@ -213,7 +213,8 @@ std::string profile_json(const SessionProfile& profile) {
                      {"share", n.share},
                      {"parallel_regions", n.parallel_regions},
                      {"parallel_threads", n.parallel_threads},
-                     {"threshold_work", n.threshold_work}});
+                     {"threshold_work", n.threshold_work},
+                     {"parent", n.parent.empty() ? nlohmann::json(nullptr) : nlohmann::json(n.parent)}});
   }
   nlohmann::json op_types = nlohmann::json::array();
   for (const auto& t : profile.op_types)

@@ -810,7 +810,9 @@ void bind_runtime(py::module_& m) {
           "'runs', 'total_us', 'nodes_us'}. Each node: node, label, op_type, domain, implementation (what\n"
           "actually ran), input_shapes (of its last call; None for an omitted input), calls, total_us,\n"
           "mean_us, share (of the time in nodes), parallel_regions and parallel_threads (admitted, summed),\n"
-          "threshold_work (the work its last call compared with its parallel threshold, -1: none);\n"
+          "threshold_work (the work its last call compared with its parallel threshold, -1: none), parent (for\n"
+          "a node of an If branch or Loop body: that graph's name, listed after the session's own nodes;\n"
+          "else None);\n"
           "longest first. Empty lists and 0 runs when RuntimeSessionOptions.profile is off.")
       .def(
           "reset_profile",

@@ -15,7 +15,7 @@ from onnx_light.onnx_py import _onnxpykernels
 runtime = _onnxpykernels.runtime
 
 NODE_KEYS = {"node", "label", "op_type", "domain", "implementation", "input_shapes", "calls", "total_us", "mean_us",
-             "share", "parallel_regions", "parallel_threads", "threshold_work"}
+             "share", "parallel_regions", "parallel_threads", "threshold_work", "parent"}
 
 
 def chain_model() -> bytes:

@@ -154,8 +154,22 @@ TEST_CASE("if_profile_names_the_branch_that_ran") {
   context.set("x", floats({2}, {1, 2}));
   session.run(context);
   const SessionProfile profile = session.profile();
-  REQUIRE(profile.nodes.size() == 1);
+  REQUIRE(profile.nodes.size() == 3);  // the If, then its branches' nodes
   CHECK(profile.nodes[0].implementation == "else_branch");
+  CHECK(profile.nodes[0].parent.empty());
+  for (const auto& n : profile.nodes) {
+    if (n.op_type == "Abs") {
+      CHECK(n.parent == "If node (output 'y') else_branch");
+      CHECK(n.node == "If node (output 'y') else_branch / #0");
+      CHECK(n.calls == 1);
+      CHECK(n.total_us <= profile.nodes[0].total_us);  // inside the If's time
+    }
+    if (n.op_type == "Neg") CHECK(n.calls == 0);  // then_branch did not run
+  }
+  REQUIRE(profile.op_types.size() == 1);  // nested nodes are not counted twice
+  CHECK(profile.op_types[0].op_type == "If");
+  session.reset_profile();
+  for (const auto& n : session.profile().nodes) CHECK(n.calls == 0);
 }
 
 // ---- Loop ----------------------------------------------------------------------------------------
@@ -290,4 +304,24 @@ TEST_CASE("loop_without_trip_count_or_cond_is_refused_when_the_session_is_made")
   })";
   CHECK_THROWS_WITH_AS(RuntimeSession(with_omitted_inputs(g)), doctest::Contains("element type float is not supported by Loop"),
                        UnsupportedError);
+}
+
+TEST_CASE("loop_profile_counts_each_body_node_once_per_iteration") {
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(1);
+  options.profile = true;
+  RuntimeSession session(test::parse(kHeader + kAccumulate), options);
+  RuntimeContext context;
+  context.set("m", int64s({}, {5}));
+  context.set("c", boolean(true));
+  context.set("x", floats({2}, {1, 2}));
+  session.run(context);
+  bool found = false;
+  for (const auto& n : session.profile().nodes)
+    if (n.op_type == "Add") {
+      found = true;
+      CHECK(n.calls == 5);
+      CHECK(n.parent.find("Loop node") == 0);
+    }
+  CHECK(found);
 }

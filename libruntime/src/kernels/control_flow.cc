@@ -24,6 +24,7 @@ namespace {
 // One branch: its session and, per graph input of that session, the index of the node input
 // (explicit inputs first, then implicit ones) holding the value.
 struct Branch {
+  std::string name;  // "If node 'x' then_branch"
   std::unique_ptr<RuntimeSession> session;
   std::vector<std::size_t> input_index;
   std::vector<Tensor> inputs, outputs;  // reused across runs
@@ -57,6 +58,9 @@ class IfKernel final : public Kernel {
 
   std::vector<ElementType> inferred_output_types() const override { return types_; }
   std::string_view variant() const override { return taken_; }
+  std::vector<std::pair<std::string, const RuntimeSession*>> subgraph_sessions() const override {
+    return {{then_.name, then_.session.get()}, {else_.name, else_.session.get()}};
+  }
 
   void run(KernelExecution& execution) override {
     const Tensor& cond = execution.required_input(0);
@@ -96,7 +100,8 @@ class IfKernel final : public Kernel {
       branch.input_index.push_back(index);
       types.push_back(info.input_types[index]);
     }
-    branch.session = info.subgraphs->build(attribute->g(), outer, types, fmt::format("{} {}", info.node_label(), name));
+    branch.name = fmt::format("{} {}", info.node_label(), name);
+    branch.session = info.subgraphs->build(attribute->g(), outer, types, branch.name);
     branch.inputs.resize(outer.size());
     branch.outputs.resize(branch.session->outputs().size());
     return branch;
@@ -154,7 +159,7 @@ class LoopKernel final : public Kernel {
       outer_types.push_back(info.input_types[index]);
       outer_index_.push_back(index);
     }
-    body_ = info.subgraphs->build(body, outer, outer_types, fmt::format("{} body", label_));
+    body_ = info.subgraphs->build(body, outer, outer_types, label_ + " body");
     const auto& outs = body_->outputs();
     for (std::size_t k = 1; k < outs.size(); ++k) {
       ElementType t = outs[k].element_type;
@@ -170,6 +175,9 @@ class LoopKernel final : public Kernel {
   }
 
   std::vector<ElementType> inferred_output_types() const override { return types_; }
+  std::vector<std::pair<std::string, const RuntimeSession*>> subgraph_sessions() const override {
+    return {{label_ + " body", body_.get()}};
+  }
 
   void run(KernelExecution& execution) override {
     const Tensor* trip = execution.input(0);

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -116,6 +117,9 @@ class Kernel {
   // Output element types the kernel worked out while it was created (If: its branches' outputs);
   // empty: the definition's output_types decide.
   virtual std::vector<ElementType> inferred_output_types() const { return {}; }
+  // The sessions a control-flow kernel runs its graphs in, each with its name ("If node 'x'
+  // then_branch"): their profiles show under the enclosing session's.
+  virtual std::vector<std::pair<std::string, const RuntimeSession*>> subgraph_sessions() const { return {}; }
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelCreateInfo&)>;

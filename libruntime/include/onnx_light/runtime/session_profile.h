@@ -34,6 +34,10 @@ struct NodeProfile {
   // The largest work the node's last call compared with its parallel threshold, in that
   // threshold's unit (elements, rows or multiply-accumulates); -1 when it compared none.
   int64_t threshold_work = -1;
+  // Set for a node of a control-flow node's graph: that graph's name ("Loop node 'l' body"). Its
+  // time is also in the enclosing node's, so op_types and the shares of the session's own nodes
+  // leave it out; its share is of the same total.
+  std::string parent;
 };
 
 struct OpTypeProfile {
