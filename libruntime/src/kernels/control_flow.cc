@@ -21,6 +21,29 @@ namespace onnx_light::runtime::kernels {
 
 namespace {
 
+// The outer values `graph` reads, with their element types and the index of the node input (its
+// own inputs first, then the implicit ones) that carries each.
+struct OuterValues {
+  std::vector<std::string> names;
+  std::vector<ElementType> types;
+  std::vector<std::size_t> input_index;
+};
+
+OuterValues outer_values(const KernelCreateInfo& info, const onnx::GraphProto& graph, const std::string& what) {
+  OuterValues outer;
+  outer.names = free_variables(graph);
+  for (const auto& value : outer.names) {
+    auto it = std::find(info.implicit_inputs.begin(), info.implicit_inputs.end(), value);
+    if (it == info.implicit_inputs.end())
+      throw ModelError(fmt::format("{}: {} reads '{}', which no enclosing scope defines", info.node_label(), what, value));
+    const std::size_t index =
+        static_cast<std::size_t>(info.node.input_size()) + static_cast<std::size_t>(it - info.implicit_inputs.begin());
+    outer.input_index.push_back(index);
+    outer.types.push_back(info.input_types[index]);
+  }
+  return outer;
+}
+
 // One branch: its session and, per graph input of that session, the index of the node input
 // (explicit inputs first, then implicit ones) holding the value.
 struct Branch {
@@ -89,20 +112,11 @@ class IfKernel final : public Kernel {
     if (attribute == nullptr || !attribute->has_g())
       throw ModelError(fmt::format("{}: attribute '{}' (a graph) is missing", info.node_label(), name));
     Branch branch;
-    const std::vector<std::string> outer = free_variables(attribute->g());
-    std::vector<ElementType> types;
-    const std::size_t explicit_count = static_cast<std::size_t>(info.node.input_size());
-    for (const auto& value : outer) {
-      auto it = std::find(info.implicit_inputs.begin(), info.implicit_inputs.end(), value);
-      if (it == info.implicit_inputs.end())
-        throw ModelError(fmt::format("{}: {} reads '{}', which no enclosing scope defines", info.node_label(), name, value));
-      const std::size_t index = explicit_count + static_cast<std::size_t>(it - info.implicit_inputs.begin());
-      branch.input_index.push_back(index);
-      types.push_back(info.input_types[index]);
-    }
+    OuterValues outer = outer_values(info, attribute->g(), name);
+    branch.input_index = std::move(outer.input_index);
     branch.name = fmt::format("{} {}", info.node_label(), name);
-    branch.session = info.subgraphs->build(attribute->g(), outer, types, branch.name);
-    branch.inputs.resize(outer.size());
+    branch.session = info.subgraphs->build(attribute->g(), outer.names, outer.types, branch.name);
+    branch.inputs.resize(outer.names.size());
     branch.outputs.resize(branch.session->outputs().size());
     return branch;
   }
@@ -148,18 +162,9 @@ class LoopKernel final : public Kernel {
       tensor_type->set_elem_type(static_cast<int32_t>(type));
       tensor_type->clear_shape();
     }
-    std::vector<std::string> outer;
-    std::vector<ElementType> outer_types;
-    for (const auto& value : free_variables(body)) {
-      auto it = std::find(info.implicit_inputs.begin(), info.implicit_inputs.end(), value);
-      if (it == info.implicit_inputs.end())
-        throw ModelError(fmt::format("{}: body reads '{}', which no enclosing scope defines", label_, value));
-      const std::size_t index = explicit_count + static_cast<std::size_t>(it - info.implicit_inputs.begin());
-      outer.push_back(value);
-      outer_types.push_back(info.input_types[index]);
-      outer_index_.push_back(index);
-    }
-    body_ = info.subgraphs->build(body, outer, outer_types, label_ + " body");
+    OuterValues outer = outer_values(info, body, "body");
+    outer_index_ = std::move(outer.input_index);
+    body_ = info.subgraphs->build(body, outer.names, outer.types, label_ + " body");
     const auto& outs = body_->outputs();
     for (std::size_t k = 1; k < outs.size(); ++k) {
       ElementType t = outs[k].element_type;
