@@ -37,10 +37,12 @@ def within_one_doubling(pick: int, reference: float) -> bool:
     return pick * 2 >= reference and pick <= reference * 2
 
 
-def contradicted_default(measurement: dict, default: int) -> bool:
+def contradicted_default(measurement: dict, default: int, diagnostics: list[str]) -> bool:
     """A kept default that the measurements contradict: serial won or tied at or above it, or
-    parallel clearly won two consecutive sizes below it."""
-    if measurement["changed_default"]:
+    parallel clearly won two consecutive sizes below it. A pick that equals the default because the
+    crossover was measured there is not a kept default: the tool says "kept the default" when it
+    keeps one."""
+    if measurement["changed_default"] or not any("kept the default" in d for d in diagnostics):
         return False
     cases = sorted(measurement["cases"], key=lambda c: c["size"])
     if any(c["size"] >= default and c.get("verdict") == "loss" for c in cases):
@@ -55,10 +57,17 @@ def run_once(tool: str, cache: str, args: argparse.Namespace) -> dict:
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     wall_ms = (time.monotonic() - start) * 1000
-    if done.returncode != 0:
+    # Exit 1 with a report is the tool saying "measured, but not saved" (low confidence); that run
+    # counts. Anything else (no JSON, another status) is a failure of the tool.
+    try:
+        report = json.loads(done.stdout) if done.returncode in (0, 1) else None
+    except json.JSONDecodeError:
+        report = None
+    if report is None:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr}")
-    report = json.loads(done.stdout)
     (m,) = report["measurements"]
+    if done.returncode == 1 and m["saved"]:
+        raise SystemExit(f"{' '.join(command)} exited 1 but reports the result saved: {done.stderr}")
     return {
         "pick": report["calibrated"][0]["values"]["parallel.minimum_elements"],
         "confidence": m["confidence"],
@@ -67,6 +76,7 @@ def run_once(tool: str, cache: str, args: argparse.Namespace) -> dict:
         "elapsed_ms": report["elapsed_ms"],
         "wall_ms": wall_ms,
         "sizes": len(m["cases"]),
+        "other_cpus": (m.get("contention") or {}).get("other_cpus"),
         "warned": "warning:" in done.stderr,
         "measurement": m,
         "diagnostics": [d["message"] for d in report["diagnostics"]],
@@ -107,18 +117,19 @@ def main() -> int:
     near_mode = sum(within_one_doubling(p, mode) for p in picks)
     budget = args.max_duration_ms
     over = [r for r in runs if r["elapsed_ms"] > 1.2 * budget]
-    contradicted = [r for r in runs if contradicted_default(r["measurement"], args.default)]
+    contradicted = [r for r in runs if contradicted_default(r["measurement"], args.default, r["diagnostics"])]
     disagreeing = [r for r, ok in zip(runs, near_median) if not ok]
     disagreeing_unwarned = [r for r in disagreeing if not (r["confidence"] == "low" and r["warned"])]
 
     bar = "|" if args.markdown else ""
-    print(f"{bar} run {bar} pick {bar} confidence {bar} saved {bar} sizes {bar} reported ms {bar} wall ms {bar}"
-          f" within 1 doubling of median {bar}")
+    print(f"{bar} run {bar} pick {bar} confidence {bar} saved {bar} sizes {bar} other CPUs {bar} reported ms {bar}"
+          f" wall ms {bar} within 1 doubling of median {bar}")
     if args.markdown:
-        print("|---:|---:|:---|:---|---:|---:|---:|:---|")
+        print("|---:|---:|:---|:---|---:|---:|---:|---:|:---|")
     for i, (r, ok) in enumerate(zip(runs, near_median), 1):
         print(f"{bar} {i} {bar} {r['pick']} {bar} {r['confidence']}{' (noisy)' if r['noisy'] else ''} {bar}"
-              f" {'yes' if r['saved'] else 'no'} {bar} {r['sizes']} {bar} {r['elapsed_ms']} {bar} {r['wall_ms']:.0f} {bar}"
+              f" {'yes' if r['saved'] else 'no'} {bar} {r['sizes']} {bar}"
+              f" {'-' if r['other_cpus'] is None else format(r['other_cpus'], '.2f')} {bar} {r['elapsed_ms']} {bar} {r['wall_ms']:.0f} {bar}"
               f" {'yes' if ok else 'NO'} {bar}")
         if args.verbose:
             for d in r["diagnostics"]:

@@ -146,9 +146,13 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
   for (const auto& k : report.calibrated) {
     if (!k.comparison.empty()) continue;
     if (k.noisy || k.confidence == tune::Confidence::low)
-      *context.err << fmt::format("onnx-light-tune calibrate: warning: {} confidence {}{}{}\n", key_label(k.key),
+      *context.err << fmt::format("onnx-light-tune calibrate: warning: {} confidence {}{}{}{}\n", key_label(k.key),
                                   tune::confidence_name(k.confidence),
                                   k.noisy ? "; the machine is too noisy for the margin (see diagnostics)" : "",
+                                  k.contention && tune::contended(*k.contention, report.effective_threads)
+                                      ? fmt::format("; other processes kept {:.1f} of {} CPUs busy while it measured",
+                                                    k.contention->other_cpus, k.contention->cpus)
+                                      : "",
                                   o.save && !k.saved ? "; not saved (--force saves it anyway)" : "");
   }
   if (!report.not_saved.empty()) {

@@ -58,6 +58,28 @@ for x in m["cases"]:
 assert any(d["message"].startswith("Abs confidence: " + m["confidence"]) for d in r["diagnostics"]), r["diagnostics"]
 PYEOF
 
+# On a loaded machine (a busy loop per CPU) the result is not saved: the report names the load it
+# measured, the warning says so, exit 1, nothing written.
+LOADED="$SCRATCH/loaded.cache"
+busy() { while :; do :; done; }
+BUSY=()
+for _ in $(seq "$(nproc)"); do busy & BUSY+=($!); done
+run_status "$TOOL" --cache "$LOADED" calibrate Abs --save --json --threads 2
+kill "${BUSY[@]}"
+wait "${BUSY[@]}" 2>/dev/null || true
+[[ $STATUS == 1 ]] || { cat "$SCRATCH/err" >&2; fail "calibrate on a loaded machine exited $STATUS"; }
+test ! -e "$LOADED" || fail "a result measured on a loaded machine was written"
+expect_grep "$SCRATCH/err" "other processes kept [0-9.]* of [0-9]* CPUs busy while it measured; not saved"
+$PY - "$SCRATCH/out" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+(m,) = r["measurements"]
+c = m["contention"]
+assert c is not None and c["other_cpus"] >= 0.5 and c["window_ms"] >= 50 and c["cpus"] >= 1, c
+assert m["confidence"] == "low" and m["saved"] is False, m
+assert any("measured on a loaded machine" in d["message"] for d in r["diagnostics"]), r["diagnostics"]
+PYEOF
+
 # Binary kernels with broadcast variants, repeat agreement, SVG report.
 expect_exit 0 "$TOOL" --cache "$CACHE" list Add --element-type float --threads 2 --json
 cp "$SCRATCH/out" "$SCRATCH/add_list.json"

@@ -31,7 +31,13 @@ namespace {
 
 struct FakeClock final : CalibrationClock {
   int64_t now = 1'000'000'000;
+  // Set: other processes keep this many of 2 CPUs busy all the time (the engine used none itself).
+  std::optional<double> other_cpus;
   int64_t now_ns() override { return now; }
+  std::optional<CpuTimes> cpu_times() override {
+    if (!other_cpus) return std::nullopt;
+    return CpuTimes{now, static_cast<int64_t>(*other_cpus * static_cast<double>(now)), 0, 2};
+  }
 };
 
 // --- sequential_threshold_search: driven by synthetic pair-ratio sequences ------------------
@@ -840,6 +846,47 @@ TEST_CASE("engine_low_confidence_pick_is_published_but_not_saved_unless_forced")
   CHECK(forced.calibrated[0].saved);
 }
 
+TEST_CASE("engine_measured_on_a_loaded_machine_is_low_confidence_and_not_saved") {
+  Fixture f;
+  f.script.medians = crossover_at(65536);  // a clean crossover: high confidence on an idle machine
+  f.clock.other_cpus = 1.0;                // one busy loop beside it
+  auto o = f.options({"Fast"});
+  o.save = true;
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  const KeyCalibration& k = r.calibrated[0];
+  REQUIRE(k.contention.has_value());
+  CHECK(k.contention->other_cpus == doctest::Approx(1.0));
+  CHECK(k.confidence == Confidence::low);
+  CHECK(threshold(k) == 65536);  // reported and published all the same
+  CHECK_FALSE(k.saved);
+  CHECK_FALSE(std::filesystem::exists(o.path));
+  CHECK(std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& d) {
+    return d.message.find("Fast measured on a loaded machine: other processes kept 1.00 of its 2 CPUs busy") == 0;
+  }));
+  auto json = r.to_json();
+  CHECK(json["measurements"][0]["contention"]["other_cpus"] == doctest::Approx(1.0));
+  CHECK(json["measurements"][0]["contention"]["cpus"] == 2);
+
+  // The same measurements with a little background load: judged as before, and saved.
+  f.script.pairs_given.clear();
+  f.clock.other_cpus = 0.2;
+  CalibrationReport idle = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(idle.calibrated.size() == 1);
+  CHECK(idle.calibrated[0].confidence == Confidence::high);
+  CHECK(idle.calibrated[0].contention->other_cpus == doctest::Approx(0.2));
+  CHECK(idle.calibrated[0].saved);
+  CHECK(std::none_of(idle.diagnostics.begin(), idle.diagnostics.end(),
+                     [](const Diagnostic& d) { return d.message.find("loaded machine") != std::string::npos; }));
+
+  // No accounting (the fake clock's default): nothing judged, JSON null.
+  f.clock.other_cpus.reset();
+  o.save = false;
+  CalibrationReport unknown = calibrate_kernel_tuning(o, f.context);
+  CHECK_FALSE(unknown.calibrated[0].contention.has_value());
+  CHECK(unknown.to_json()["measurements"][0]["contention"].is_null());
+}
+
 TEST_CASE("engine_nothing_measured_is_not_saved") {
   Fixture f;
   f.script.medians = crossover_at(1);
@@ -1128,6 +1175,18 @@ TEST_CASE("verify_reports_holds_drifted_and_not_measured_and_never_writes_or_pub
   const std::string after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
   CHECK(after == before);
   CHECK(f.registry.published_generation() == generation);
+
+  // On a loaded machine neither verdict is given: Slow's drift reads as not measured, with why.
+  f.clock.other_cpus = 1.0;
+  const VerificationReport loaded = verify_kernel_tuning(o, f.context);
+  for (const auto& p : loaded.profiles) {
+    CHECK(p.status == DriftStatus::not_measured);
+    if (p.key.kernel == "Slow") {
+      CHECK(p.reason.find("not judged: other processes kept 1.00 of 2 CPUs busy") == 0);
+      CHECK(p.reason.find("cached parallel.minimum_elements=65536, measured now 1048576") != std::string::npos);
+    }
+  }
+  CHECK_FALSE(loaded.drifted());
 }
 
 TEST_CASE("verify_budget_and_argument_errors") {

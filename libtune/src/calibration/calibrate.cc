@@ -355,6 +355,10 @@ nlohmann::json CalibrationReport::to_json() const {
     m["picks"] = k.picks;
     m["confidence"] = confidence_name(k.confidence);
     m["noisy"] = k.noisy;
+    m["contention"] = k.contention ? nlohmann::json{{"other_cpus", k.contention->other_cpus},
+                                                    {"window_ms", k.contention->window_ms},
+                                                    {"cpus", k.contention->cpus}}
+                                   : nlohmann::json();
     m["measured"] = k.measured;
     m["saved"] = k.saved;
     m["agreement"] = k.agreement;
@@ -547,6 +551,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
         } else {
           const int64_t default_value = std::get<int64_t>(base.at(spec.name));
           std::vector<SequentialSearchResult> runs;
+          const std::optional<CpuTimes> cpu_before = clock->cpu_times();
           warm_up(options, *bench, key_deadline, threshold_configurations(spec, base));
           for (int r = 0; r < options.repeat; ++r) {
             progress.repeat = r;
@@ -555,6 +560,8 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
                                                 start_ns));
             result.picks.push_back(runs.back().pick.value_or(default_value));
           }
+          if (const std::optional<CpuTimes> cpu_after = clock->cpu_times(); cpu_before && cpu_after)
+            result.contention = contention_between(*cpu_before, *cpu_after);
           // The saved value is the median pick (a kept default counts as its value).
           std::vector<int64_t> sorted = result.picks;
           std::sort(sorted.begin(), sorted.end());
@@ -588,6 +595,16 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
           if (!chosen->pick && chosen->sizes.empty())
             report.diagnostics.push_back(
                 key_message(key, fmt::format("{} kept {}={}: nothing was measured.", key.kernel, spec.name, default_value)));
+          if (result.contention && contended(*result.contention, threads)) {
+            result.confidence = Confidence::low;
+            report.diagnostics.push_back(key_message(
+                key, fmt::format("{} measured on a loaded machine: other processes kept {:.2f} of its {} CPUs busy on "
+                                 "average over {:.0f} ms, leaving fewer than the {} threads calibrated for; a threshold "
+                                 "measured so describes that load, not the machine (confidence low). Rerun when it "
+                                 "is idle.",
+                                 key.kernel, result.contention->other_cpus, result.contention->cpus,
+                                 result.contention->window_ms, threads)));
+          }
           if (options.repeat > 1) {
             if (result.agreement < options.repeat) result.confidence = Confidence::low;
             report.diagnostics.push_back(key_message(key, fmt::format("{} repeat: {} of {} runs picked within one doubling of {}; picks {}.",
@@ -628,7 +645,8 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
       }
       if (k.confidence == Confidence::low && !options.force_save) {
         report.diagnostics.push_back(key_message(
-            k.key, fmt::format("{} not saved: confidence is low (the measurements disagree or are too noisy for the margin); "
+            k.key, fmt::format("{} not saved: confidence is low (the measurements disagree, are too noisy for the margin, or were "
+                               "taken on a loaded machine); "
                                "rerun on a quieter machine or with a larger --max-duration-ms, or use --force to save it anyway.",
                                k.key.kernel)));
         report.not_saved.push_back(k.key);

@@ -24,6 +24,7 @@ class SteadyClock final : public CalibrationClock {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
+  std::optional<CpuTimes> cpu_times() override { return sample_cpu_times(); }
 };
 
 class SessionBenchmark final : public CaseBenchmark {

@@ -26,6 +26,7 @@
 #include "onnx_light/runtime/tuning_key.h"
 #include "onnx_light/runtime/tuning_value.h"
 #include "onnx_light/tune/cache_update.h"
+#include "onnx_light/tune/cpu_contention.h"
 #include "onnx_light/tune/diagnostic.h"
 #include "onnx_light/tune/kernel_selection.h"
 #include "onnx_light/tune/operations.h"
@@ -36,11 +37,14 @@ namespace onnx_light::tune {
 inline constexpr int64_t kDefaultCalibrationDurationMs = 250;
 inline constexpr int64_t kDefaultCalibrationMemoryBytes = int64_t{64} << 20;
 
-// Monotonic nanoseconds; injectable so tests control time.
+// Monotonic nanoseconds, and the machine's CPU accounting over the same time (how much of it other
+// processes took); injectable so tests control both.
 class CalibrationClock {
  public:
   virtual ~CalibrationClock() = default;
   virtual int64_t now_ns() = 0;
+  // nullopt: not measured (fake clocks, machines without the accounting).
+  virtual std::optional<CpuTimes> cpu_times() { return std::nullopt; }
 };
 std::shared_ptr<CalibrationClock> steady_calibration_clock();
 
@@ -164,6 +168,9 @@ struct KeyCalibration {
   int agreement = 0;                         // runs whose pick is within one doubling of the saved one
   Confidence confidence = Confidence::high;  // threshold mode; comparison mode reports high
   bool noisy = false;                        // the machine was too noisy for the margin
+  // Threshold mode: how much of the machine other processes took while it measured (nullopt: not
+  // measured); a contended window makes the confidence low.
+  std::optional<CpuContention> contention;
   bool measured = false;                     // at least one case was measured
   bool saved = false;                        // written to the cache
   int64_t elapsed_ms = 0;

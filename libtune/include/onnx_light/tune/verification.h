@@ -20,7 +20,8 @@
 namespace onnx_light::tune {
 
 // holds: the measured pick is within one doubling of the cached value; drifted: further apart;
-// not_measured: the budget ran out, nothing could be measured, or the key has no calibration.
+// not_measured: the budget ran out, nothing could be measured, the key has no calibration, or other
+// processes loaded the machine while it measured (no verdict from a loaded machine).
 enum class DriftStatus { holds, drifted, not_measured };
 const char* drift_status_name(DriftStatus s);
 

@@ -1,0 +1,46 @@
+#pragma once
+// How much of the machine other processes took while a calibration measured. A parallel threshold
+// measured while another process holds a core describes that loaded moment, not the machine: with
+// one busy loop beside it on this 2-vCPU VM, ten runs of `calibrate Abs` picked anything from
+// 65536 to 4194304 elements, some of them with high confidence. So a contended window caps the
+// confidence at low (not saved unless forced) and the report names the load it saw.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace onnx_light::tune {
+
+// Cumulative CPU accounting at one instant.
+struct CpuTimes {
+  int64_t wall_ns = 0;          // monotonic
+  int64_t machine_busy_ns = 0;  // every CPU's non-idle time, steal included (the hypervisor ran someone else)
+  int64_t self_ns = 0;          // this process's user + system time, all its threads
+  int64_t cpus = 0;             // CPUs the machine time is summed over
+};
+
+// This machine now (Linux: /proc/stat and getrusage); nullopt where that accounting is unavailable.
+std::optional<CpuTimes> sample_cpu_times();
+
+// The busy time, steal included, of /proc/stat's aggregate "cpu" line, in clock ticks; nullopt when
+// the text has no such line or it is malformed.
+std::optional<int64_t> busy_ticks_from_proc_stat(std::string_view text);
+
+struct CpuContention {
+  double other_cpus = 0;  // average CPUs other processes (or steal) kept busy over the window
+  double window_ms = 0;
+  int64_t cpus = 0;
+};
+
+// Windows shorter than this are not judged: /proc/stat counts in 10 ms ticks, so over 50 ms on 2
+// CPUs one tick is 0.1 CPU of error.
+inline constexpr int64_t kMinimumContentionWindowNs = 50'000'000;
+
+// The load of other processes between two samples; nullopt for a window too short to judge.
+std::optional<CpuContention> contention_between(const CpuTimes& before, const CpuTimes& after);
+
+// A window is contended when other processes left fewer CPUs than the sessions' threads (at most
+// one per CPU) by half a CPU or more on average: on 2 CPUs with 2 threads, 0.5 CPU taken. Idle windows here
+// measure 0-0.15 CPU; one busy loop 0.7-1.0.
+bool contended(const CpuContention& c, int64_t threads);
+
+}  // namespace onnx_light::tune

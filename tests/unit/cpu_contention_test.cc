@@ -1,0 +1,85 @@
+// The load other processes put on the machine while a calibration measures (cpu_contention.h).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "onnx_light/tune/cpu_contention.h"
+
+using namespace onnx_light::tune;
+
+TEST_CASE("proc_stat_busy_ticks_exclude_idle_and_iowait_and_count_steal") {
+  // user nice system idle iowait irq softirq steal guest guest_nice
+  CHECK(busy_ticks_from_proc_stat("cpu  100 2 30 5000 7 1 4 9 50 0\ncpu0 1 2 3 4\n") == 100 + 2 + 30 + 1 + 4 + 9);
+  CHECK(busy_ticks_from_proc_stat("cpu 10 0 5 100") == 15);  // the four fields of old kernels
+}
+
+TEST_CASE("proc_stat_without_an_aggregate_line_or_with_bad_numbers_gives_nothing") {
+  CHECK_FALSE(busy_ticks_from_proc_stat("").has_value());
+  CHECK_FALSE(busy_ticks_from_proc_stat("cpu0 1 2 3 4").has_value());
+  CHECK_FALSE(busy_ticks_from_proc_stat("intr 1 2 3 4").has_value());
+  CHECK_FALSE(busy_ticks_from_proc_stat("cpu  1 2 3").has_value());
+  CHECK_FALSE(busy_ticks_from_proc_stat("cpu  1 x 3 4").has_value());
+  CHECK_FALSE(busy_ticks_from_proc_stat("cpu  1 -2 3 4").has_value());
+  CHECK_FALSE(busy_ticks_from_proc_stat("cpu  99999999999999999999999 2 3 4").has_value());
+}
+
+TEST_CASE("contention_is_machine_busy_time_minus_our_own_over_the_window") {
+  CpuTimes a{1'000'000'000, 5'000'000'000, 2'000'000'000, 2};
+  CpuTimes b = a;
+  b.wall_ns += 200'000'000;          // 200 ms
+  b.self_ns += 300'000'000;          // we used 1.5 CPUs
+  b.machine_busy_ns += 500'000'000;  // the machine 2.5 CPU-windows' worth... capped below
+  auto c = contention_between(a, b);
+  REQUIRE(c.has_value());
+  CHECK(c->other_cpus == doctest::Approx(1.0));
+  CHECK(c->window_ms == doctest::Approx(200.0));
+  CHECK(c->cpus == 2);
+  // Tick rounding on an idle machine: our own time above the machine's busy time reads as none.
+  b.machine_busy_ns = a.machine_busy_ns + 250'000'000;
+  CHECK(contention_between(a, b)->other_cpus == 0.0);
+  // More than the machine has (counter glitches) is capped at its CPUs.
+  b.machine_busy_ns = a.machine_busy_ns + 5'000'000'000;
+  CHECK(contention_between(a, b)->other_cpus == 2.0);
+}
+
+TEST_CASE("contention_window_shorter_than_the_tick_resolution_allows_is_not_judged") {
+  CpuTimes a{0, 0, 0, 2};
+  CpuTimes b{kMinimumContentionWindowNs - 1, 40'000'000, 0, 2};
+  CHECK_FALSE(contention_between(a, b).has_value());
+  b.wall_ns = kMinimumContentionWindowNs;
+  CHECK(contention_between(a, b).has_value());
+}
+
+TEST_CASE("contended_when_other_processes_leave_fewer_cpus_than_the_threads_by_half_a_cpu") {
+  CHECK_FALSE(contended({0.15, 200, 2}, 2));  // an idle 2-vCPU VM
+  CHECK_FALSE(contended({0.5, 200, 2}, 2));
+  CHECK(contended({0.51, 200, 2}, 2));
+  CHECK(contended({1.0, 200, 2}, 2));  // one busy loop
+  // Many CPUs: other processes only matter once they eat into the ones the threads need.
+  CHECK_FALSE(contended({6.0, 200, 8}, 2));
+  CHECK(contended({6.6, 200, 8}, 2));
+  // More threads than CPUs is the caller's choice, not load: judged against the CPUs there are.
+  CHECK_FALSE(contended({0.2, 200, 2}, 8));
+  CHECK(contended({0.8, 200, 2}, 8));
+}
+
+#if defined(__linux__)
+TEST_CASE("linux_sample_counts_this_processes_own_cpu_time") {
+  auto a = sample_cpu_times();
+  REQUIRE(a.has_value());
+  CHECK(a->cpus >= 1);
+  CHECK(a->machine_busy_ns > 0);
+  // Spin for at least 60 ms of our own CPU time: it must show as ours, not as another process's.
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<uint64_t> sink{0};
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(80)) sink.fetch_add(1, std::memory_order_relaxed);
+  auto b = sample_cpu_times();
+  REQUIRE(b.has_value());
+  CHECK(b->wall_ns - a->wall_ns >= 80'000'000);
+  CHECK(b->self_ns - a->self_ns >= 40'000'000);  // preemption may take some of the 80 ms
+  CHECK(b->machine_busy_ns >= a->machine_busy_ns);
+  REQUIRE(contention_between(*a, *b).has_value());
+}
+#endif
