@@ -25,8 +25,8 @@ void register_signal_kernels(KernelTable& table);             // signal.cc (Hann
 void register_sorting_kernels(KernelTable& table);            // sorting.cc (TopK, Unique)
 void register_linear_algebra_kernels(KernelTable& table);     // linear_algebra.cc (Det)
 void register_loss_kernels(KernelTable& table);  // loss.cc (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss)
-void register_detection_kernels(KernelTable& table);
-void register_einsum_kernels(KernelTable& table);             // einsum.cc          // detection.cc (NonMaxSuppression)
+void register_detection_kernels(KernelTable& table);          // detection.cc (NonMaxSuppression)
+void register_einsum_kernels(KernelTable& table);             // einsum.cc
 void register_quantized_conv_kernels(KernelTable& table);     // quantized_conv.cc (ConvInteger, QLinearConv)
 void register_control_flow_kernels(KernelTable& table);       // control_flow.cc (If)
 void register_resize_kernels(KernelTable& table);            // resize.cc (Resize, Upsample)
