@@ -34,6 +34,7 @@ struct CalibrateVerbOptions {
   std::string report_path;
   bool prune_stale = false;
   bool force = false;
+  bool allow_load = false;
   // --model: the model-driven calibration (calibrate_model.h)
   std::string model_path;
   std::vector<std::string> inputs;
@@ -116,6 +117,7 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
   options.repeat = o.repeat;
   options.prune_stale = o.prune_stale;
   options.force_save = o.force;
+  options.allow_load = o.allow_load;
   for (const auto& p : o.parameters) {
     auto eq = p.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
@@ -255,6 +257,10 @@ void register_calibrate(CLI::App& app, AppContext& context) {
   verb->add_option("--report", o->report_path, "Write an SVG plot per key (times against size, crossover marked)")
       ->type_name("FILE.svg");
   verb->add_flag("--prune-stale", o->prune_stale, "Drop profiles of older tuning ABIs while saving");
+  verb->add_flag("--allow-load", o->allow_load,
+                 "Judge measurements taken while other processes load the CPUs as usual (for machines that are "
+                 "always this busy); without it such a result is low confidence and not saved. The load is "
+                 "reported either way");
   verb->add_flag("--force,--save-unmeasured", o->force,
                  "Save results of low confidence (measurements disagree or too noisy) or with nothing measured, "
                  "labelled so in their provenance; without it they are published in-process only and the exit "

@@ -19,6 +19,7 @@ struct VerifyVerbOptions {
   int64_t max_duration_ms = 1000;
   std::string max_memory = "64M";
   bool strict = false;
+  bool allow_load = false;
 };
 
 int verify_verb(const VerifyVerbOptions& o, AppContext& context) {
@@ -27,6 +28,7 @@ int verify_verb(const VerifyVerbOptions& o, AppContext& context) {
   options.selection = o.filters.selection();
   options.selection.kernels.insert(options.selection.kernels.end(), o.kernels.begin(), o.kernels.end());
   options.path = context.cache_path;
+  options.allow_load = o.allow_load;
   options.num_threads = o.filters.thread_count();
   options.maximum_duration_ms = o.max_duration_ms;
   options.maximum_memory_bytes =
@@ -94,6 +96,9 @@ void register_verify(CLI::App& app, AppContext& context) {
       ->type_name("BYTES")
       ->default_val("64M");
   verb->add_flag("--strict", o->strict, "Exit 1 when any profile drifted");
+  verb->add_flag("--allow-load", o->allow_load,
+                 "Give verdicts even when other processes loaded the CPUs while measuring (machines that are "
+                 "always this busy); without it such profiles are not_measured");
   verb->footer(
       "Each cached profile of this host and thread count whose kernel has a calibration routine is\n"
       "measured again by the calibration search (nothing is saved or published) and reported as\n"

@@ -526,6 +526,10 @@ void RuntimeSession::Impl::build() {
         selector = input_types[k];
         break;
       }
+    // A node with no input at all (RandomUniform, RandomNormal) has one definition, keyed by the
+    // float32 its dtype defaults to; the kernel's output type comes from its attributes.
+    if (std::none_of(node.input().begin(), node.input().end(), [](const std::string& n) { return !n.empty(); }))
+      selector = ElementType::float32;
     KernelChoice choice = table->choose(node.domain(), node.op_type(), opset, selector, features);
     if (choice.def != nullptr && choice.def->type_input != 0) {
       type_input = choice.def->type_input;

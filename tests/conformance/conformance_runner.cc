@@ -220,6 +220,41 @@ Model with_data_shapes(const Model& model, const fs::path& first_set, bool& adju
   return adjusted ? model_from_proto(std::move(proto), model.origin()) : model;
 }
 
+// Operators whose outputs are drawn at random. ONNX's expected data for them is one draw of numpy's
+// generator, which no other implementation reproduces (the ONNX test case says so itself), so their
+// tests are checked by property instead of by value: element type and shape, every Bernoulli value
+// 0 or 1, and, when every random node has a seed, the same values from the 1-thread and the
+// 3-thread sessions (each seeded alike). Listed in the summary.
+const std::set<std::string> kDrawnAtRandom = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike",
+                                              "RandomUniform", "RandomUniformLike"};
+
+bool drawn_at_random(const std::string& test_operator) {
+  return kDrawnAtRandom.contains(test_operator.substr(0, test_operator.find(' ')));
+}
+
+bool every_random_node_seeded(const onnx::GraphProto& graph) {
+  for (const auto& node : graph.node()) {
+    if (!kDrawnAtRandom.contains(node.op_type())) continue;
+    if (std::none_of(node.attribute().begin(), node.attribute().end(), [](const auto& a) { return a.name() == "seed"; }))
+      return false;
+  }
+  return true;
+}
+
+// Empty when `actual` has the type and shape of `expected` and, for a 0/1 draw, only 0s and 1s.
+std::string compare_drawn(const Tensor& expected, const Tensor& actual, bool zero_or_one) {
+  if (expected.element_type() != actual.element_type())
+    return fmt::format("element type {} expected, got {}", element_type_name(expected.element_type()),
+                       element_type_name(actual.element_type()));
+  if (expected.shape() != actual.shape())
+    return fmt::format("shape {} expected, got {}", shape_to_string(expected.shape()), shape_to_string(actual.shape()));
+  if (zero_or_one)
+    for (int64_t i = 0; i < actual.element_count(); ++i)
+      if (const double v = element_as_double(actual, i); v != 0.0 && v != 1.0)
+        return fmt::format("element {} is {}, not 0 or 1", i, v);
+  return {};
+}
+
 struct Outcome {
   enum Kind { passed, failed, unsupported, excluded } kind = passed;
   std::string message;
@@ -293,7 +328,9 @@ std::vector<std::string> compare_with_expected(const std::map<std::string, int>&
 
 // Runs every data set of one test; the message names the first problem.
 Outcome run_test(const fs::path& dir, const Model& original, TuningRegistry& parallel_registry,
-                 const std::map<std::string, Exclusion>::iterator exclusion, bool has_exclusion, bool& adjusted) {
+                 const std::map<std::string, Exclusion>::iterator exclusion, bool has_exclusion, bool& adjusted,
+                 const std::string& test_operator) {
+  const bool drawn = drawn_at_random(test_operator);
   std::vector<fs::path> data_sets;
   for (const auto& entry : fs::directory_iterator(dir))
     if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
@@ -364,9 +401,11 @@ Outcome run_test(const fs::path& dir, const Model& original, TuningRegistry& par
         if (!fs::exists(file)) continue;
         const Tensor expected = load_tensor(file, declared_type(model.graph().output(o)), adjusted);
         const Tensor& actual = serial_context.get(name);
-        if (std::string problem = compare(expected, actual); !problem.empty())
+        const bool zero_or_one = test_operator.rfind("Bernoulli", 0) == 0;
+        if (std::string problem = drawn ? compare_drawn(expected, actual, zero_or_one) : compare(expected, actual);
+            !problem.empty())
           return {Outcome::failed, fmt::format("{} output '{}': {}", set_name, name, problem)};
-        if (!bitwise_equal(actual, parallel_context.get(name)))
+        if ((!drawn || every_random_node_seeded(model.graph())) && !bitwise_equal(actual, parallel_context.get(name)))
           return {Outcome::failed, fmt::format("{} output '{}': {} threads with minimal thresholds differ from 1 thread",
                                                set_name, name, kParallelThreads)};
       }
@@ -463,7 +502,7 @@ int main(int argc, char** argv) {
 
     std::map<std::string, Row> rows;
     std::vector<std::string> failures;
-    std::vector<std::string> adjusted_tests;
+    std::vector<std::string> adjusted_tests, drawn_tests;
     int run_count = 0;
     for (auto& [dir, model] : models) {
       const std::string name = dir.filename().string();
@@ -487,8 +526,9 @@ int main(int argc, char** argv) {
       ++run_count;
       auto exclusion = exclusions.find(name);
       bool adjusted = false;
-      Outcome outcome = run_test(dir, *model, parallel_registry, exclusion, exclusion != exclusions.end(), adjusted);
+      Outcome outcome = run_test(dir, *model, parallel_registry, exclusion, exclusion != exclusions.end(), adjusted, op);
       if (adjusted) adjusted_tests.push_back(name);
+      if (drawn_at_random(op)) drawn_tests.push_back(name);
       switch (outcome.kind) {
         case Outcome::passed: ++row.passed; break;
         case Outcome::excluded: ++row.excluded; break;
@@ -517,6 +557,12 @@ int main(int argc, char** argv) {
     std::printf("\n%zu operators registered; %d tests run (1 thread, and %d threads with minimal thresholds), "
                 "%d not run because an operator is not registered\n",
                 registered.size(), run_count, kParallelThreads, total.unsupported);
+    if (!drawn_tests.empty()) {
+      std::printf("checked by property, not by value (outputs drawn at random; ONNX's data is one draw of numpy's "
+                  "generator) in %zu tests:", drawn_tests.size());
+      for (const auto& t : drawn_tests) std::printf(" %s", t.c_str());
+      std::printf("\n");
+    }
     if (!adjusted_tests.empty()) {
       std::printf("data conventions of onnx 1.12 undone (bfloat16 stored as uint16, declared input shapes that "
                   "disagree with the data) in %zu tests:", adjusted_tests.size());

@@ -868,6 +868,17 @@ TEST_CASE("engine_measured_on_a_loaded_machine_is_low_confidence_and_not_saved")
   CHECK(json["measurements"][0]["contention"]["other_cpus"] == doctest::Approx(1.0));
   CHECK(json["measurements"][0]["contention"]["cpus"] == 2);
 
+  // --allow-load: the same loaded window judged as usual, the load still reported.
+  f.script.pairs_given.clear();
+  o.allow_load = true;
+  CalibrationReport allowed = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(allowed.calibrated.size() == 1);
+  CHECK(allowed.calibrated[0].confidence == Confidence::high);
+  CHECK(allowed.calibrated[0].contention->other_cpus == doctest::Approx(1.0));
+  CHECK(allowed.calibrated[0].saved);
+  o.allow_load = false;
+  std::filesystem::remove(o.path);
+
   // The same measurements with a little background load: judged as before, and saved.
   f.script.pairs_given.clear();
   f.clock.other_cpus = 0.2;
@@ -1187,6 +1198,10 @@ TEST_CASE("verify_reports_holds_drifted_and_not_measured_and_never_writes_or_pub
     }
   }
   CHECK_FALSE(loaded.drifted());
+  o.allow_load = true;
+  const VerificationReport allowed = verify_kernel_tuning(o, f.context);
+  for (const auto& p : allowed.profiles)
+    if (p.key.kernel == "Slow") CHECK(p.status == DriftStatus::drifted);
 }
 
 TEST_CASE("verify_budget_and_argument_errors") {

@@ -595,7 +595,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
           if (!chosen->pick && chosen->sizes.empty())
             report.diagnostics.push_back(
                 key_message(key, fmt::format("{} kept {}={}: nothing was measured.", key.kernel, spec.name, default_value)));
-          if (result.contention && contended(*result.contention, threads)) {
+          if (result.contention && contended(*result.contention, threads) && !options.allow_load) {
             result.confidence = Confidence::low;
             report.diagnostics.push_back(key_message(
                 key, fmt::format("{} measured on a loaded machine: other processes kept {:.2f} of its {} CPUs busy on "

@@ -113,6 +113,7 @@ VerificationReport verify_kernel_tuning(const VerifyOptions& options, const Oper
         c.maximum_memory_bytes = options.maximum_memory_bytes;
         c.save = false;
         c.publish = false;
+        c.allow_load = options.allow_load;
         c.path = options.path;
         c.progress = options.progress;
         c.clock = clock;
@@ -132,7 +133,7 @@ VerificationReport verify_kernel_tuning(const VerifyOptions& options, const Oper
           p.confidence = it->confidence;
           if (!p.measured) {
             p.reason = "the measurement ended without a value";
-          } else if (it->contention && contended(*it->contention, cached.effective_threads)) {
+          } else if (it->contention && contended(*it->contention, cached.effective_threads) && !options.allow_load) {
             // A loaded machine moves a threshold by powers of two: no verdict either way.
             p.reason = fmt::format("not judged: other processes kept {:.2f} of {} CPUs busy while it measured (cached "
                                    "{}={}, measured now {}); rerun when the machine is idle",

@@ -126,6 +126,9 @@ struct CalibrationOptions {
   int maximum_repetitions = 15;
   // A low-confidence pick, or one from no measurement, is published but not saved unless forced.
   bool force_save = false;
+  // Judge measurements taken while other processes load the CPUs as if the machine were idle (for
+  // machines that are always this busy); the load is still reported. Off: such a key is low confidence.
+  bool allow_load = false;
   bool prune_stale = false;
   std::function<void(const CalibrationProgress&)> progress;
   std::shared_ptr<CalibrationClock> clock;  // nullptr: steady clock

@@ -42,6 +42,7 @@ struct VerifyOptions {
   std::optional<int64_t> num_threads;  // unset/0: one per physical core (the profiles' thread count)
   int64_t maximum_duration_ms = 1000;  // for the whole call, shared by the profiles
   int64_t maximum_memory_bytes = kDefaultCalibrationMemoryBytes;
+  bool allow_load = false;  // give verdicts from windows other processes loaded (see CalibrationOptions)
   std::function<void(const CalibrationProgress&)> progress;
   std::shared_ptr<CalibrationClock> clock;  // nullptr: steady clock
   CaseBenchmarkFactory benchmark_factory;   // nullptr: make_session_benchmark
