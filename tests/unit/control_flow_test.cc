@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -324,4 +325,86 @@ TEST_CASE("loop_profile_counts_each_body_node_once_per_iteration") {
       CHECK(n.parent.find("Loop node") == 0);
     }
   CHECK(found);
+}
+
+namespace {
+
+std::map<std::string, Tensor> run_graph(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                        int opset = 17, int threads = 1) {
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(threads);
+  RuntimeSession session(
+      test::parse("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\n" + graph), options);
+  RuntimeContext context;
+  for (const auto& [name, t] : inputs) context.set(name, t);
+  session.run(context);
+  return context.values();
+}
+
+}  // namespace
+
+TEST_CASE("scan_runs_along_any_axis_and_direction_and_stacks_outputs_on_theirs") {
+  // x [2, 3]: scanned along axis 1 (3 steps of 2 values) in reverse; the running sum is the state;
+  // scan output 0 (each step's sum) stacked along axis 1, scan output 1 (each slice doubled) on
+  // axis 0 in reverse. An outer value `w` is read by the body.
+  const std::string g = R"(g (float[2] s0, float[2,3] x, float[1] w) => (float[2] s, float[2,3] sums, float[3,2] twice) {
+    s, sums, twice = Scan (s0, x) <num_scan_inputs = 1, scan_input_axes = [1], scan_input_directions = [1],
+                                   scan_output_axes = [1, 0], scan_output_directions = [0, 1],
+        body = b (float[2] acc, float[2] v) => (float[2] next, float[2] out, float[2] dbl) {
+          next = Add(acc, v)
+          out = Identity(next)
+          dbl = Mul(v, w)
+        }>
+  })";
+  auto r = run_graph(g, {{"s0", floats({2}, {0, 100})}, {"x", floats({2, 3}, {1, 2, 3, 4, 5, 6})}, {"w", floats({1}, {2})}});
+  CHECK(values<float>(r["s"]) == std::vector<float>{6, 115});
+  // Steps visit columns 2, 1, 0: sums after each step are (3, 106), (5, 111), (6, 115), stacked on axis 1.
+  REQUIRE(r["sums"].shape() == Shape{2, 3});
+  CHECK(values<float>(r["sums"]) == std::vector<float>{3, 5, 6, 106, 111, 115});
+  // Doubled slices of steps 0, 1, 2 are columns 2, 1, 0; stored in reverse along axis 0.
+  REQUIRE(r["twice"].shape() == Shape{3, 2});
+  CHECK(values<float>(r["twice"]) == std::vector<float>{2, 8, 4, 10, 6, 12});
+}
+
+TEST_CASE("scan_opset_8_scans_each_batch_entry_up_to_its_length_and_pads_with_zeros") {
+  const std::string g = R"(g (int64[2] lens, float[2,1] s0, float[2,3,1] x) => (float[2,1] s, float[2,3,1] ys) {
+    s, ys = Scan (lens, s0, x) <num_scan_inputs = 1,
+        body = b (float[1] acc, float[1] v) => (float[1] next, float[1] out) { next = Add(acc, v)
+          out = Identity(next) }>
+  })";
+  auto r = run_graph(g, {{"lens", int64s({2}, {3, 1})}, {"s0", floats({2, 1}, {0, 10})}, {"x", floats({2, 3, 1}, {1, 2, 3, 4, 5, 6})}},
+                     8);
+  CHECK(values<float>(r["s"]) == std::vector<float>{6, 14});
+  CHECK(values<float>(r["ys"]) == std::vector<float>{1, 3, 6, 14, 0, 0});
+  CHECK_THROWS_WITH_AS(run_graph(g, {{"lens", int64s({2}, {4, 1})}, {"s0", floats({2, 1}, {0, 10})},
+                                     {"x", floats({2, 3, 1}, {1, 2, 3, 4, 5, 6})}},
+                                 8),
+                       doctest::Contains("sequence_lens[0] = 4 is outside [0, 3]"), InputError);
+}
+
+TEST_CASE("scan_of_zero_steps_keeps_the_states_and_gives_empty_outputs") {
+  const std::string g = R"(g (float[2] s0, float[0,2] x) => (float[2] s, float[0] ys) {
+    s, ys = Scan (s0, x) <num_scan_inputs = 1,
+        body = b (float[2] acc, float[2] v) => (float[2] next, float[2] out) { next = Add(acc, v)
+          out = Identity(v) }>
+  })";
+  auto r = run_graph(g, {{"s0", floats({2}, {7, 8})}, {"x", floats({0, 2}, {})}});
+  CHECK(values<float>(r["s"]) == std::vector<float>{7, 8});
+  CHECK(r["ys"].element_count() == 0);
+}
+
+TEST_CASE("scan_refuses_mismatched_lengths_arities_and_directions_naming_the_node") {
+  const std::string body = "body = b (float[2] acc, float[2] v, float[2] u) => (float[2] next) { next = Add(acc, v) }";
+  const std::string two = "g (float[2] s0, float[3,2] x, float[4,2] z) => (float[2] s) { s = Scan (s0, x, z) <num_scan_inputs = 2, " + body + "> }";
+  CHECK_THROWS_WITH_AS(run_graph(two, {{"s0", floats({2}, {0, 0})}, {"x", floats({3, 2}, std::vector<float>(6))},
+                                       {"z", floats({4, 2}, std::vector<float>(8))}}),
+                       doctest::Contains("scan input 1 has 4 steps along axis 0 but scan input 0 has 3"), InputError);
+  const std::string arity = "g (float[2] s0, float[3,2] x) => (float[2] s) { s = Scan (s0, x) <num_scan_inputs = 1, " + body + "> }";
+  CHECK_THROWS_WITH_AS(run_graph(arity, {{"s0", floats({2}, {0, 0})}, {"x", floats({3, 2}, std::vector<float>(6))}}),
+                       doctest::Contains("the body has 3 input(s); Scan gives it 1 state(s) and 1 scan slice(s)"), Error);
+  const std::string direction =
+      "g (float[2] s0, float[3,2] x) => (float[2] s) { s = Scan (s0, x) <num_scan_inputs = 1, scan_input_directions = [2], "
+      "body = b (float[2] acc, float[2] v) => (float[2] next) { next = Add(acc, v) }> }";
+  CHECK_THROWS_WITH_AS(run_graph(direction, {{"s0", floats({2}, {0, 0})}, {"x", floats({3, 2}, std::vector<float>(6))}}),
+                       doctest::Contains("a scan direction must be 0 or 1, not 2"), Error);
 }

@@ -1,4 +1,4 @@
-// Control flow: If and Loop. Each branch or body is a session of its own (built once, when the node is created,
+// Control flow: If, Loop and Scan. Each branch or body is a session of its own (built once, when the node is created,
 // through the enclosing session's SubgraphBuilder), whose graph inputs are the outer values the
 // branch reads; the node's implicit inputs carry those values in (kernel.h).
 #include <algorithm>
@@ -252,6 +252,276 @@ class LoopKernel final : public Kernel {
   std::vector<Tensor> inputs_, outputs_;
 };
 
+// Scan: the body's inputs are (N state values, one slice of each of the M scan inputs, the outer
+// values it reads); its outputs (N states, K scan-output slices). Opset 9 on scans along any axis
+// in either direction and stacks each scan output along its own axis and direction; opset 8 has a
+// leading batch axis (every batch entry scanned on its own, along axis 1) and an optional
+// sequence_lens input, and pads scan outputs past an entry's length with zeros.
+class ScanKernel final : public Kernel {
+ public:
+  explicit ScanKernel(const KernelCreateInfo& info) : label_(info.node_label()), batched_(info.opset < 9) {
+    if (info.subgraphs == nullptr)
+      throw UnsupportedError(fmt::format("{}: Scan needs the enclosing session to build its body", label_));
+    const onnx::AttributeProto* attribute = info.attribute("body");
+    if (attribute == nullptr || !attribute->has_g())
+      throw ModelError(fmt::format("{}: attribute 'body' (a graph) is missing", label_));
+    if (!info.has_attribute("num_scan_inputs"))
+      throw ModelError(fmt::format("{}: attribute 'num_scan_inputs' is required", label_));
+    const int64_t m = info.int_attribute("num_scan_inputs", 0);
+    first_ = batched_ ? 1 : 0;  // opset 8's sequence_lens comes first
+    const auto given = static_cast<int64_t>(info.node.input_size()) - first_;
+    if (m < 1 || m > given)
+      throw ModelError(fmt::format("{}: num_scan_inputs {} must be between 1 and the {} state and scan inputs", label_,
+                                   m, given));
+    scan_inputs_ = static_cast<std::size_t>(m);
+    states_ = static_cast<std::size_t>(given - m);
+    onnx::GraphProto body = attribute->g();
+    if (static_cast<std::size_t>(body.input_size()) != states_ + scan_inputs_)
+      throw ModelError(fmt::format("{}: the body has {} input(s); Scan gives it {} state(s) and {} scan slice(s)", label_,
+                                   body.input_size(), states_, scan_inputs_));
+    if (static_cast<std::size_t>(body.output_size()) < states_)
+      throw ModelError(fmt::format("{}: the body has {} output(s) but {} state(s)", label_, body.output_size(), states_));
+    scan_outputs_ = static_cast<std::size_t>(body.output_size()) - states_;
+    if (static_cast<std::size_t>(info.node.output_size()) != states_ + scan_outputs_)
+      throw ModelError(fmt::format("{}: the node has {} output(s); its body gives {} state(s) and {} scan output(s)",
+                                   label_, info.node.output_size(), states_, scan_outputs_));
+    auto per_value = [&](const char* name, std::size_t count, int64_t fallback) {
+      std::vector<int64_t> v = info.has_attribute(name) ? info.ints_attribute(name) : std::vector<int64_t>(count, fallback);
+      if (v.size() != count)
+        throw ModelError(fmt::format("{}: attribute '{}' has {} value(s) for {} {}", label_, name, v.size(), count,
+                                     std::string(name).find("output") != std::string::npos ? "scan outputs" : "scan inputs"));
+      return v;
+    };
+    if (batched_) {
+      input_directions_ = per_value("directions", scan_inputs_, 0);
+      input_axes_.assign(scan_inputs_, 0);
+      output_axes_.assign(scan_outputs_, 0);
+      output_directions_.assign(scan_outputs_, 0);
+    } else {
+      input_axes_ = per_value("scan_input_axes", scan_inputs_, 0);
+      input_directions_ = per_value("scan_input_directions", scan_inputs_, 0);
+      output_axes_ = per_value("scan_output_axes", scan_outputs_, 0);
+      output_directions_ = per_value("scan_output_directions", scan_outputs_, 0);
+    }
+    for (const auto* v : {&input_directions_, &output_directions_})
+      for (int64_t d : *v)
+        if (d != 0 && d != 1) throw ModelError(fmt::format("{}: a scan direction must be 0 or 1, not {}", label_, d));
+    for (std::size_t k = 0; k < states_ + scan_inputs_; ++k) {
+      auto* tensor_type = body.mutable_input(static_cast<int>(k))->mutable_type()->mutable_tensor_type();
+      const ElementType type = info.input_types[first_ + k];
+      if (type == ElementType::undefined)
+        throw UnsupportedError(fmt::format("{}: input {} has no element type", label_, first_ + k));
+      tensor_type->set_elem_type(static_cast<int32_t>(type));
+      tensor_type->clear_shape();
+    }
+    OuterValues outer = outer_values(info, body, "body");
+    outer_index_ = std::move(outer.input_index);
+    body_ = info.subgraphs->build(body, outer.names, outer.types, label_ + " body");
+    const auto& outs = body_->outputs();
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      ElementType t = outs[k].element_type;
+      if (k < states_ && t == ElementType::undefined) t = info.input_types[first_ + k];
+      if (t == ElementType::undefined)
+        throw UnsupportedError(fmt::format("{}: the element type of body output {} is not declared", label_, k));
+      types_.push_back(t);
+    }
+    inputs_.resize(body_->inputs().size());
+    outputs_.resize(outs.size());
+  }
+
+  std::vector<ElementType> inferred_output_types() const override { return types_; }
+  std::vector<std::pair<std::string, const RuntimeSession*>> subgraph_sessions() const override {
+    return {{label_ + " body", body_.get()}};
+  }
+
+  void run(KernelExecution& execution) override {
+    for (std::size_t k = 0; k < outer_index_.size(); ++k) {
+      const Tensor* v = execution.input(outer_index_[k]);
+      inputs_[states_ + scan_inputs_ + k] = v != nullptr ? *v : Tensor();
+    }
+    if (!batched_) {
+      std::vector<Tensor> states, scans;
+      for (std::size_t k = 0; k < states_; ++k) states.push_back(execution.required_input(k));
+      for (std::size_t k = 0; k < scan_inputs_; ++k) scans.push_back(execution.required_input(states_ + k));
+      Result r = scan(states, scans, -1);
+      for (std::size_t k = 0; k < states_; ++k) copy_out(execution, k, r.states[k]);
+      for (std::size_t k = 0; k < scan_outputs_; ++k) copy_out(execution, states_ + k, r.scans[k]);
+    } else {
+      run_batched(execution);
+    }
+    for (std::size_t k = 0; k < inputs_.size(); ++k) inputs_[k] = Tensor();
+    for (auto& t : outputs_) t = Tensor();
+  }
+
+ private:
+  struct Result {
+    std::vector<Tensor> states, scans;
+  };
+
+  static void copy_out(KernelExecution& execution, std::size_t index, const Tensor& v) {
+    Tensor& out = execution.output_for_overwrite(index, v.element_type(), v.shape());
+    if (v.byte_size() > 0) std::memcpy(out.raw_data(), v.raw_data(), v.byte_size());
+  }
+
+  static int64_t normalized_axis(int64_t axis, int64_t rank, const std::string& label, const char* what, std::size_t k) {
+    const int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank)
+      throw InputError(fmt::format("{}: {} axis {} of {} {} is outside a rank-{} value", label, what, axis, what, k, rank));
+    return a;
+  }
+
+  // Slice `index` of `t` along `axis`, the axis removed.
+  static Tensor take(const Tensor& t, int64_t axis, int64_t index) {
+    Shape shape = t.shape();
+    const int64_t length = shape[static_cast<std::size_t>(axis)];
+    shape.erase(shape.begin() + axis);
+    Tensor slice(t.element_type(), shape);
+    const std::size_t size = element_size(t.element_type());
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= t.shape()[static_cast<std::size_t>(d)];
+    for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < t.shape().size(); ++d) inner *= t.shape()[d];
+    const auto* src = static_cast<const std::byte*>(t.raw_data());
+    auto* dst = static_cast<std::byte*>(slice.raw_data());
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + static_cast<std::size_t>(o * inner) * size, src + static_cast<std::size_t>((o * length + index) * inner) * size,
+                  static_cast<std::size_t>(inner) * size);
+    return slice;
+  }
+
+  // Runs the body over `length` (or the scan inputs' own length when < 0) slices.
+  Result scan(std::vector<Tensor> states, const std::vector<Tensor>& scans, int64_t length) {
+    int64_t sequence = -1;
+    std::vector<int64_t> axes(scan_inputs_);
+    for (std::size_t k = 0; k < scan_inputs_; ++k) {
+      axes[k] = normalized_axis(input_axes_[k], scans[k].rank(), label_, "scan input", k);
+      const int64_t n = scans[k].shape()[static_cast<std::size_t>(axes[k])];
+      if (sequence >= 0 && n != sequence)
+        throw InputError(fmt::format("{}: scan input {} has {} steps along axis {} but scan input 0 has {}", label_, k, n,
+                                     axes[k], sequence));
+      sequence = n;
+    }
+    const int64_t steps = length >= 0 ? std::min(length, sequence) : sequence;
+    std::vector<std::vector<Tensor>> slices(scan_outputs_);
+    for (int64_t t = 0; t < steps; ++t) {
+      for (std::size_t k = 0; k < states_; ++k) inputs_[k] = std::move(states[k]);
+      for (std::size_t k = 0; k < scan_inputs_; ++k)
+        inputs_[states_ + k] = take(scans[k], axes[k], input_directions_[k] != 0 ? steps - 1 - t : t);
+      body_->run(inputs_, outputs_);
+      for (std::size_t k = 0; k < states_; ++k) states[k] = std::move(outputs_[k]);
+      for (std::size_t k = 0; k < scan_outputs_; ++k) {
+        Tensor& s = outputs_[states_ + k];
+        if (t > 0 && s.shape() != slices[k].front().shape())
+          throw InputError(fmt::format("{}: scan output {} is {} in step {} but had shape [{}] before", label_, k,
+                                       s.describe(), t, fmt::join(slices[k].front().shape(), ", ")));
+        slices[k].push_back(std::move(s));
+      }
+    }
+    Result r;
+    r.states = std::move(states);
+    for (std::size_t k = 0; k < scan_outputs_; ++k) {
+      // With no step the slice shape is unknown: the output holds the axis of length 0 only.
+      const Shape slice = slices[k].empty() ? Shape{} : slices[k].front().shape();
+      const int64_t axis = normalized_axis(output_axes_[k], static_cast<int64_t>(slice.size()) + 1, label_, "scan output", k);
+      Shape shape = slice;
+      shape.insert(shape.begin() + axis, steps);
+      Tensor out(types_[states_ + k], shape);
+      const std::size_t size = element_size(out.element_type());
+      int64_t outer = 1, inner = 1;
+      for (int64_t d = 0; d < axis; ++d) outer *= slice[static_cast<std::size_t>(d)];
+      for (std::size_t d = static_cast<std::size_t>(axis); d < slice.size(); ++d) inner *= slice[d];
+      auto* dst = static_cast<std::byte*>(out.raw_data());
+      for (int64_t t = 0; t < steps; ++t) {
+        const int64_t at = output_directions_[k] != 0 ? steps - 1 - t : t;
+        const auto* src = static_cast<const std::byte*>(slices[k][static_cast<std::size_t>(t)].raw_data());
+        for (int64_t o = 0; o < outer; ++o)
+          std::memcpy(dst + static_cast<std::size_t>((o * steps + at) * inner) * size,
+                      src + static_cast<std::size_t>(o * inner) * size, static_cast<std::size_t>(inner) * size);
+      }
+      r.scans.push_back(std::move(out));
+    }
+    return r;
+  }
+
+  // Opset 8: every batch entry scanned on its own (its states and scan inputs without the batch
+  // axis), up to its sequence_lens; scan outputs [batch, longest, ...] padded with zeros.
+  void run_batched(KernelExecution& execution) {
+    std::vector<const Tensor*> states(states_), scans(scan_inputs_);
+    int64_t batch = -1, longest = -1;
+    auto check_batch = [&](const Tensor& t, const char* what, std::size_t k) {
+      if (t.rank() < 1 || (batch >= 0 && t.shape()[0] != batch))
+        throw InputError(fmt::format("{}: {} {} is {}; every state and scan input has the batch axis first ({})", label_,
+                                     what, k, t.describe(), batch));
+      batch = t.shape()[0];
+    };
+    for (std::size_t k = 0; k < states_; ++k) check_batch(*(states[k] = &execution.required_input(first_ + k)), "state", k);
+    for (std::size_t k = 0; k < scan_inputs_; ++k) {
+      scans[k] = &execution.required_input(first_ + states_ + k);
+      check_batch(*scans[k], "scan input", k);
+      if (scans[k]->rank() < 2)
+        throw InputError(fmt::format("{}: scan input {} is {}; it needs [batch, sequence, ...]", label_, k, scans[k]->describe()));
+      longest = std::max(longest, scans[k]->shape()[1]);
+    }
+    const Tensor* lens = execution.input(0);
+    if (lens != nullptr && lens->element_count() > 0 &&
+        (lens->element_type() != ElementType::int64 || lens->element_count() != batch))
+      throw InputError(fmt::format("{}: sequence_lens must be int64[{}], got {}", label_, batch, lens->describe()));
+    std::vector<Result> results;
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<Tensor> s, x;
+      for (std::size_t k = 0; k < states_; ++k) s.push_back(take(*states[k], 0, b));
+      for (std::size_t k = 0; k < scan_inputs_; ++k) x.push_back(take(*scans[k], 0, b));
+      int64_t length = longest;
+      if (lens != nullptr && lens->element_count() > 0) {
+        length = lens->data<int64_t>()[b];
+        if (length < 0 || length > longest)
+          throw InputError(fmt::format("{}: sequence_lens[{}] = {} is outside [0, {}]", label_, b, length, longest));
+      }
+      results.push_back(scan(std::move(s), x, length));
+    }
+    // Stack the entries: states [batch, ...], scan outputs [batch, longest, ...] (zeros past a length).
+    auto stack = [&](std::size_t index, std::size_t k, bool is_scan) {
+      // The shape of the entry that ran the most steps (an entry of 0 steps knows only [0]).
+      Shape slice;
+      int64_t most = -1;
+      for (const auto& r : results) {
+        const Tensor& t = is_scan ? r.scans[k] : r.states[k];
+        const int64_t steps = is_scan ? t.shape()[0] : 0;
+        if (steps > most) {
+          most = steps;
+          slice = t.shape();
+        }
+      }
+      if (is_scan && !slice.empty()) slice[0] = longest;
+      Shape shape{batch};
+      shape.insert(shape.end(), slice.begin(), slice.end());
+      Tensor& out = execution.output(index, types_[is_scan ? states_ + k : k], shape);
+      const std::size_t bytes = static_cast<std::size_t>(out.byte_size() / std::max<int64_t>(1, batch));
+      for (int64_t b = 0; b < batch; ++b) {
+        const Tensor& t = is_scan ? results[static_cast<std::size_t>(b)].scans[k] : results[static_cast<std::size_t>(b)].states[k];
+        if (!is_scan && t.shape() != slice)
+          throw InputError(fmt::format("{}: state {} is {} for batch entry {} but {} for another", label_, k, t.describe(),
+                                       b, fmt::format("[{}]", fmt::join(slice, ", "))));
+        auto* dst = static_cast<std::byte*>(out.raw_data()) + static_cast<std::size_t>(b) * bytes;
+        const std::size_t copied = std::min(bytes, t.byte_size());
+        if (copied > 0) std::memcpy(dst, t.raw_data(), copied);
+        std::memset(dst + copied, 0, bytes - copied);  // past a shorter sequence (the buffer may be reused)
+      }
+    };
+    for (std::size_t k = 0; k < states_; ++k) stack(k, k, false);
+    for (std::size_t k = 0; k < scan_outputs_; ++k) stack(states_ + k, k, true);
+  }
+
+  std::string label_;
+  bool batched_;
+  int64_t first_ = 0;
+  std::size_t states_ = 0, scan_inputs_ = 0, scan_outputs_ = 0;
+  std::vector<int64_t> input_axes_, input_directions_, output_axes_, output_directions_;
+  std::unique_ptr<RuntimeSession> body_;
+  std::vector<std::size_t> outer_index_;
+  std::vector<ElementType> types_;
+  std::vector<Tensor> inputs_, outputs_;
+};
+
 }  // namespace
 
 void register_control_flow_kernels(KernelTable& table) {
@@ -266,6 +536,16 @@ void register_control_flow_kernels(KernelTable& table) {
     KernelDef loop = make_def("Loop", {1}, type, TuningSchema{elementwise_key("Loop", type, 1), {}});
     loop.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<LoopKernel>(info); };
     table.add(std::move(loop));
+  }
+  // Scan selects by its first state or scan input; opset 8's sequence_lens (int64, often omitted)
+  // comes first, so every type a state or scan input can have is registered.
+  for (ElementType type : {ElementType::float32, ElementType::float64, ElementType::float16, ElementType::bfloat16,
+                           ElementType::int8, ElementType::int16, ElementType::int32, ElementType::int64,
+                           ElementType::uint8, ElementType::uint16, ElementType::uint32, ElementType::uint64,
+                           ElementType::boolean}) {
+    KernelDef scan = make_def("Scan", {8}, type, TuningSchema{elementwise_key("Scan", type, 1), {}});
+    scan.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<ScanKernel>(info); };
+    table.add(std::move(scan));
   }
 }
 
