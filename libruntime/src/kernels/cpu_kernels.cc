@@ -24,6 +24,7 @@ void RegisterCpuKernels(KernelTable& table) {
   kernels::register_linear_algebra_kernels(table);
   kernels::register_loss_kernels(table);
   kernels::register_detection_kernels(table);
+  kernels::register_sampling_kernels(table);
   kernels::register_control_flow_kernels(table);
   kernels::register_quantized_conv_kernels(table);
   kernels::register_resize_kernels(table);

@@ -26,6 +26,7 @@ void register_sorting_kernels(KernelTable& table);            // sorting.cc (Top
 void register_linear_algebra_kernels(KernelTable& table);     // linear_algebra.cc (Det)
 void register_loss_kernels(KernelTable& table);  // loss.cc (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss)
 void register_detection_kernels(KernelTable& table);          // detection.cc (NonMaxSuppression)
+void register_sampling_kernels(KernelTable& table);           // sampling.cc (GridSample, RoiAlign)
 void register_quantized_conv_kernels(KernelTable& table);     // quantized_conv.cc (ConvInteger, QLinearConv)
 void register_control_flow_kernels(KernelTable& table);       // control_flow.cc (If)
 void register_resize_kernels(KernelTable& table);            // resize.cc (Resize, Upsample)
