@@ -29,6 +29,7 @@ void register_detection_kernels(KernelTable& table);          // detection.cc (N
 void register_einsum_kernels(KernelTable& table);             // einsum.cc
 void register_spectral_kernels(KernelTable& table);           // spectral.cc (DFT, STFT, MelWeightMatrix)
 void register_random_kernels(KernelTable& table);             // random.cc (Random*, Bernoulli, Multinomial)
+void register_sampling_kernels(KernelTable& table);           // sampling.cc (GridSample, RoiAlign)
 void register_quantized_conv_kernels(KernelTable& table);     // quantized_conv.cc (ConvInteger, QLinearConv)
 void register_control_flow_kernels(KernelTable& table);       // control_flow.cc (If)
 void register_resize_kernels(KernelTable& table);            // resize.cc (Resize, Upsample)
