@@ -264,7 +264,7 @@ def case_calibrate(ctx):
         "measurements.*.cases.*.ratio", "measurements.*.cases.*.ratio_interval.*", "measurements.*.cases.*.verdict",
         "measurements.*.cases.*.fitted_ratio",
         "measurements.*.cases.*.pairs", "measurements.*.cases.*.retested", "measurements.*.cases.*.refined",
-        "measurements.*.cases.*.pair_ratios.*",
+        "measurements.*.cases.*.pair_ratios.*", "measurements.*.contention",
     ), measured_lists=("diagnostics", "measurements.*.cases", "measurements.*.picks",
                        "measurements.*.cases.*.pair_ratios"))
 

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "onnx_light/tune/cpu_contention.h"
@@ -66,20 +67,26 @@ TEST_CASE("contended_when_other_processes_leave_fewer_cpus_than_the_threads_by_h
 }
 
 #if defined(__linux__)
-TEST_CASE("linux_sample_counts_this_processes_own_cpu_time") {
+TEST_CASE("linux_sample_counts_this_processes_own_cpu_time_in_the_machines_busy_time") {
   auto a = sample_cpu_times();
   REQUIRE(a.has_value());
   CHECK(a->cpus >= 1);
   CHECK(a->machine_busy_ns > 0);
-  // Spin for at least 60 ms of our own CPU time: it must show as ours, not as another process's.
-  const auto start = std::chrono::steady_clock::now();
+  // Spin until 100 ms of our own CPU time have passed (however loaded the machine is, within 10 s):
+  // the machine's busy time must have grown by at least as much, less /proc/stat's tick rounding
+  // (up to a 10 ms tick per CPU at each of the two reads), or subtracting our own time would count
+  // us as another process.
   std::atomic<uint64_t> sink{0};
-  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(80)) sink.fetch_add(1, std::memory_order_relaxed);
-  auto b = sample_cpu_times();
-  REQUIRE(b.has_value());
-  CHECK(b->wall_ns - a->wall_ns >= 80'000'000);
-  CHECK(b->self_ns - a->self_ns >= 40'000'000);  // preemption may take some of the 80 ms
-  CHECK(b->machine_busy_ns >= a->machine_busy_ns);
+  std::optional<CpuTimes> b;
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    for (int i = 0; i < 100000; ++i) sink.fetch_add(1, std::memory_order_relaxed);
+    b = sample_cpu_times();
+    REQUIRE(b.has_value());
+  } while (b->self_ns - a->self_ns < 100'000'000 && std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  REQUIRE(b->self_ns - a->self_ns >= 100'000'000);
+  CHECK(b->machine_busy_ns - a->machine_busy_ns >= (b->self_ns - a->self_ns) - 10'000'000 * (2 * b->cpus + 1));
   REQUIRE(contention_between(*a, *b).has_value());
+  CHECK(contention_between(*a, *b)->other_cpus <= static_cast<double>(b->cpus));
 }
 #endif

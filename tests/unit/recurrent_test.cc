@@ -498,3 +498,44 @@ TEST_CASE("recurrent_invalid_attributes_and_operands_give_errors_naming_the_node
   c.lens = {1, 4};
   refused(c, "sequence_lens[1] = 4");
 }
+
+TEST_CASE("recurrent_constant_weights_packed_at_creation_give_the_bits_of_weights_fed_per_run") {
+  // hidden 4, input 3: W [1,16,3], R [1,16,4] as Constant nodes (packed once) and as graph inputs
+  // (packed on every run, and again after their values change).
+  std::vector<float> w(48), r(64), x(2 * 1 * 3);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>(static_cast<int>(i % 11) - 5);
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = 0.03f * static_cast<float>(static_cast<int>(i % 7) - 3);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * static_cast<float>(i) - 1.0f;
+  auto list = [](const std::vector<float>& v) {
+    std::string s;
+    for (float f : v) s += (s.empty() ? "" : ", ") + fmt::format("{}", f);
+    return s;
+  };
+  const std::string header = "<ir_version: 8, opset_import: [\"\" : 14]>\n";
+  const std::string constant = header + "g (float[2,1,3] x) => (float[2,1,1,4] y) {\n w = Constant <value = float[1,16,3] {" +
+                               list(w) + "}> ()\n r = Constant <value = float[1,16,4] {" + list(r) +
+                               "}> ()\n y = LSTM <hidden_size = 4> (x, w, r)\n}";
+  const std::string fed = header + "g (float[2,1,3] x, float[1,16,3] w, float[1,16,4] r) => (float[2,1,1,4] y) {\n"
+                                   " y = LSTM <hidden_size = 4> (x, w, r)\n}";
+  RuntimeSession a(parse_model_text(constant, "<constant>"), RuntimeSessionOptions{});
+  RuntimeSession b(parse_model_text(fed, "<fed>"), RuntimeSessionOptions{});
+  auto tensor_of = [](const Shape& s, const std::vector<float>& v) {
+    Tensor t(ElementType::float32, s);
+    std::copy(v.begin(), v.end(), t.data<float>());
+    return t;
+  };
+  RuntimeContext ca, cb;
+  ca.set("x", tensor_of({2, 1, 3}, x));
+  cb.set("x", tensor_of({2, 1, 3}, x));
+  cb.set("w", tensor_of({1, 16, 3}, w));
+  cb.set("r", tensor_of({1, 16, 4}, r));
+  a.run(ca);
+  b.run(cb);
+  CHECK(same_bits(ca.get("y"), cb.get("y")));
+  // New values with the same shapes: repacked, so the outputs change.
+  std::vector<float> r2 = r;
+  for (float& v : r2) v = -v;
+  cb.set("r", tensor_of({1, 16, 4}, r2));
+  b.run(cb);
+  CHECK_FALSE(same_bits(ca.get("y"), cb.get("y")));
+}

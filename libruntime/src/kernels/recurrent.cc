@@ -7,6 +7,12 @@
 // gate math. Every dot product is computed by one thread in a fixed order, and the gate math is
 // serial, so results are bit-identical whatever the thread count. Scratch lives in the kernel and
 // is resized only when the shapes grow.
+//
+// float32 on AVX2 / AVX-512 hosts ("avx2" / "avx512" implementations): both products run on the
+// packed GEMM driver (packed_gemm.h) instead of one dot product per gate unit, W^T and R^T packed
+// once when they are constants: the input projection as one GEMM over every step, each step's
+// recurrent product as an M = batch GEMM (GRU without linear_before_reset keeps the dot products
+// for its two-part recurrent product). Bit-identical across thread counts as the driver is.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -14,6 +20,8 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -22,7 +30,10 @@
 #include "kernels/element_traits.h"
 #include "kernels/elementwise.h"
 #include "kernels/kernel_families.h"
+#include "kernels/isa_requirements.h"
 #include "kernels/kernel_util.h"
+#include "kernels/packed_gemm.h"
+#include "kernels/simd/softmax_f32.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
@@ -218,7 +229,22 @@ TuningSchema recurrent_schema(TuningKey key) {
 template <typename T>
 class RecurrentKernel final : public Kernel {
  public:
-  RecurrentKernel(const KernelCreateInfo& info, Cell cell) : a_(info, cell) {}
+  // `isa` (float32 only): the packed GEMM driver for both products; nullptr: the portable dot products.
+  RecurrentKernel(const KernelCreateInfo& info, Cell cell, const PackedGemmIsa* isa = nullptr) : a_(info, cell), isa_(isa) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (isa_ == nullptr) return;
+      auto constant = [&](std::size_t i) { return info.constant_inputs.size() > i ? info.constant_inputs[i] : nullptr; };
+      // Constant weights are packed once here; others on every run.
+      if (const Tensor* w = constant(1); w != nullptr && w->rank() == 3 && w->element_type() == ElementType::float32) {
+        pack(*w, packed_w_, packed_w_shape_);
+        w_constant_ = true;
+      }
+      if (const Tensor* r = constant(2); r != nullptr && r->rank() == 3 && r->element_type() == ElementType::float32) {
+        pack(*r, packed_r_, packed_r_shape_);
+        r_constant_ = true;
+      }
+    }
+  }
 
   void apply_tuning(const TuningValues& values) override {
     if (auto it = values.find("parallel.minimum_macs"); it != values.end())
@@ -312,10 +338,38 @@ class RecurrentKernel final : public Kernel {
       const T* rb = wb != nullptr ? wb + rows : nullptr;
       const T* pd = peep != nullptr ? peep->data<T>() + d * 3 * hidden : nullptr;
       const Activation* act = a_.activations.data() + d * per_act;
+      direction_ = d;
 
       // Input projection of every (step, batch) row: xw[(t * batch + b) * rows + g].
       // Rb is folded in too, except GRU's hidden-gate Rb under linear_before_reset (it sits inside r * (...)).
-      {
+      if (packed_products(in_size, hidden)) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (d == 0 && (!w_constant_ || packed_w_shape_ != w.shape())) pack(w, packed_w_, packed_w_shape_);
+          const int64_t macs = checked_mul(steps * batch * rows, in_size, "the input projection");
+          // Layout 1 holds X as [batch, seq, input]: one GEMM per batch entry, its rows t written
+          // batch rows apart so that xw keeps the (t * batch + b) order.
+          const bool per_entry = a_.layout != 0 && batch > 1;
+          const float* pw = packed_w_.data() + d * packed_b_floats(*isa_, in_size, rows);
+          float* xw = xw_.data();
+          packed_gemm(execution, execution.admitted_threads(macs, minimum_macs_), *isa_, blocking_, per_entry ? batch : 1,
+                      per_entry ? steps : steps * batch, rows, in_size, nullptr, [&](int64_t b) {
+                        PackedGemmOperands o;
+                        o.a = MatrixView{px + (per_entry ? b * steps * in_size : 0), in_size, 1};
+                        o.packed_b = pw;
+                        o.c = xw + (per_entry ? b * rows : 0);
+                        o.ldc = per_entry ? batch * rows : rows;
+                        return o;
+                      });
+          if (wb != nullptr) {
+            const bool gru_lbr = a_.cell == Cell::gru && a_.linear_before_reset;
+            for (int64_t tb = 0; tb < steps * batch; ++tb) {
+              float* row = xw + tb * rows;
+              for (int64_t g = 0; g < rows; ++g) row[g] += wb[g];
+              for (int64_t g = 0; g < (gru_lbr ? 2 * hidden : rows); ++g) row[g] += rb[g];
+            }
+          }
+        }
+      } else {
         const int64_t units = steps * batch * rows;
         const int64_t macs = checked_mul(units, std::max<int64_t>(in_size, 1), "the input projection");
         const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(in_size, 1));
@@ -334,6 +388,9 @@ class RecurrentKernel final : public Kernel {
                                    xw[u] = v;
                                  }
                                });
+      }
+      if (d == 0 && packed_products(in_size, hidden) && (!r_constant_ || packed_r_shape_ != r.shape())) {
+        if constexpr (std::is_same_v<T, float>) pack(r, packed_r_, packed_r_shape_);
       }
 
       // Initial states.
@@ -377,6 +434,22 @@ class RecurrentKernel final : public Kernel {
   // active at `step`; one thread per gate row.
   void recurrent_product(KernelExecution& execution, const T* src, const T* rd, int64_t step, int64_t batch,
                          int64_t hidden, int64_t rows, int64_t g0, int64_t g1) {
+    if constexpr (std::is_same_v<T, float>) {
+      // The whole R^T at once (every batch entry, inactive ones computed and unused).
+      if (isa_ != nullptr && g0 == 0 && g1 == rows && hidden > 0) {
+        const float* pr = packed_r_.data() + direction_ * packed_b_floats(*isa_, hidden, rows);
+        packed_gemm(execution, execution.admitted_threads(batch * rows * hidden, minimum_macs_), *isa_, blocking_, 1,
+                    batch, rows, hidden, nullptr, [&](int64_t) {
+                      PackedGemmOperands o;
+                      o.a = MatrixView{src, hidden, 1};
+                      o.packed_b = pr;
+                      o.c = gates_.data();
+                      o.ldc = rows;
+                      return o;
+                    });
+        return;
+      }
+    }
     const int64_t units = g1 - g0;
     int64_t active = 0;
     for (int64_t b = 0; b < batch; ++b) active += step < lengths_[static_cast<std::size_t>(b)] ? 1 : 0;
@@ -423,6 +496,24 @@ class RecurrentKernel final : public Kernel {
       const T* xw = xw_.data() + (t * batch + b) * rows;
       const T* hr = gate + b * rows;
       T* hb = h + b * hidden;
+      if constexpr (std::is_same_v<T, float>) {
+        if (vector_lstm_gates(act, pd) && cell == Cell::lstm) {
+          lstm_gates_vector(xw, gate + b * rows, c + b * hidden, hb, hidden);
+          if (y != nullptr) {
+            T* dst = y + (a_.layout == 0 ? ((t * dirs + d) * batch + b) * hidden : ((b * steps + t) * dirs + d) * hidden);
+            std::copy_n(hb, hidden, dst);
+          }
+          continue;
+        }
+        if (vector_gru_gates(act) && cell == Cell::gru && a_.linear_before_reset) {
+          gru_gates_vector(xw, gate + b * rows, rb != nullptr ? rb + 2 * hidden : nullptr, hb, hidden);
+          if (y != nullptr) {
+            T* dst = y + (a_.layout == 0 ? ((t * dirs + d) * batch + b) * hidden : ((b * steps + t) * dirs + d) * hidden);
+            std::copy_n(hb, hidden, dst);
+          }
+          continue;
+        }
+      }
       for (int64_t j = 0; j < hidden; ++j) {
         if (cell == Cell::lstm) {
           // Gate order i, o, f, c; peepholes P in order i, o, f.
@@ -463,7 +554,92 @@ class RecurrentKernel final : public Kernel {
     }
   }
 
+  // The LSTM gate math as vector passes over the step's gate rows (float32 on the packed path with
+  // the default activations Sigmoid, Tanh, Tanh and no peepholes or input_forget): sigmoid from
+  // simd/softmax_f32.h, tanh(x) = 2 sigmoid(2x) - 1. Serial, so thread counts never change it.
+  bool vector_lstm_gates(const Activation* act, const T* peepholes) const {
+    return std::is_same_v<T, float> && isa_ != nullptr && peepholes == nullptr && !a_.input_forget &&
+           act[0].kind == ActivationKind::sigmoid && act[1].kind == ActivationKind::tanh &&
+           act[2].kind == ActivationKind::tanh;
+  }
+  void lstm_gates_vector(const float* xw, float* gate, float* c, float* h, int64_t hidden) {
+    const bool avx512 = std::string_view(isa_->name) == "avx512";
+    auto sigmoid = avx512 ? simd::sigmoid_f32_avx512 : simd::sigmoid_f32_avx2;
+    const int64_t rows = 4 * hidden;
+    for (int64_t g = 0; g < rows; ++g) gate[g] = xw[g] + gate[g];
+    if (a_.clip) {
+      const float bound = static_cast<float>(*a_.clip);
+      for (int64_t g = 0; g < rows; ++g) gate[g] = std::min(bound, std::max(-bound, gate[g]));
+    }
+    float* cand = gate + 3 * hidden;
+    for (int64_t j = 0; j < hidden; ++j) cand[j] *= 2.0f;
+    sigmoid(gate, gate, rows, false);  // i, o, f; and sigmoid(2 pc) for the candidate
+    const float* i = gate;
+    const float* o = gate + hidden;
+    const float* f = gate + 2 * hidden;
+    float* tanh_c = tanh_scratch(hidden);
+    for (int64_t j = 0; j < hidden; ++j) {
+      const float candidate = 2.0f * cand[j] - 1.0f;
+      c[j] = f[j] * c[j] + i[j] * candidate;
+      tanh_c[j] = 2.0f * c[j];
+    }
+    sigmoid(tanh_c, tanh_c, hidden, false);
+    for (int64_t j = 0; j < hidden; ++j) h[j] = o[j] * (2.0f * tanh_c[j] - 1.0f);
+  }
+  // GRU with linear_before_reset and the default Sigmoid, Tanh, as above.
+  bool vector_gru_gates(const Activation* act) const {
+    return std::is_same_v<T, float> && isa_ != nullptr && act[0].kind == ActivationKind::sigmoid &&
+           act[1].kind == ActivationKind::tanh;
+  }
+  void gru_gates_vector(const float* xw, float* gate, const float* rb_h, float* h, int64_t hidden) {
+    const bool avx512 = std::string_view(isa_->name) == "avx512";
+    auto sigmoid = avx512 ? simd::sigmoid_f32_avx512 : simd::sigmoid_f32_avx2;
+    const float bound = a_.clip ? static_cast<float>(*a_.clip) : 0.0f;
+    auto clip = [&](float v) { return a_.clip ? std::min(bound, std::max(-bound, v)) : v; };
+    for (int64_t g = 0; g < 2 * hidden; ++g) gate[g] = clip(xw[g] + gate[g]);
+    sigmoid(gate, gate, 2 * hidden, false);  // z, r
+    const float* z = gate;
+    const float* r = gate + hidden;
+    float* ph = tanh_scratch(hidden);
+    const float* hr = gate + 2 * hidden;
+    for (int64_t j = 0; j < hidden; ++j)
+      ph[j] = 2.0f * clip(xw[2 * hidden + j] + r[j] * (hr[j] + (rb_h != nullptr ? rb_h[j] : 0.0f)));
+    sigmoid(ph, ph, hidden, false);
+    for (int64_t j = 0; j < hidden; ++j) {
+      const float candidate = 2.0f * ph[j] - 1.0f;
+      h[j] = (1.0f - z[j]) * candidate + z[j] * h[j];
+    }
+  }
+  float* tanh_scratch(int64_t n) {
+    if (static_cast<int64_t>(tanh_scratch_.size()) < n) tanh_scratch_.resize(static_cast<std::size_t>(n));
+    return tanh_scratch_.data();
+  }
+
+  bool packed_products(int64_t in_size, int64_t hidden) const {
+    return std::is_same_v<T, float> && isa_ != nullptr && in_size > 0 && hidden > 0;
+  }
+  // Packs every direction's [rows, depth] matrix of `m` ([dirs, rows, depth]) as a depth x rows B.
+  void pack(const Tensor& m, PackedBuffer& dst, Shape& packed_shape) {
+    if constexpr (std::is_same_v<T, float>) {
+      const int64_t dirs = m.shape()[0], rows = m.shape()[1], depth = m.shape()[2];
+      if (m.element_count() == 0) return;
+      const int64_t per = packed_b_floats(*isa_, depth, rows);
+      dst.grow(static_cast<std::size_t>(dirs * per));
+      const float* data = m.data<float>();
+      pack_b_matrices(nullptr, 1, *isa_, dirs, depth, rows,
+                      [&](int64_t d) { return MatrixView{data + d * rows * depth, 1, depth}; }, dst.data());
+      packed_shape = m.shape();
+    }
+  }
+
   RecurrentAttributes a_;
+  const PackedGemmIsa* isa_ = nullptr;
+  GemmBlocking blocking_{96, 256, 256};
+  PackedBuffer packed_w_, packed_r_;
+  Shape packed_w_shape_, packed_r_shape_;  // the shapes packed (empty: nothing yet)
+  bool w_constant_ = false, r_constant_ = false;  // packed once, at creation
+  std::vector<float> tanh_scratch_;
+  int64_t direction_ = 0;                   // of the step being run: its packed R
   int64_t minimum_macs_ = kDefaultMinimumMacs;
   std::vector<int64_t> lengths_;
   Shape y_shape_, state_shape_;
@@ -488,6 +664,27 @@ CalibrationWorkloadFunction recurrent_workload(Cell cell, ElementType type) {
 }  // namespace
 
 void register_recurrent_kernels(KernelTable& table) {
+  // float32 on the packed GEMM driver first (avx512, then avx2), then the portable loops.
+  for (const auto& [isa, needs] : {std::pair{packed_gemm_avx512(), &needs_avx512}, std::pair{packed_gemm_avx2(), &needs_avx2_fma}}) {
+    if (isa == nullptr) continue;
+    for (Cell cell : {Cell::lstm, Cell::gru, Cell::rnn}) {
+      constexpr ElementType type = ElementType::float32;
+      KernelDef def = make_def(cell_name(cell), {7}, type, recurrent_schema(elementwise_key(cell_name(cell), type, 1, isa->name)));
+      def.implementation = isa->name;
+      def.unavailable_reason = needs;
+      const PackedGemmIsa* chosen = isa;
+      def.create = [cell, chosen](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+        return std::make_unique<RecurrentKernel<float>>(info, cell, chosen);
+      };
+      def.calibration_workload = recurrent_workload(cell, type);
+      def.calibration_elements = [cell](int64_t macs) {
+        const int64_t gates = gate_count(cell);
+        const auto n = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(macs) / static_cast<double>(8 * gates))));
+        return std::max<int64_t>(1, gates * n * n);
+      };
+      table.add(std::move(def));
+    }
+  }
   for_each_type<float, double>([&](auto t) {
     using T = decltype(t);
     constexpr ElementType type = ElementTraits<T>::type;
