@@ -586,6 +586,7 @@ def calibrate_kernel_tuning(
     seed: Optional[int] = None,
     prune_stale: bool = False,
     force_save: bool = False,
+    allow_load: bool = False,
     model: Any = None,
     inputs: Optional[Mapping[str, Any]] = None,
     dims: Optional[Mapping[str, int]] = None,
@@ -644,6 +645,9 @@ def calibrate_kernel_tuning(
         seed: Seed of the generated inputs (default: the library's fixed seed).
         prune_stale: Drop profiles of older tuning ABIs while saving.
         force_save: Save low-confidence (or unmeasured) results too.
+        allow_load: Judge measurements taken while other processes load the CPUs as if the machine
+            were idle (for machines that are always this busy). Without it such a key is low
+            confidence and not saved; ``measurements[i]['contention']`` reports the load either way.
 
     Returns:
         ``{calibrated, skipped, unsupported, diagnostics, published_generation, cache_update}``
@@ -683,6 +687,8 @@ def calibrate_kernel_tuning(
             given.append("repeat")
         if force_save:
             given.append("force_save")
+        if allow_load:
+            given.append("allow_load")
         if given:
             raise ValueError(
                 "calibrate_kernel_tuning(model=...) takes its keys from the model's nodes; "
@@ -742,6 +748,7 @@ def calibrate_kernel_tuning(
         seed=_seed(seed),
         prune_stale=_boolean("prune_stale", prune_stale),
         force_save=_boolean("force_save", force_save),
+        allow_load=_boolean("allow_load", allow_load),
     )
     _raise_unsaved(report, "calibrate_kernel_tuning")
     return CalibrationReport(report)

@@ -257,7 +257,7 @@ void bind_tuning(py::module_& m) {
          std::string library, std::optional<int32_t> device, int64_t maximum_duration_ms,
          int64_t maximum_memory_bytes, bool save, std::string path, bool only_missing,
          std::optional<int64_t> num_threads, std::map<std::string, std::vector<std::string>> parameters, int64_t repeat,
-         std::optional<uint32_t> seed, bool prune_stale, bool force_save) {
+         std::optional<uint32_t> seed, bool prune_stale, bool force_save, bool allow_load) {
         if (maximum_duration_ms < 1 || maximum_duration_ms > int64_t{24} * 3600 * 1000) {
           throw InvalidValueError(fmt::format(
               "maximum_duration_ms = {} is out of range (1 ms to 24 hours)", maximum_duration_ms));
@@ -289,12 +289,14 @@ void bind_tuning(py::module_& m) {
         if (seed) options.seed = *seed;
         options.prune_stale = prune_stale;
         options.force_save = force_save;
+        options.allow_load = allow_load;
         return report_without_gil([&] { return tune::calibrate_kernel_tuning(options); });
       },
       py::kw_only(), py::arg("kernels"), py::arg("element_types"), py::arg("all"), py::arg("implementation"),
       py::arg("library"), py::arg("device"), py::arg("maximum_duration_ms"), py::arg("maximum_memory_bytes"),
       py::arg("save"), py::arg("path"), py::arg("only_missing"), py::arg("num_threads"), py::arg("parameters"),
       py::arg("repeat"), py::arg("seed"), py::arg("prune_stale"), py::arg("force_save") = false,
+      py::arg("allow_load") = false,
       "See onnx_light.kernel_tuning.");
 
   m.attr("DEFAULT_MODEL_CALIBRATION_DURATION_MS") = tune::kDefaultModelCalibrationDurationMs;

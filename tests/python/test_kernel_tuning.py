@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -510,6 +512,33 @@ def test_calibrate_reports_confidence_and_saves_low_confidence_only_when_forced(
     forced = kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=60, maximum_memory_bytes=64,
                                                    path=cache_path + ".empty", num_threads=2, force_save=True)
     assert forced["cache_update"]["status"] == "updated" and forced["measurements"][0]["saved"] is True
+
+
+def test_calibrate_on_a_loaded_machine_is_low_confidence_unless_allow_load(cache_path):
+    # A busy loop per CPU: other processes take at least half a CPU from the two threads measured.
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        # The default memory budget: searches long enough (> 50 ms) to be judged.
+        loaded = kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=200, save=False, num_threads=2)
+        # A search that ends within 50 ms is not judged (contention None): measure until one is.
+        for _ in range(10):
+            allowed = kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=200, save=False, num_threads=2,
+                                                            allow_load=True)
+            if allowed["measurements"][0]["contention"] is not None:
+                break
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    (m,) = loaded["measurements"]
+    assert m["contention"] is not None and m["contention"]["other_cpus"] >= 0.5, m["contention"]
+    assert m["confidence"] == "low"
+    assert any("measured on a loaded machine" in d["message"] for d in loaded["diagnostics"])
+    (a,) = allowed["measurements"]
+    assert a["contention"] is not None and a["contention"]["other_cpus"] >= 0.5, a["contention"]
+    assert not any("measured on a loaded machine" in d["message"] for d in allowed["diagnostics"])
+    with pytest.raises(TypeError, match="allow_load must be a bool"):
+        kernel_tuning.calibrate_kernel_tuning("Abs", save=False, allow_load="yes")
 
 
 @pytest.mark.parametrize("arguments, error, match", [
