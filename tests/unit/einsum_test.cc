@@ -9,7 +9,11 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/cpu_features.h"
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/session.h"
 #include "tensor_values.h"
 #include "test_models.h"
@@ -152,4 +156,88 @@ TEST_CASE("einsum_malformed_equations_and_mismatched_inputs_are_named") {
                        doctest::Contains("only as one '...' per operand"), UnsupportedError);
   CHECK_THROWS_WITH_AS(run("(float[2,3] a) => (float[2] y) { y = Einsum(a) }", {two[0]}),
                        doctest::Contains("Required attribute 'equation' is missing"), Error);
+}
+
+namespace {
+
+// The float32 result and the implementation the profile names, and the float64 (generic sum) result.
+struct Both {
+  std::vector<float> f32;
+  std::vector<double> f64;
+  std::string implementation;
+};
+
+Both run_both(const std::string& equation, const Shape& a_shape, const Shape& b_shape, const std::string& out_dims) {
+  auto dims = [](const Shape& s) {
+    std::string d;
+    for (int64_t v : s) d += (d.empty() ? "" : ",") + std::to_string(v);
+    return d;
+  };
+  auto count = [](const Shape& s) {
+    std::size_t n = 1;
+    for (int64_t v : s) n *= static_cast<std::size_t>(v);
+    return n;
+  };
+  std::vector<float> a(count(a_shape)), b(count(b_shape));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i * 7 % 13) - 6) * 0.125f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int>(i * 5 % 11) - 5) * 0.25f;
+  Both r;
+  for (const char* type : {"float", "double"}) {
+    const std::string g = fmt::format("(T[{}] a, T[{}] b) => (T[{}] y) {{ y = Einsum <equation = \"{}\"> (a, b) }}",
+                                      dims(a_shape), dims(b_shape), out_dims, equation);
+    std::string text = g;
+    for (std::size_t p; (p = text.find("T[")) != std::string::npos;) text.replace(p, 1, type);
+    RuntimeSessionOptions options;
+    options.profile = true;
+    RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\ng " + text), options);
+    RuntimeContext context;
+    if (std::string(type) == "float") {
+      context.set("a", floats(a_shape, a));
+      context.set("b", floats(b_shape, b));
+      session.run(context);
+      r.f32 = values<float>(context.get("y"));
+      r.implementation = session.profile().nodes.at(0).implementation;
+    } else {
+      context.set("a", tensor<double>(ElementType::float64, a_shape, std::vector<double>(a.begin(), a.end())));
+      context.set("b", tensor<double>(ElementType::float64, b_shape, std::vector<double>(b.begin(), b.end())));
+      session.run(context);
+      r.f64 = values<double>(context.get("y"));
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+// Operands read in place when their labels collapse to one stride per group, gathered otherwise;
+// the output written in place or scattered: every combination against the float64 generic sum.
+TEST_CASE("einsum_batched_matmul_path_matches_the_generic_sum_and_names_itself") {
+  const KernelChoice choice =
+      cpu_kernel_table().choose("", "Einsum", 17, ElementType::float32, host_cpu_features());
+  REQUIRE(choice.def != nullptr);
+  const bool packed = choice.def->implementation != "portable";
+  struct Case {
+    const char* equation;
+    Shape a, b;
+    const char* out;
+    bool batched;
+  };
+  for (const Case& c : {Case{"bhqd,bhkd->bhqk", {1, 2, 5, 4}, {1, 2, 6, 4}, "1,2,5,6", true},
+                        Case{"ij,jk->ki", {3, 4}, {4, 5}, "5,3", true},
+                        Case{"bik,bkj->bji", {2, 3, 4}, {2, 4, 5}, "2,5,3", true},
+                        Case{"...ij,...jk->...ik", {2, 3, 4}, {2, 4, 3}, "2,3,3", true},
+                        Case{"abc,cd->abd", {2, 3, 4}, {4, 5}, "2,3,5", true},
+                        Case{"ikj,kl->ijl", {2, 3, 4}, {3, 5}, "2,4,5", true},  // A's rows interleaved: gathered
+                        Case{"kbi,bjk->bij", {3, 2, 4}, {2, 5, 3}, "2,4,5", true},  // batch not leading in A
+                        Case{"ij,ij->ij", {3, 4}, {3, 4}, "3,4", true},   // batch labels only
+                        Case{"ij,jk->i", {3, 4}, {4, 5}, "3", false},     // k summed in one operand
+                        Case{"ii,ij->ij", {3, 3}, {3, 4}, "3,4", false},  // a diagonal
+                        Case{"...ij,...jk->...ik", {2, 3, 4}, {1, 4, 3}, "2,3,3", false}}) {  // broadcast
+    CAPTURE(c.equation);
+    const Both r = run_both(c.equation, c.a, c.b, c.out);
+    REQUIRE(r.f32.size() == r.f64.size());
+    for (std::size_t i = 0; i < r.f32.size(); ++i) CHECK(r.f32[i] == doctest::Approx(r.f64[i]).epsilon(1e-5).scale(1.0));
+    if (packed)
+      CHECK(r.implementation == (c.batched ? "batched_matmul_" + choice.def->implementation : std::string("generic")));
+  }
 }

@@ -5,9 +5,17 @@
 // Each output element is one sum in a fixed order (contracted labels row-major), independent of
 // the thread count. Floats accumulate in double, integers in their unsigned type (wrapping, as
 // the integer MatMul does, without signed overflow).
+//
+// float32 on AVX2 / AVX-512 hosts ("avx2" / "avx512" implementations): a two-operand equation
+// whose every label is a batch (both operands and the output), row (first operand and output),
+// column (second operand and output) or contracted (both operands only) label, with no diagonal
+// and no broadcast, runs as a batched GEMM on the packed driver: the operands gathered into
+// [batch, rows, depth] and [batch, depth, columns], the product scattered to the output's order
+// (attention's "bhqd,bhkd->bhqk"). Anything else runs the sum above; variant() names the path.
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -17,7 +25,9 @@
 #include "kernels/element_traits.h"
 #include "kernels/elementwise.h"
 #include "kernels/kernel_families.h"
+#include "kernels/isa_requirements.h"
 #include "kernels/kernel_util.h"
+#include "kernels/packed_gemm.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
@@ -124,10 +134,31 @@ struct AccumulatorOf<T, true> {
 template <typename T>
 using Accumulator = typename AccumulatorOf<T>::type;
 
+// Copies the elements of `src` addressed by (outer, middle, inner) multi-indices over `groups`
+// (three lists of (size, source stride)) into `dst` in that row-major order.
+void gather3(const float* src, const std::vector<std::pair<int64_t, int64_t>>* groups, float* dst) {
+  std::vector<std::pair<int64_t, int64_t>> all;
+  for (int g = 0; g < 3; ++g) all.insert(all.end(), groups[g].begin(), groups[g].end());
+  int64_t total = 1;
+  for (const auto& [size, stride] : all) total *= size;
+  std::vector<int64_t> index(all.size(), 0);
+  int64_t offset = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    dst[i] = src[offset];
+    for (std::size_t k = all.size(); k-- > 0;) {
+      offset += all[k].second;
+      if (++index[k] < all[k].first) break;
+      offset -= all[k].second * all[k].first;
+      index[k] = 0;
+    }
+  }
+}
+
 template <typename T>
 class EinsumKernel final : public ThresholdKernel {
  public:
-  explicit EinsumKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+  explicit EinsumKernel(const KernelCreateInfo& info, const PackedGemmIsa* isa = nullptr)
+      : ThresholdKernel(kDefaultMinimumElements), isa_(isa) {
     check_attributes(info, {"equation"});
     if (!info.has_attribute("equation"))
       throw InputError(fmt::format("{}: attribute 'equation' is required", info.node_label()));
@@ -225,6 +256,14 @@ class EinsumKernel final : public ThresholdKernel {
     for (int l : sum_labels) sum_sizes.push_back(size[static_cast<std::size_t>(l)]);
     std::vector<const T*> data(n_inputs);
     for (std::size_t i = 0; i < n_inputs; ++i) data[i] = x[i]->data<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      if (isa_ != nullptr && n_inputs == 2 &&
+          batched_matmul(execution, x, size, stride, out_labels, sum_labels, labels, out)) {
+        variant_ = batched_variant_;
+        return;
+      }
+    }
+    variant_ = "generic";
 
     const int threads = admitted(out_count * std::max<int64_t>(1, sum_count), execution);
     execution.parallel_for(out_count, 1, threads, [&](int64_t begin, int64_t end) {
@@ -266,7 +305,169 @@ class EinsumKernel final : public ThresholdKernel {
     });
   }
 
+  std::string_view variant() const override { return variant_; }
+
  private:
+  // The batched-GEMM path (see the header); false, touching nothing, when the equation does not fit.
+  bool batched_matmul(KernelExecution& execution, const std::vector<const Tensor*>& x, const std::vector<int64_t>& size,
+                      const std::vector<std::vector<int64_t>>& stride, const std::vector<int>& out_labels,
+                      const std::vector<int>& sum_labels, int labels, float* out) {
+    // Every dimension of each operand must be its own label at full size (no diagonal, no broadcast).
+    for (std::size_t i = 0; i < 2; ++i) {
+      const Term& t = equation_.inputs[i];
+      const auto named = static_cast<int64_t>(t.before.size() + t.after.size());
+      std::vector<int> seen;
+      for (const auto* part : {&t.before, &t.after})
+        for (int l : *part) seen.push_back(l);
+      std::sort(seen.begin(), seen.end());
+      if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return false;
+      if (const auto rank = static_cast<int64_t>(x[i]->rank()); t.ellipsis && rank != named) {
+        // Ellipsis dimensions: each must have the label's full size in this operand.
+        const int64_t own = rank - named;
+        const int64_t ellipsis_rank = labels - kEllipsisLabel;
+        for (int64_t e = 0; e < own; ++e)
+          if (x[i]->shape()[static_cast<std::size_t>(static_cast<int64_t>(t.before.size()) + e)] !=
+              size[static_cast<std::size_t>(kEllipsisLabel + ellipsis_rank - own + e)])
+            return false;
+      }
+    }
+    std::vector<int> batch, rows, cols, depth;
+    for (int l : out_labels) {
+      const bool a = bound(0, l), b = bound(1, l);
+      if (a && b) batch.push_back(l);
+      else if (a) rows.push_back(l);
+      else if (b) cols.push_back(l);
+      else return false;
+    }
+    for (int l : sum_labels) {
+      if (!(bound(0, l) && bound(1, l))) return false;  // summed within one operand: the generic sum
+      depth.push_back(l);
+    }
+    int64_t bt = 1, m = 1, n = 1, k = 1;
+    for (int l : batch) bt *= size[static_cast<std::size_t>(l)];
+    for (int l : rows) m *= size[static_cast<std::size_t>(l)];
+    for (int l : cols) n *= size[static_cast<std::size_t>(l)];
+    for (int l : depth) k *= size[static_cast<std::size_t>(l)];
+    auto group = [&](std::size_t i, const std::vector<int>& ls) {
+      std::vector<std::pair<int64_t, int64_t>> g;
+      for (int l : ls) g.emplace_back(size[static_cast<std::size_t>(l)], stride[i][static_cast<std::size_t>(l)]);
+      return g;
+    };
+    const int64_t count = bt * m * n;
+    if (k == 0) {
+      std::fill(out, out + count, 0.0f);
+      batched_variant_ = isa_->name == std::string_view("avx512") ? "batched_matmul_avx512" : "batched_matmul_avx2";
+      return true;
+    }
+    // Output strides of the output labels (row-major over out_labels).
+    std::vector<int64_t> out_stride(static_cast<std::size_t>(labels), 0);
+    int64_t step = 1;
+    for (std::size_t i = out_labels.size(); i-- > 0;) {
+      out_stride[static_cast<std::size_t>(out_labels[i])] = step;
+      step *= size[static_cast<std::size_t>(out_labels[i])];
+    }
+    auto out_group = [&](const std::vector<int>& ls) {
+      std::vector<std::pair<int64_t, int64_t>> g;
+      for (int l : ls) g.emplace_back(size[static_cast<std::size_t>(l)], out_stride[static_cast<std::size_t>(l)]);
+      return g;
+    };
+    // Each operand is read in place when its row (or column) and depth labels each collapse to one
+    // stride (the usual case: "bhqd,bhkd->bhqk" reads B transposed); else gathered first. The
+    // output is written in place when its rows collapse and its columns are contiguous.
+    const auto a_rows = collapse(group(0, rows)), a_depth = collapse(group(0, depth));
+    const auto b_depth = collapse(group(1, depth)), b_cols = collapse(group(1, cols));
+    const auto c_rows = collapse(out_group(rows)), c_cols = collapse(out_group(cols));
+    const bool a_direct = a_rows && a_depth, b_direct = b_depth && b_cols;
+    const bool c_direct = c_rows && c_cols && c_cols->second == 1;
+    const auto ga0 = group(0, batch), gb0 = group(1, batch), gc0 = out_group(batch);
+    const float* a_base = x[0]->data<float>();
+    const float* b_base = x[1]->data<float>();
+    if (!a_direct) {
+      a_.resize(static_cast<std::size_t>(bt * m * k));
+      const std::vector<std::pair<int64_t, int64_t>> ga[3] = {ga0, group(0, rows), group(0, depth)};
+      gather3(a_base, ga, a_.data());
+    }
+    if (!b_direct) {
+      b_.resize(static_cast<std::size_t>(bt * k * n));
+      const std::vector<std::pair<int64_t, int64_t>> gb[3] = {gb0, group(1, depth), group(1, cols)};
+      gather3(b_base, gb, b_.data());
+    }
+    if (!c_direct) c_.resize(static_cast<std::size_t>(count));
+    const int admitted = execution.admitted_threads(bt * m * n * k, kDefaultMinimumMacs);
+    const auto per = packed_b_floats(*isa_, k, n);
+    packed_.grow(static_cast<std::size_t>(bt * per));
+    const float* bp = b_.data();
+    pack_b_matrices(&execution, admitted, *isa_, bt, k, n, [&](int64_t i) {
+      return b_direct ? MatrixView{b_base + batch_offset(gb0, i), b_depth->second, b_cols->second}
+                      : MatrixView{bp + i * k * n, n, 1};
+    }, packed_.data());
+    const float* ap = a_.data();
+    float* cp = c_.data();
+    const float* packed = packed_.data();
+    packed_gemm(execution, admitted, *isa_, GemmBlocking{}, bt, m, n, k, nullptr, [&](int64_t i) {
+      PackedGemmOperands o;
+      o.a = a_direct ? MatrixView{a_base + batch_offset(ga0, i), a_rows->second, a_depth->second}
+                     : MatrixView{ap + i * m * k, k, 1};
+      o.packed_b = packed + i * per;
+      o.c = c_direct ? out + batch_offset(gc0, i) : cp + i * m * n;
+      o.ldc = c_direct ? c_rows->second : n;
+      return o;
+    });
+    if (!c_direct) {
+      const std::vector<std::pair<int64_t, int64_t>> go[3] = {gc0, out_group(rows), out_group(cols)};
+      scatter3(c_.data(), go, out);
+    }
+    batched_variant_ = isa_->name == std::string_view("avx512") ? "batched_matmul_avx512" : "batched_matmul_avx2";
+    return true;
+  }
+  // (size, stride) pairs that address one strided run: (total size, innermost stride); nullopt
+  // when they do not. No pairs: one element (stride 1, never stepped).
+  static std::optional<std::pair<int64_t, int64_t>> collapse(const std::vector<std::pair<int64_t, int64_t>>& g) {
+    int64_t total = 1, inner = 1;
+    bool any = false;
+    for (std::size_t i = g.size(); i-- > 0;) {
+      const auto [size, stride] = g[i];
+      if (size == 1) continue;
+      if (!any) {
+        inner = stride;
+        any = true;
+      } else if (stride != inner * total) {
+        return std::nullopt;
+      }
+      total *= size;
+    }
+    return std::pair<int64_t, int64_t>{total, inner};
+  }
+  // The offset of batch `index` (row-major over the batch labels' sizes) under their strides.
+  static int64_t batch_offset(const std::vector<std::pair<int64_t, int64_t>>& g, int64_t index) {
+    int64_t offset = 0;
+    for (std::size_t i = g.size(); i-- > 0;) {
+      offset += (index % g[i].first) * g[i].second;
+      index /= g[i].first;
+    }
+    return offset;
+  }
+  bool bound(std::size_t operand, int l) const { return bound_in(equation_.inputs[operand], l) || ellipsis_in(operand, l); }
+  bool ellipsis_in(std::size_t operand, int l) const { return l >= kEllipsisLabel && equation_.inputs[operand].ellipsis; }
+  // The inverse of gather3: element i of `src` goes to dst at the groups' offsets.
+  static void scatter3(const float* src, const std::vector<std::pair<int64_t, int64_t>>* groups, float* dst) {
+    std::vector<std::pair<int64_t, int64_t>> all;
+    for (int g = 0; g < 3; ++g) all.insert(all.end(), groups[g].begin(), groups[g].end());
+    int64_t total = 1;
+    for (const auto& [size, stride] : all) total *= size;
+    std::vector<int64_t> index(all.size(), 0);
+    int64_t offset = 0;
+    for (int64_t i = 0; i < total; ++i) {
+      dst[offset] = src[i];
+      for (std::size_t k = all.size(); k-- > 0;) {
+        offset += all[k].second;
+        if (++index[k] < all[k].first) break;
+        offset -= all[k].second * all[k].first;
+        index[k] = 0;
+      }
+    }
+  }
+
   static bool bound_in(const Term& t, int l) {
     return std::count(t.before.begin(), t.before.end(), l) > 0 || std::count(t.after.begin(), t.after.end(), l) > 0;
   }
@@ -277,11 +478,29 @@ class EinsumKernel final : public ThresholdKernel {
 
   std::string equation_text_;
   Equation equation_;
+  const PackedGemmIsa* isa_ = nullptr;
+  std::vector<float> a_, b_, c_;
+  PackedBuffer packed_;
+  std::string_view variant_ = "generic", batched_variant_;
 };
 
 }  // namespace
 
 void register_einsum_kernels(KernelTable& table) {
+  // float32: the packed-GEMM path first (avx512, then avx2), then the portable sum.
+  for (const auto& [isa, needs] : {std::pair{packed_gemm_avx512(), &needs_avx512}, std::pair{packed_gemm_avx2(), &needs_avx2_fma}}) {
+    if (isa == nullptr) continue;
+    KernelDef def = make_def("Einsum", {12}, ElementType::float32,
+                             parallel_threshold_schema(elementwise_key("Einsum", ElementType::float32, 1, isa->name),
+                                                       kDefaultMinimumElements));
+    def.implementation = isa->name;
+    def.unavailable_reason = needs;
+    const PackedGemmIsa* chosen = isa;
+    def.create = [chosen](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<EinsumKernel<float>>(info, chosen);
+    };
+    table.add(std::move(def));
+  }
   for_each_type<float, double, Float16, int32_t, int64_t, uint32_t, uint64_t>([&](auto v) {
     using T = decltype(v);
     constexpr ElementType type = ElementTraits<T>::type;
