@@ -20,6 +20,7 @@
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "parallel_registry.h"
 #include "test_models.h"
 
 using namespace onnx_light;
@@ -145,19 +146,7 @@ std::vector<Tensor> run(const Case& c, const std::string& type, const Tensor& x,
   return result;
 }
 
-std::unique_ptr<TuningRegistry> parallel_registry() {
-  auto registry = std::make_unique<TuningRegistry>();
-  std::vector<PublishedProfile> profiles;
-  for (const auto& def : cpu_kernel_table().definitions()) {
-    if (def.op_type != "MaxPool" && def.op_type != "AveragePool") continue;
-    TuningValues values = def.schema.defaults();
-    for (const auto& spec : def.schema.parameters)
-      if (spec.role == ParameterRole::threshold) values[spec.name] = int64_t{1};
-    for (int threads = 1; threads <= 3; ++threads) profiles.push_back({def.schema.key, threads, values});
-  }
-  registry->publish(std::move(profiles));
-  return registry;
-}
+std::unique_ptr<TuningRegistry> parallel_registry() { return test::parallel_registry({"MaxPool", "AveragePool"}); }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.element_type() == b.element_type() &&

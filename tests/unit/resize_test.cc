@@ -23,6 +23,7 @@
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "parallel_registry.h"
 #include "test_models.h"
 
 using namespace onnx_light;
@@ -264,19 +265,7 @@ std::string model_text(const Case& c, const std::string& type) {
                      type, fmt::join(c.x, ", "), type, body, attrs, inputs);
 }
 
-std::unique_ptr<TuningRegistry> parallel_registry() {
-  auto registry = std::make_unique<TuningRegistry>();
-  std::vector<PublishedProfile> profiles;
-  for (const auto& def : cpu_kernel_table().definitions()) {
-    if (def.op_type != "Resize" && def.op_type != "Upsample") continue;
-    TuningValues values = def.schema.defaults();
-    for (const auto& spec : def.schema.parameters)
-      if (spec.role == ParameterRole::threshold) values[spec.name] = int64_t{1};
-    for (int threads = 1; threads <= 2; ++threads) profiles.push_back({def.schema.key, threads, values});
-  }
-  registry->publish(std::move(profiles));
-  return registry;
-}
+std::unique_ptr<TuningRegistry> parallel_registry() { return test::parallel_registry({"Resize", "Upsample"}, 2); }
 
 struct Result {
   Tensor y;

@@ -44,6 +44,15 @@ OuterValues outer_values(const KernelCreateInfo& info, const onnx::GraphProto& g
   return outer;
 }
 
+// Gives body input k the element type `type` and no shape (a value carried from one iteration to
+// the next may change shape); `missing` is the error when the type is unknown.
+void retype_body_input(onnx::GraphProto& body, std::size_t k, ElementType type, const std::string& missing) {
+  if (type == ElementType::undefined) throw UnsupportedError(missing);
+  auto* tensor_type = body.mutable_input(static_cast<int>(k))->mutable_type()->mutable_tensor_type();
+  tensor_type->set_elem_type(static_cast<int32_t>(type));
+  tensor_type->clear_shape();
+}
+
 // One branch: its session and, per graph input of that session, the index of the node input
 // (explicit inputs first, then implicit ones) holding the value.
 struct Branch {
@@ -155,12 +164,8 @@ class LoopKernel final : public Kernel {
     // The body's own inputs take their types from the Loop's; shapes are dropped (a loop-carried
     // value may change shape from one iteration to the next).
     for (std::size_t k = 0; k < carried_ + 2; ++k) {
-      auto* tensor_type = body.mutable_input(static_cast<int>(k))->mutable_type()->mutable_tensor_type();
       const ElementType type = k == 0 ? ElementType::int64 : k == 1 ? ElementType::boolean : info.input_types[k];
-      if (type == ElementType::undefined)
-        throw UnsupportedError(fmt::format("{}: loop-carried value {} has no element type", label_, k - 2));
-      tensor_type->set_elem_type(static_cast<int32_t>(type));
-      tensor_type->clear_shape();
+      retype_body_input(body, k, type, fmt::format("{}: loop-carried value {} has no element type", label_, k - 2));
     }
     OuterValues outer = outer_values(info, body, "body");
     outer_index_ = std::move(outer.input_index);
@@ -306,14 +311,9 @@ class ScanKernel final : public Kernel {
     for (const auto* v : {&input_directions_, &output_directions_})
       for (int64_t d : *v)
         if (d != 0 && d != 1) throw ModelError(fmt::format("{}: a scan direction must be 0 or 1, not {}", label_, d));
-    for (std::size_t k = 0; k < states_ + scan_inputs_; ++k) {
-      auto* tensor_type = body.mutable_input(static_cast<int>(k))->mutable_type()->mutable_tensor_type();
-      const ElementType type = info.input_types[first_ + k];
-      if (type == ElementType::undefined)
-        throw UnsupportedError(fmt::format("{}: input {} has no element type", label_, first_ + k));
-      tensor_type->set_elem_type(static_cast<int32_t>(type));
-      tensor_type->clear_shape();
-    }
+    for (std::size_t k = 0; k < states_ + scan_inputs_; ++k)
+      retype_body_input(body, k, info.input_types[first_ + k],
+                        fmt::format("{}: input {} has no element type", label_, first_ + k));
     OuterValues outer = outer_values(info, body, "body");
     outer_index_ = std::move(outer.input_index);
     body_ = info.subgraphs->build(body, outer.names, outer.types, label_ + " body");

@@ -134,9 +134,10 @@ struct AccumulatorOf<T, true> {
 template <typename T>
 using Accumulator = typename AccumulatorOf<T>::type;
 
-// Copies the elements of `src` addressed by (outer, middle, inner) multi-indices over `groups`
-// (three lists of (size, source stride)) into `dst` in that row-major order.
-void gather3(const float* src, const std::vector<std::pair<int64_t, int64_t>>* groups, float* dst) {
+// Visits the (outer, middle, inner) multi-indices over `groups` (three lists of (size, stride)) in
+// row-major order, calling visit(i, offset) with the running index and the strided offset.
+template <typename Visit>
+void strided_walk(const std::vector<std::pair<int64_t, int64_t>>* groups, Visit&& visit) {
   std::vector<std::pair<int64_t, int64_t>> all;
   for (int g = 0; g < 3; ++g) all.insert(all.end(), groups[g].begin(), groups[g].end());
   int64_t total = 1;
@@ -144,7 +145,7 @@ void gather3(const float* src, const std::vector<std::pair<int64_t, int64_t>>* g
   std::vector<int64_t> index(all.size(), 0);
   int64_t offset = 0;
   for (int64_t i = 0; i < total; ++i) {
-    dst[i] = src[offset];
+    visit(i, offset);
     for (std::size_t k = all.size(); k-- > 0;) {
       offset += all[k].second;
       if (++index[k] < all[k].first) break;
@@ -152,6 +153,13 @@ void gather3(const float* src, const std::vector<std::pair<int64_t, int64_t>>* g
       index[k] = 0;
     }
   }
+}
+// The strided elements of `src` into `dst` in row-major order, and back.
+void gather3(const float* src, const std::vector<std::pair<int64_t, int64_t>>* groups, float* dst) {
+  strided_walk(groups, [&](int64_t i, int64_t offset) { dst[i] = src[offset]; });
+}
+void scatter3(const float* src, const std::vector<std::pair<int64_t, int64_t>>* groups, float* dst) {
+  strided_walk(groups, [&](int64_t i, int64_t offset) { dst[offset] = src[i]; });
 }
 
 template <typename T>
@@ -449,24 +457,6 @@ class EinsumKernel final : public ThresholdKernel {
   }
   bool bound(std::size_t operand, int l) const { return bound_in(equation_.inputs[operand], l) || ellipsis_in(operand, l); }
   bool ellipsis_in(std::size_t operand, int l) const { return l >= kEllipsisLabel && equation_.inputs[operand].ellipsis; }
-  // The inverse of gather3: element i of `src` goes to dst at the groups' offsets.
-  static void scatter3(const float* src, const std::vector<std::pair<int64_t, int64_t>>* groups, float* dst) {
-    std::vector<std::pair<int64_t, int64_t>> all;
-    for (int g = 0; g < 3; ++g) all.insert(all.end(), groups[g].begin(), groups[g].end());
-    int64_t total = 1;
-    for (const auto& [size, stride] : all) total *= size;
-    std::vector<int64_t> index(all.size(), 0);
-    int64_t offset = 0;
-    for (int64_t i = 0; i < total; ++i) {
-      dst[offset] = src[i];
-      for (std::size_t k = all.size(); k-- > 0;) {
-        offset += all[k].second;
-        if (++index[k] < all[k].first) break;
-        offset -= all[k].second * all[k].first;
-        index[k] = 0;
-      }
-    }
-  }
 
   static bool bound_in(const Term& t, int l) {
     return std::count(t.before.begin(), t.before.end(), l) > 0 || std::count(t.after.begin(), t.after.end(), l) > 0;

@@ -10,11 +10,15 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "kernels/broadcast.h"
 #include "kernels/elementwise.h"
 #include "onnx_light/runtime/calibration_workload.h"
+#include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel.h"
 #include "onnx_light/runtime/kernel_table.h"
 
@@ -208,6 +212,20 @@ void add_for_types(KernelTable& table, const std::vector<ElementType>& types, Bu
     build(def, type);
     table.add(std::move(def));
   }
+}
+
+// The enumerator a string attribute names among `choices` (fallback when absent); a ModelError
+// naming the node, the attribute and the allowed values otherwise.
+template <typename E>
+E parse_choice(const KernelCreateInfo& info, std::string_view name, const std::string& fallback,
+               std::initializer_list<std::pair<const char*, E>> choices) {
+  const std::string v = info.string_attribute(name, fallback);
+  std::string names;
+  for (const auto& [n, e] : choices) {
+    if (v == n) return e;
+    names += (names.empty() ? "" : ", ") + std::string(n);
+  }
+  throw ModelError(fmt::format("{}: attribute '{}' = \"{}\" is not one of {}", info.node_label(), name, v, names));
 }
 
 }  // namespace onnx_light::runtime::kernels

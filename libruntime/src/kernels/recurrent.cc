@@ -17,6 +17,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <optional>
 #include <string>
@@ -661,6 +662,15 @@ CalibrationWorkloadFunction recurrent_workload(Cell cell, ElementType type) {
   };
 }
 
+// The largest tensor of that workload: W or R (gates n^2).
+std::function<int64_t(int64_t)> recurrent_elements(Cell cell) {
+  return [cell](int64_t macs) {
+    const int64_t gates = gate_count(cell);
+    const auto n = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(macs) / static_cast<double>(8 * gates))));
+    return std::max<int64_t>(1, gates * n * n);
+  };
+}
+
 }  // namespace
 
 void register_recurrent_kernels(KernelTable& table) {
@@ -677,11 +687,7 @@ void register_recurrent_kernels(KernelTable& table) {
         return std::make_unique<RecurrentKernel<float>>(info, cell, chosen);
       };
       def.calibration_workload = recurrent_workload(cell, type);
-      def.calibration_elements = [cell](int64_t macs) {
-        const int64_t gates = gate_count(cell);
-        const auto n = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(macs) / static_cast<double>(8 * gates))));
-        return std::max<int64_t>(1, gates * n * n);
-      };
+      def.calibration_elements = recurrent_elements(cell);
       table.add(std::move(def));
     }
   }
@@ -694,12 +700,7 @@ void register_recurrent_kernels(KernelTable& table) {
         return std::make_unique<RecurrentKernel<T>>(info, cell);
       };
       def.calibration_workload = recurrent_workload(cell, type);
-      def.calibration_elements = [cell](int64_t macs) {
-        // The largest tensor: W or R (gates n^2).
-        const int64_t gates = gate_count(cell);
-        const auto n = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(macs) / static_cast<double>(8 * gates))));
-        return std::max<int64_t>(1, gates * n * n);
-      };
+      def.calibration_elements = recurrent_elements(cell);
       table.add(std::move(def));
     }
   });

@@ -68,19 +68,6 @@ struct Attributes {
   int roi_input = -1, scales_input = -1, sizes_input = -1;
 };
 
-template <typename E>
-E parse_choice(const KernelCreateInfo& info, std::string_view name, const std::string& fallback,
-               std::initializer_list<std::pair<const char*, E>> choices) {
-  const std::string v = info.string_attribute(name, fallback);
-  std::vector<std::string> names;
-  for (const auto& [n, e] : choices) {
-    if (v == n) return e;
-    names.emplace_back(n);
-  }
-  throw ModelError(fmt::format("{}: attribute '{}' = \"{}\" is not one of {}", info.node_label(), name, v,
-                               fmt::join(names, ", ")));
-}
-
 // True when input `index` is named in the node (an empty name is an omitted optional input).
 bool has_input(const KernelCreateInfo& info, int index) {
   return index >= 0 && index < info.node.input_size() && !info.node.input(index).empty();

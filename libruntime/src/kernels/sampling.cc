@@ -35,19 +35,6 @@ namespace onnx_light::runtime::kernels {
 
 namespace {
 
-template <typename E>
-E parse_choice(const KernelCreateInfo& info, std::string_view name, const std::string& fallback,
-               std::initializer_list<std::pair<const char*, E>> choices) {
-  const std::string v = info.string_attribute(name, fallback);
-  std::vector<std::string> names;
-  for (const auto& [n, e] : choices) {
-    if (v == n) return e;
-    names.emplace_back(n);
-  }
-  throw ModelError(fmt::format("{}: attribute '{}' = \"{}\" is not one of {}", info.node_label(), name, v,
-                               fmt::join(names, ", ")));
-}
-
 // ---- GridSample -------------------------------------------------------------------------------
 
 enum class GridMode { linear, nearest, cubic };
