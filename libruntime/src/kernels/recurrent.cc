@@ -498,7 +498,8 @@ class RecurrentKernel final : public Kernel {
       const T* hr = gate + b * rows;
       T* hb = h + b * hidden;
       if constexpr (std::is_same_v<T, float>) {
-        if (vector_lstm_gates(act, pd) && cell == Cell::lstm) {
+        // The cell first: `act` holds only that cell's activations (RNN 1, GRU 2, LSTM 3).
+        if (cell == Cell::lstm && vector_lstm_gates(act, pd)) {
           lstm_gates_vector(xw, gate + b * rows, c + b * hidden, hb, hidden);
           if (y != nullptr) {
             T* dst = y + (a_.layout == 0 ? ((t * dirs + d) * batch + b) * hidden : ((b * steps + t) * dirs + d) * hidden);
@@ -506,7 +507,7 @@ class RecurrentKernel final : public Kernel {
           }
           continue;
         }
-        if (vector_gru_gates(act) && cell == Cell::gru && a_.linear_before_reset) {
+        if (cell == Cell::gru && a_.linear_before_reset && vector_gru_gates(act)) {
           gru_gates_vector(xw, gate + b * rows, rb != nullptr ? rb + 2 * hidden : nullptr, hb, hidden);
           if (y != nullptr) {
             T* dst = y + (a_.layout == 0 ? ((t * dirs + d) * batch + b) * hidden : ((b * steps + t) * dirs + d) * hidden);
