@@ -327,21 +327,6 @@ TEST_CASE("loop_profile_counts_each_body_node_once_per_iteration") {
   CHECK(found);
 }
 
-namespace {
-
-std::map<std::string, Tensor> run_graph(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs,
-                                        int opset = 17, int threads = 1) {
-  RuntimeSessionOptions options;
-  options.parameters = RuntimeParameters(threads);
-  RuntimeSession session(
-      test::parse("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\n" + graph), options);
-  RuntimeContext context;
-  for (const auto& [name, t] : inputs) context.set(name, t);
-  session.run(context);
-  return context.values();
-}
-
-}  // namespace
 
 TEST_CASE("scan_runs_along_any_axis_and_direction_and_stacks_outputs_on_theirs") {
   // x [2, 3]: scanned along axis 1 (3 steps of 2 values) in reverse; the running sum is the state;

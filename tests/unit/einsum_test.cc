@@ -24,15 +24,8 @@ using namespace onnx_light::test;
 
 namespace {
 
-std::map<std::string, Tensor> run(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs,
-                                  int threads = 1) {
-  RuntimeSessionOptions options;
-  options.parameters = RuntimeParameters(threads);
-  RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\ng " + graph), options);
-  RuntimeContext context;
-  for (const auto& [name, t] : inputs) context.set(name, t);
-  session.run(context);
-  return context.values();
+std::map<std::string, Tensor> run(const std::string& graph, const NamedTensors& inputs, int threads = 1) {
+  return run_graph("g " + graph, inputs, 17, threads);
 }
 
 std::vector<float> iota(std::size_t n, float scale = 1.0f) {
@@ -239,5 +232,59 @@ TEST_CASE("einsum_batched_matmul_path_matches_the_generic_sum_and_names_itself")
     for (std::size_t i = 0; i < r.f32.size(); ++i) CHECK(r.f32[i] == doctest::Approx(r.f64[i]).epsilon(1e-5).scale(1.0));
     if (packed)
       CHECK(r.implementation == (c.batched ? "batched_matmul_" + choice.def->implementation : std::string("generic")));
+  }
+}
+
+// The label sizes and strides are planned once per set of input shapes: one session fed shapes
+// that switch between the batched path and the generic sum, and a mismatched run in between,
+// must give each run its own result (a stale plan would reuse the previous sizes or path).
+TEST_CASE("einsum_plan_follows_input_shapes_across_runs_of_one_session") {
+  RuntimeSessionOptions options;
+  options.profile = true;
+  RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[B,M,K] a, float[C,L,N] b) => "
+                                     "(float[B,M,N] y) { y = Einsum <equation = \"...ij,...jk->...ik\"> (a, b) }"),
+                         options);
+  const KernelChoice choice = cpu_kernel_table().choose("", "Einsum", 17, ElementType::float32, host_cpu_features());
+  REQUIRE(choice.def != nullptr);
+  const bool packed = choice.def->implementation != "portable";
+  struct Case {
+    int64_t batch_a, batch_b, m, k, n;
+    bool batched;  // a broadcast batch (1 against 2) takes the generic sum
+  };
+  int run_index = 0;
+  for (const Case& c : {Case{2, 2, 3, 4, 5, true}, Case{2, 1, 3, 4, 5, false}, Case{1, 1, 7, 2, 3, true},
+                        Case{3, 3, 1, 5, 2, true}, Case{2, 2, 3, 4, 5, true}}) {
+    CAPTURE(run_index);
+    const int64_t bt = std::max(c.batch_a, c.batch_b);
+    const std::vector<float> a = iota(static_cast<std::size_t>(c.batch_a * c.m * c.k)),
+                             b = iota(static_cast<std::size_t>(c.batch_b * c.k * c.n), 0.5f);
+    RuntimeContext context;
+    context.set("a", floats({c.batch_a, c.m, c.k}, a));
+    context.set("b", floats({c.batch_b, c.k, c.n}, b));
+    session.run(context);
+    REQUIRE(context.get("y").shape() == Shape{bt, c.m, c.n});
+    const std::vector<float> y = values<float>(context.get("y"));
+    for (int64_t p = 0; p < bt; ++p)
+      for (int64_t i = 0; i < c.m; ++i)
+        for (int64_t j = 0; j < c.n; ++j) {
+          double s = 0;
+          for (int64_t q = 0; q < c.k; ++q)
+            s += double(a[static_cast<std::size_t>(((c.batch_a == 1 ? 0 : p) * c.m + i) * c.k + q)]) *
+                 double(b[static_cast<std::size_t>(((c.batch_b == 1 ? 0 : p) * c.k + q) * c.n + j)]);
+          CHECK(y[static_cast<std::size_t>((p * c.m + i) * c.n + j)] == doctest::Approx(s).epsilon(1e-5));
+        }
+    if (packed)
+      CHECK(session.profile().nodes.at(0).implementation ==
+            (c.batched ? "batched_matmul_" + choice.def->implementation : std::string("generic")));
+    session.reset_profile();
+    ++run_index;
+    // A mismatched depth after the first run: named, and the next run plans afresh.
+    if (run_index == 1) {
+      RuntimeContext bad;
+      bad.set("a", floats({2, 3, 4}, iota(24)));
+      bad.set("b", floats({2, 5, 2}, iota(20)));
+      CHECK_THROWS_WITH_AS(session.run(bad), doctest::Contains("subscript 'j' has size 5 in input 1 [2, 5, 2] but 4 elsewhere"),
+                           InputError);
+    }
   }
 }

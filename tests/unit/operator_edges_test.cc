@@ -22,16 +22,8 @@ using namespace onnx_light::test;
 
 namespace {
 
-std::map<std::string, Tensor> run(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs,
-                                  int opset = 17) {
-  RuntimeSessionOptions options;
-  options.parameters = RuntimeParameters(1);
-  RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\ng " + graph),
-                         options);
-  RuntimeContext context;
-  for (const auto& [name, t] : inputs) context.set(name, t);
-  session.run(context);
-  return context.values();
+std::map<std::string, Tensor> run(const std::string& graph, const NamedTensors& inputs, int opset = 17) {
+  return run_graph("g " + graph, inputs, opset);
 }
 
 }  // namespace

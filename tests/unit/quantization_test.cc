@@ -21,14 +21,8 @@ using namespace onnx_light::test;
 
 namespace {
 
-std::map<std::string, Tensor> run(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs) {
-  RuntimeSessionOptions options;
-  options.parameters = RuntimeParameters(1);
-  RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : 13]>\ng " + graph), options);
-  RuntimeContext context;
-  for (const auto& [name, t] : inputs) context.set(name, t);
-  session.run(context);
-  return context.values();
+std::map<std::string, Tensor> run(const std::string& graph, const NamedTensors& inputs) {
+  return run_graph("g " + graph, inputs, 13);
 }
 
 std::string input_error(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs) {

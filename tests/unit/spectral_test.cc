@@ -25,15 +25,8 @@ using namespace onnx_light::test;
 
 namespace {
 
-std::map<std::string, Tensor> run(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs,
-                                  int threads = 1) {
-  RuntimeSessionOptions options;
-  options.parameters = RuntimeParameters(threads);
-  RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\ng " + graph), options);
-  RuntimeContext context;
-  for (const auto& [name, t] : inputs) context.set(name, t);
-  session.run(context);
-  return context.values();
+std::map<std::string, Tensor> run(const std::string& graph, const NamedTensors& inputs, int threads = 1) {
+  return run_graph("g " + graph, inputs, 17, threads);
 }
 
 std::vector<float> random_values(std::size_t n, unsigned seed) {

@@ -134,32 +134,32 @@ struct AccumulatorOf<T, true> {
 template <typename T>
 using Accumulator = typename AccumulatorOf<T>::type;
 
-// Visits the (outer, middle, inner) multi-indices over `groups` (three lists of (size, stride)) in
-// row-major order, calling visit(i, offset) with the running index and the strided offset.
+// (size, stride) pairs, outermost first: a strided walk over some labels of one tensor.
+using StridedGroup = std::vector<std::pair<int64_t, int64_t>>;
+
+// Visits the multi-indices over `walk` in row-major order, calling visit(i, offset) with the
+// running index and the strided offset. `index` is scratch of walk.size() entries.
 template <typename Visit>
-void strided_walk(const std::vector<std::pair<int64_t, int64_t>>* groups, Visit&& visit) {
-  std::vector<std::pair<int64_t, int64_t>> all;
-  for (int g = 0; g < 3; ++g) all.insert(all.end(), groups[g].begin(), groups[g].end());
+void strided_walk(const StridedGroup& walk, int64_t* index, Visit&& visit) {
   int64_t total = 1;
-  for (const auto& [size, stride] : all) total *= size;
-  std::vector<int64_t> index(all.size(), 0);
+  for (const auto& [size, stride] : walk) total *= size;
+  std::fill(index, index + walk.size(), 0);
   int64_t offset = 0;
   for (int64_t i = 0; i < total; ++i) {
     visit(i, offset);
-    for (std::size_t k = all.size(); k-- > 0;) {
-      offset += all[k].second;
-      if (++index[k] < all[k].first) break;
-      offset -= all[k].second * all[k].first;
+    for (std::size_t k = walk.size(); k-- > 0;) {
+      offset += walk[k].second;
+      if (++index[k] < walk[k].first) break;
+      offset -= walk[k].second * walk[k].first;
       index[k] = 0;
     }
   }
 }
-// The strided elements of `src` into `dst` in row-major order, and back.
-void gather3(const float* src, const std::vector<std::pair<int64_t, int64_t>>* groups, float* dst) {
-  strided_walk(groups, [&](int64_t i, int64_t offset) { dst[i] = src[offset]; });
-}
-void scatter3(const float* src, const std::vector<std::pair<int64_t, int64_t>>* groups, float* dst) {
-  strided_walk(groups, [&](int64_t i, int64_t offset) { dst[offset] = src[i]; });
+
+StridedGroup concatenated(std::initializer_list<const StridedGroup*> groups) {
+  StridedGroup all;
+  for (const StridedGroup* g : groups) all.insert(all.end(), g->begin(), g->end());
+  return all;
 }
 
 template <typename T>
@@ -179,13 +179,108 @@ class EinsumKernel final : public ThresholdKernel {
   }
 
   void run(KernelExecution& execution) override {
-    const std::string& label = execution.label();
     const std::size_t n_inputs = equation_.inputs.size();
-    std::vector<const Tensor*> x(n_inputs);
+    inputs_.resize(n_inputs);
+    bool same_shapes = plan_.shapes.size() == n_inputs;
+    for (std::size_t i = 0; i < n_inputs; ++i) {
+      inputs_[i] = &execution.required_input(i);
+      same_shapes = same_shapes && plan_.shapes[i] == inputs_[i]->shape();
+    }
+    // Binding labels to sizes and strides depends on the shapes only: done again when they change.
+    if (!same_shapes) make_plan(execution.label());
+    const Plan& p = plan_;
+    Tensor& y = checked_output(execution, 0, inputs_[0]->element_type(), p.out_shape, false);
+    T* out = y.data<T>();
+    if (p.out_count == 0) return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (p.batched) {
+        run_batched(execution, out);
+        variant_ = batched_variant_;
+        return;
+      }
+    }
+    variant_ = "generic";
+
+    data_.resize(n_inputs);
+    for (std::size_t i = 0; i < n_inputs; ++i) data_[i] = inputs_[i]->data<T>();
+    const T* const* data = data_.data();
+    const int64_t sum_count = p.sum_count;
+    const int threads = admitted(p.out_count * std::max<int64_t>(1, sum_count), execution);
+    execution.parallel_for(p.out_count, 1, threads, [&](int64_t begin, int64_t end) {
+      const auto& out_sizes = p.out_sizes;
+      const auto& sum_sizes = p.sum_sizes;
+      std::vector<int64_t> out_index(out_sizes.size()), sum_index(sum_sizes.size()), base(n_inputs), offset(n_inputs);
+      // The first output's multi-index, then an odometer.
+      int64_t rest = begin;
+      for (std::size_t k = out_sizes.size(); k-- > 0;) {
+        out_index[k] = rest % out_sizes[k];
+        rest /= out_sizes[k];
+      }
+      for (int64_t o = begin; o < end; ++o) {
+        for (std::size_t i = 0; i < n_inputs; ++i) {
+          base[i] = 0;
+          for (std::size_t k = 0; k < out_sizes.size(); ++k) base[i] += out_index[k] * p.out_stride[i][k];
+        }
+        Accumulator<T> acc{};
+        if (sum_count > 0) {
+          std::fill(sum_index.begin(), sum_index.end(), 0);
+          offset = base;
+          for (int64_t s = 0; s < sum_count; ++s) {
+            Accumulator<T> product = static_cast<Accumulator<T>>(load<T>(data[0][offset[0]]));
+            for (std::size_t i = 1; i < n_inputs; ++i)
+              product = static_cast<Accumulator<T>>(product * static_cast<Accumulator<T>>(load<T>(data[i][offset[i]])));
+            acc = static_cast<Accumulator<T>>(acc + product);
+            for (std::size_t k = sum_sizes.size(); k-- > 0;) {
+              for (std::size_t i = 0; i < n_inputs; ++i) offset[i] += p.sum_stride[i][k];
+              if (++sum_index[k] < sum_sizes[k]) break;
+              for (std::size_t i = 0; i < n_inputs; ++i) offset[i] -= p.sum_stride[i][k] * sum_sizes[k];
+              sum_index[k] = 0;
+            }
+          }
+        }
+        out[o] = store<T>(static_cast<compute_t<T>>(acc));
+        for (std::size_t k = out_sizes.size(); k-- > 0;) {
+          if (++out_index[k] < out_sizes[k]) break;
+          out_index[k] = 0;
+        }
+      }
+    });
+  }
+
+  std::string_view variant() const override { return variant_; }
+
+ private:
+  // How the batched-GEMM path reads and writes its operands for one set of input shapes.
+  struct BatchedPlan {
+    int64_t batches = 1, m = 1, n = 1, k = 1;
+    StridedGroup a_batch, b_batch, c_batch;  // the batch labels' (size, stride) in A, B and the output
+    // Each operand is read in place when its row (or column) and depth labels each collapse to one
+    // stride (the usual case: "bhqd,bhkd->bhqk" reads B transposed); else gathered first. The
+    // output is written in place when its rows collapse and its columns are contiguous.
+    int64_t a_row_stride = 0, a_depth_stride = 0, b_depth_stride = 0, b_col_stride = 0, c_row_stride = 0;
+    bool a_direct = false, b_direct = false, c_direct = false;
+    StridedGroup a_walk, b_walk, c_walk;  // batch, rows/depth, depth/columns: the gather and scatter orders
+  };
+  // Everything a run needs that depends on the input shapes only.
+  struct Plan {
+    std::vector<Shape> shapes;  // the input shapes it was made for (empty: none yet)
+    Shape out_shape;
+    int64_t out_count = 0, sum_count = 1;
+    std::vector<int64_t> out_sizes, sum_sizes;
+    std::vector<std::vector<int64_t>> out_stride, sum_stride;  // per operand, per output / contracted label
+    bool batched = false;
+    BatchedPlan mm;
+  };
+
+  // Binds every label's size and per-operand stride to inputs_'s shapes; throws InputError naming
+  // the node when they disagree with the equation (the plan is left empty then).
+  void make_plan(const std::string& label) {
+    plan_ = Plan{};
+    const std::size_t n_inputs = equation_.inputs.size();
+    const std::vector<const Tensor*>& x = inputs_;
     // The ellipsis's rank: the most dimensions any operand leaves to it.
     int64_t ellipsis_rank = 0;
     for (std::size_t i = 0; i < n_inputs; ++i) {
-      x[i] = &execution.required_input(i);
       const Term& t = equation_.inputs[i];
       const auto named = static_cast<int64_t>(t.before.size() + t.after.size());
       const int64_t rank = x[i]->rank();
@@ -244,82 +339,35 @@ class EinsumKernel final : public ThresholdKernel {
       for (std::size_t i = 0; i < n_inputs; ++i) used = used || bound_in(equation_.inputs[i], l);
       if (used || l >= kEllipsisLabel) sum_labels.push_back(l);
     }
-    Shape out_shape;
-    for (int l : out_labels) out_shape.push_back(size[static_cast<std::size_t>(l)]);
-    Tensor& y = checked_output(execution, 0, x[0]->element_type(), out_shape, false);
-    const int64_t out_count = y.element_count();
-    int64_t sum_count = 1;
-    for (int l : sum_labels) sum_count *= size[static_cast<std::size_t>(l)];
-    T* out = y.data<T>();
-    if (out_count == 0) return;
-
+    Plan p;
+    p.out_count = 1;
+    for (int l : out_labels) {
+      p.out_shape.push_back(size[static_cast<std::size_t>(l)]);
+      p.out_sizes.push_back(size[static_cast<std::size_t>(l)]);
+      p.out_count *= size[static_cast<std::size_t>(l)];
+    }
+    for (int l : sum_labels) {
+      p.sum_sizes.push_back(size[static_cast<std::size_t>(l)]);
+      p.sum_count *= size[static_cast<std::size_t>(l)];
+    }
     // Per operand: strides over the output labels and over the contracted ones.
-    std::vector<std::vector<int64_t>> out_stride(n_inputs), sum_stride(n_inputs);
+    p.out_stride.resize(n_inputs);
+    p.sum_stride.resize(n_inputs);
     for (std::size_t i = 0; i < n_inputs; ++i) {
-      for (int l : out_labels) out_stride[i].push_back(stride[i][static_cast<std::size_t>(l)]);
-      for (int l : sum_labels) sum_stride[i].push_back(stride[i][static_cast<std::size_t>(l)]);
+      for (int l : out_labels) p.out_stride[i].push_back(stride[i][static_cast<std::size_t>(l)]);
+      for (int l : sum_labels) p.sum_stride[i].push_back(stride[i][static_cast<std::size_t>(l)]);
     }
-    std::vector<int64_t> out_sizes, sum_sizes;
-    for (int l : out_labels) out_sizes.push_back(size[static_cast<std::size_t>(l)]);
-    for (int l : sum_labels) sum_sizes.push_back(size[static_cast<std::size_t>(l)]);
-    std::vector<const T*> data(n_inputs);
-    for (std::size_t i = 0; i < n_inputs; ++i) data[i] = x[i]->data<T>();
     if constexpr (std::is_same_v<T, float>) {
-      if (isa_ != nullptr && n_inputs == 2 &&
-          batched_matmul(execution, x, size, stride, out_labels, sum_labels, labels, out)) {
-        variant_ = batched_variant_;
-        return;
-      }
+      p.batched = isa_ != nullptr && n_inputs == 2 && plan_batched(size, stride, out_labels, sum_labels, labels, p.mm);
     }
-    variant_ = "generic";
-
-    const int threads = admitted(out_count * std::max<int64_t>(1, sum_count), execution);
-    execution.parallel_for(out_count, 1, threads, [&](int64_t begin, int64_t end) {
-      std::vector<int64_t> out_index(out_sizes.size()), sum_index(sum_sizes.size()), base(n_inputs), offset(n_inputs);
-      // The first output's multi-index, then an odometer.
-      int64_t rest = begin;
-      for (std::size_t k = out_sizes.size(); k-- > 0;) {
-        out_index[k] = rest % out_sizes[k];
-        rest /= out_sizes[k];
-      }
-      for (int64_t o = begin; o < end; ++o) {
-        for (std::size_t i = 0; i < n_inputs; ++i) {
-          base[i] = 0;
-          for (std::size_t k = 0; k < out_sizes.size(); ++k) base[i] += out_index[k] * out_stride[i][k];
-        }
-        Accumulator<T> acc{};
-        if (sum_count > 0) {
-          std::fill(sum_index.begin(), sum_index.end(), 0);
-          offset = base;
-          for (int64_t s = 0; s < sum_count; ++s) {
-            Accumulator<T> product = static_cast<Accumulator<T>>(load<T>(data[0][offset[0]]));
-            for (std::size_t i = 1; i < n_inputs; ++i)
-              product = static_cast<Accumulator<T>>(product * static_cast<Accumulator<T>>(load<T>(data[i][offset[i]])));
-            acc = static_cast<Accumulator<T>>(acc + product);
-            for (std::size_t k = sum_sizes.size(); k-- > 0;) {
-              for (std::size_t i = 0; i < n_inputs; ++i) offset[i] += sum_stride[i][k];
-              if (++sum_index[k] < sum_sizes[k]) break;
-              for (std::size_t i = 0; i < n_inputs; ++i) offset[i] -= sum_stride[i][k] * sum_sizes[k];
-              sum_index[k] = 0;
-            }
-          }
-        }
-        out[o] = store<T>(static_cast<compute_t<T>>(acc));
-        for (std::size_t k = out_sizes.size(); k-- > 0;) {
-          if (++out_index[k] < out_sizes[k]) break;
-          out_index[k] = 0;
-        }
-      }
-    });
+    for (const Tensor* t : x) p.shapes.push_back(t->shape());
+    plan_ = std::move(p);
   }
 
-  std::string_view variant() const override { return variant_; }
-
- private:
-  // The batched-GEMM path (see the header); false, touching nothing, when the equation does not fit.
-  bool batched_matmul(KernelExecution& execution, const std::vector<const Tensor*>& x, const std::vector<int64_t>& size,
-                      const std::vector<std::vector<int64_t>>& stride, const std::vector<int>& out_labels,
-                      const std::vector<int>& sum_labels, int labels, float* out) {
+  // Whether the batched-GEMM path fits the equation at these sizes (see the header); fills `mm` when it does.
+  bool plan_batched(const std::vector<int64_t>& size, const std::vector<std::vector<int64_t>>& stride,
+                    const std::vector<int>& out_labels, const std::vector<int>& sum_labels, int labels, BatchedPlan& mm) const {
+    const std::vector<const Tensor*>& x = inputs_;
     // Every dimension of each operand must be its own label at full size (no diagonal, no broadcast).
     for (std::size_t i = 0; i < 2; ++i) {
       const Term& t = equation_.inputs[i];
@@ -351,22 +399,15 @@ class EinsumKernel final : public ThresholdKernel {
       if (!(bound(0, l) && bound(1, l))) return false;  // summed within one operand: the generic sum
       depth.push_back(l);
     }
-    int64_t bt = 1, m = 1, n = 1, k = 1;
-    for (int l : batch) bt *= size[static_cast<std::size_t>(l)];
-    for (int l : rows) m *= size[static_cast<std::size_t>(l)];
-    for (int l : cols) n *= size[static_cast<std::size_t>(l)];
-    for (int l : depth) k *= size[static_cast<std::size_t>(l)];
+    for (int l : batch) mm.batches *= size[static_cast<std::size_t>(l)];
+    for (int l : rows) mm.m *= size[static_cast<std::size_t>(l)];
+    for (int l : cols) mm.n *= size[static_cast<std::size_t>(l)];
+    for (int l : depth) mm.k *= size[static_cast<std::size_t>(l)];
     auto group = [&](std::size_t i, const std::vector<int>& ls) {
-      std::vector<std::pair<int64_t, int64_t>> g;
+      StridedGroup g;
       for (int l : ls) g.emplace_back(size[static_cast<std::size_t>(l)], stride[i][static_cast<std::size_t>(l)]);
       return g;
     };
-    const int64_t count = bt * m * n;
-    if (k == 0) {
-      std::fill(out, out + count, 0.0f);
-      batched_variant_ = isa_->name == std::string_view("avx512") ? "batched_matmul_avx512" : "batched_matmul_avx2";
-      return true;
-    }
     // Output strides of the output labels (row-major over out_labels).
     std::vector<int64_t> out_stride(static_cast<std::size_t>(labels), 0);
     int64_t step = 1;
@@ -375,62 +416,84 @@ class EinsumKernel final : public ThresholdKernel {
       step *= size[static_cast<std::size_t>(out_labels[i])];
     }
     auto out_group = [&](const std::vector<int>& ls) {
-      std::vector<std::pair<int64_t, int64_t>> g;
+      StridedGroup g;
       for (int l : ls) g.emplace_back(size[static_cast<std::size_t>(l)], out_stride[static_cast<std::size_t>(l)]);
       return g;
     };
-    // Each operand is read in place when its row (or column) and depth labels each collapse to one
-    // stride (the usual case: "bhqd,bhkd->bhqk" reads B transposed); else gathered first. The
-    // output is written in place when its rows collapse and its columns are contiguous.
-    const auto a_rows = collapse(group(0, rows)), a_depth = collapse(group(0, depth));
-    const auto b_depth = collapse(group(1, depth)), b_cols = collapse(group(1, cols));
-    const auto c_rows = collapse(out_group(rows)), c_cols = collapse(out_group(cols));
-    const bool a_direct = a_rows && a_depth, b_direct = b_depth && b_cols;
-    const bool c_direct = c_rows && c_cols && c_cols->second == 1;
-    const auto ga0 = group(0, batch), gb0 = group(1, batch), gc0 = out_group(batch);
-    const float* a_base = x[0]->data<float>();
-    const float* b_base = x[1]->data<float>();
-    if (!a_direct) {
+    const StridedGroup a_rows = group(0, rows), a_depth = group(0, depth), b_depth = group(1, depth),
+                       b_cols = group(1, cols), c_rows = out_group(rows), c_cols = out_group(cols);
+    mm.a_batch = group(0, batch);
+    mm.b_batch = group(1, batch);
+    mm.c_batch = out_group(batch);
+    const auto ar = collapse(a_rows), ad = collapse(a_depth), bd = collapse(b_depth), bc = collapse(b_cols),
+               cr = collapse(c_rows), cc = collapse(c_cols);
+    mm.a_direct = ar && ad;
+    mm.b_direct = bd && bc;
+    mm.c_direct = cr && cc && cc->second == 1;
+    if (mm.a_direct) {
+      mm.a_row_stride = ar->second;
+      mm.a_depth_stride = ad->second;
+    } else {
+      mm.a_walk = concatenated({&mm.a_batch, &a_rows, &a_depth});
+    }
+    if (mm.b_direct) {
+      mm.b_depth_stride = bd->second;
+      mm.b_col_stride = bc->second;
+    } else {
+      mm.b_walk = concatenated({&mm.b_batch, &b_depth, &b_cols});
+    }
+    if (mm.c_direct) mm.c_row_stride = cr->second;
+    else mm.c_walk = concatenated({&mm.c_batch, &c_rows, &c_cols});
+    return true;
+  }
+
+  // The batched-GEMM path on plan_.mm.
+  void run_batched(KernelExecution& execution, float* out) {
+    const BatchedPlan& mm = plan_.mm;
+    const int64_t bt = mm.batches, m = mm.m, n = mm.n, k = mm.k;
+    batched_variant_ = isa_->name == std::string_view("avx512") ? "batched_matmul_avx512" : "batched_matmul_avx2";
+    if (k == 0) {
+      std::fill(out, out + bt * m * n, 0.0f);
+      return;
+    }
+    walk_index_.resize(std::max({mm.a_walk.size(), mm.b_walk.size(), mm.c_walk.size()}));
+    const float* a_base = inputs_[0]->data<float>();
+    const float* b_base = inputs_[1]->data<float>();
+    if (!mm.a_direct) {
       a_.resize(static_cast<std::size_t>(bt * m * k));
-      const std::vector<std::pair<int64_t, int64_t>> ga[3] = {ga0, group(0, rows), group(0, depth)};
-      gather3(a_base, ga, a_.data());
+      strided_walk(mm.a_walk, walk_index_.data(), [&](int64_t i, int64_t offset) { a_[static_cast<std::size_t>(i)] = a_base[offset]; });
     }
-    if (!b_direct) {
+    if (!mm.b_direct) {
       b_.resize(static_cast<std::size_t>(bt * k * n));
-      const std::vector<std::pair<int64_t, int64_t>> gb[3] = {gb0, group(1, depth), group(1, cols)};
-      gather3(b_base, gb, b_.data());
+      strided_walk(mm.b_walk, walk_index_.data(), [&](int64_t i, int64_t offset) { b_[static_cast<std::size_t>(i)] = b_base[offset]; });
     }
-    if (!c_direct) c_.resize(static_cast<std::size_t>(count));
+    if (!mm.c_direct) c_.resize(static_cast<std::size_t>(bt * m * n));
     const int admitted = execution.admitted_threads(bt * m * n * k, kDefaultMinimumMacs);
     const auto per = packed_b_floats(*isa_, k, n);
     packed_.grow(static_cast<std::size_t>(bt * per));
     const float* bp = b_.data();
     pack_b_matrices(&execution, admitted, *isa_, bt, k, n, [&](int64_t i) {
-      return b_direct ? MatrixView{b_base + batch_offset(gb0, i), b_depth->second, b_cols->second}
-                      : MatrixView{bp + i * k * n, n, 1};
+      return mm.b_direct ? MatrixView{b_base + batch_offset(mm.b_batch, i), mm.b_depth_stride, mm.b_col_stride}
+                         : MatrixView{bp + i * k * n, n, 1};
     }, packed_.data());
     const float* ap = a_.data();
     float* cp = c_.data();
     const float* packed = packed_.data();
     packed_gemm(execution, admitted, *isa_, GemmBlocking{}, bt, m, n, k, nullptr, [&](int64_t i) {
       PackedGemmOperands o;
-      o.a = a_direct ? MatrixView{a_base + batch_offset(ga0, i), a_rows->second, a_depth->second}
-                     : MatrixView{ap + i * m * k, k, 1};
+      o.a = mm.a_direct ? MatrixView{a_base + batch_offset(mm.a_batch, i), mm.a_row_stride, mm.a_depth_stride}
+                        : MatrixView{ap + i * m * k, k, 1};
       o.packed_b = packed + i * per;
-      o.c = c_direct ? out + batch_offset(gc0, i) : cp + i * m * n;
-      o.ldc = c_direct ? c_rows->second : n;
+      o.c = mm.c_direct ? out + batch_offset(mm.c_batch, i) : cp + i * m * n;
+      o.ldc = mm.c_direct ? mm.c_row_stride : n;
       return o;
     });
-    if (!c_direct) {
-      const std::vector<std::pair<int64_t, int64_t>> go[3] = {gc0, out_group(rows), out_group(cols)};
-      scatter3(c_.data(), go, out);
-    }
-    batched_variant_ = isa_->name == std::string_view("avx512") ? "batched_matmul_avx512" : "batched_matmul_avx2";
-    return true;
+    if (!mm.c_direct)
+      strided_walk(mm.c_walk, walk_index_.data(), [&](int64_t i, int64_t offset) { out[offset] = c_[static_cast<std::size_t>(i)]; });
   }
   // (size, stride) pairs that address one strided run: (total size, innermost stride); nullopt
   // when they do not. No pairs: one element (stride 1, never stepped).
-  static std::optional<std::pair<int64_t, int64_t>> collapse(const std::vector<std::pair<int64_t, int64_t>>& g) {
+  static std::optional<std::pair<int64_t, int64_t>> collapse(const StridedGroup& g) {
     int64_t total = 1, inner = 1;
     bool any = false;
     for (std::size_t i = g.size(); i-- > 0;) {
@@ -447,7 +510,7 @@ class EinsumKernel final : public ThresholdKernel {
     return std::pair<int64_t, int64_t>{total, inner};
   }
   // The offset of batch `index` (row-major over the batch labels' sizes) under their strides.
-  static int64_t batch_offset(const std::vector<std::pair<int64_t, int64_t>>& g, int64_t index) {
+  static int64_t batch_offset(const StridedGroup& g, int64_t index) {
     int64_t offset = 0;
     for (std::size_t i = g.size(); i-- > 0;) {
       offset += (index % g[i].first) * g[i].second;
@@ -469,6 +532,10 @@ class EinsumKernel final : public ThresholdKernel {
   std::string equation_text_;
   Equation equation_;
   const PackedGemmIsa* isa_ = nullptr;
+  Plan plan_;
+  std::vector<const Tensor*> inputs_;  // this run's, kept to reuse their storage
+  std::vector<const T*> data_;
+  std::vector<int64_t> walk_index_;
   std::vector<float> a_, b_, c_;
   PackedBuffer packed_;
   std::string_view variant_ = "generic", batched_variant_;

@@ -234,6 +234,7 @@ class RecurrentKernel final : public Kernel {
   RecurrentKernel(const KernelCreateInfo& info, Cell cell, const PackedGemmIsa* isa = nullptr) : a_(info, cell), isa_(isa) {
     if constexpr (std::is_same_v<T, float>) {
       if (isa_ == nullptr) return;
+      sigmoid_ = std::string_view(isa_->name) == "avx512" ? simd::sigmoid_f32_avx512 : simd::sigmoid_f32_avx2;
       auto constant = [&](std::size_t i) { return info.constant_inputs.size() > i ? info.constant_inputs[i] : nullptr; };
       // Constant weights are packed once here; others on every run.
       if (const Tensor* w = constant(1); w != nullptr && w->rank() == 3 && w->element_type() == ElementType::float32) {
@@ -565,8 +566,6 @@ class RecurrentKernel final : public Kernel {
            act[2].kind == ActivationKind::tanh;
   }
   void lstm_gates_vector(const float* xw, float* gate, float* c, float* h, int64_t hidden) {
-    const bool avx512 = std::string_view(isa_->name) == "avx512";
-    auto sigmoid = avx512 ? simd::sigmoid_f32_avx512 : simd::sigmoid_f32_avx2;
     const int64_t rows = 4 * hidden;
     for (int64_t g = 0; g < rows; ++g) gate[g] = xw[g] + gate[g];
     if (a_.clip) {
@@ -575,7 +574,7 @@ class RecurrentKernel final : public Kernel {
     }
     float* cand = gate + 3 * hidden;
     for (int64_t j = 0; j < hidden; ++j) cand[j] *= 2.0f;
-    sigmoid(gate, gate, rows, false);  // i, o, f; and sigmoid(2 pc) for the candidate
+    sigmoid_(gate, gate, rows, false);  // i, o, f; and sigmoid(2 pc) for the candidate
     const float* i = gate;
     const float* o = gate + hidden;
     const float* f = gate + 2 * hidden;
@@ -585,7 +584,7 @@ class RecurrentKernel final : public Kernel {
       c[j] = f[j] * c[j] + i[j] * candidate;
       tanh_c[j] = 2.0f * c[j];
     }
-    sigmoid(tanh_c, tanh_c, hidden, false);
+    sigmoid_(tanh_c, tanh_c, hidden, false);
     for (int64_t j = 0; j < hidden; ++j) h[j] = o[j] * (2.0f * tanh_c[j] - 1.0f);
   }
   // GRU with linear_before_reset and the default Sigmoid, Tanh, as above.
@@ -594,19 +593,17 @@ class RecurrentKernel final : public Kernel {
            act[1].kind == ActivationKind::tanh;
   }
   void gru_gates_vector(const float* xw, float* gate, const float* rb_h, float* h, int64_t hidden) {
-    const bool avx512 = std::string_view(isa_->name) == "avx512";
-    auto sigmoid = avx512 ? simd::sigmoid_f32_avx512 : simd::sigmoid_f32_avx2;
     const float bound = a_.clip ? static_cast<float>(*a_.clip) : 0.0f;
     auto clip = [&](float v) { return a_.clip ? std::min(bound, std::max(-bound, v)) : v; };
     for (int64_t g = 0; g < 2 * hidden; ++g) gate[g] = clip(xw[g] + gate[g]);
-    sigmoid(gate, gate, 2 * hidden, false);  // z, r
+    sigmoid_(gate, gate, 2 * hidden, false);  // z, r
     const float* z = gate;
     const float* r = gate + hidden;
     float* ph = tanh_scratch(hidden);
     const float* hr = gate + 2 * hidden;
     for (int64_t j = 0; j < hidden; ++j)
       ph[j] = 2.0f * clip(xw[2 * hidden + j] + r[j] * (hr[j] + (rb_h != nullptr ? rb_h[j] : 0.0f)));
-    sigmoid(ph, ph, hidden, false);
+    sigmoid_(ph, ph, hidden, false);
     for (int64_t j = 0; j < hidden; ++j) {
       const float candidate = 2.0f * ph[j] - 1.0f;
       h[j] = (1.0f - z[j]) * candidate + z[j] * h[j];
@@ -636,6 +633,8 @@ class RecurrentKernel final : public Kernel {
 
   RecurrentAttributes a_;
   const PackedGemmIsa* isa_ = nullptr;
+  // The vector gates' sigmoid for isa_, resolved once rather than per step.
+  void (*sigmoid_)(const float*, float*, int64_t, bool) = nullptr;
   GemmBlocking blocking_{96, 256, 256};
   PackedBuffer packed_w_, packed_r_;
   Shape packed_w_shape_, packed_r_shape_;  // the shapes packed (empty: nothing yet)
