@@ -11,9 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/runtime_parameters.h"
+#include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/thread_pool.h"
+#include "test_models.h"
 
 using onnx_light::InvalidValueError;
 using namespace onnx_light::runtime;
@@ -265,4 +268,29 @@ TEST_CASE("spin none: every one of many back-to-back regions completes (park and
     REQUIRE(sum.load() == 3000);
   }
   CHECK(std::all_of(hits.begin(), hits.end(), [](int64_t h) { return h == 500; }));
+}
+
+TEST_CASE("sessions: the parameters' placement reaches the pool; a shared pool must match them") {
+  const int cpu = allowed_cpus().front();
+  RuntimeSessionOptions options;
+  options.parameters = with_cpus({cpu}, 3);
+  options.parameters.spin_microseconds = 0;
+  {
+    RuntimeSession session(onnx_light::test::parse(onnx_light::test::kSeedAbsModel), options);
+    const std::vector<Tensor> inputs{random_tensor(ElementType::float32, Shape{70000}, 3)};
+    std::vector<Tensor> outputs(1);
+    session.run(inputs, outputs);  // the pool is made when the session initialises
+    CHECK(session.threads() == 3);
+    CHECK(pool_worker_cpu_lists() == std::vector<std::string>(2, std::to_string(cpu)));
+  }
+  CHECK(pool_worker_cpu_lists().empty());
+
+  // A shared pool spinning or placed otherwise than the session asks is refused, naming both.
+  options.thread_pool = std::make_shared<ThreadPool>(3);  // short spin, not pinned
+  const std::string message = message_of(
+      [&] { RuntimeSession(onnx_light::test::parse(onnx_light::test::kSeedAbsModel), options); });
+  CHECK(contains(message, "spins 50 us on CPUs []"));
+  CHECK(contains(message, "0 us on CPUs [" + std::to_string(cpu) + "]"));
+  options.thread_pool = std::make_shared<ThreadPool>(3, thread_pool_options(options.parameters));
+  CHECK_NOTHROW(RuntimeSession(onnx_light::test::parse(onnx_light::test::kSeedAbsModel), options));
 }
