@@ -99,3 +99,18 @@ def test_unpinned_workers_may_run_anywhere_allowed(abs_model):
     assert len(mine) == 2 and len(set(mine)) == 1, mine
     assert runtime.RuntimeParameters(cpus=mine[0]).cpus == ALLOWED
     del session
+
+
+def test_calibration_takes_the_policy_and_validates_it_first():
+    from onnx_light import kernel_tuning
+
+    first = ALLOWED[0]
+    report = kernel_tuning.calibrate_kernel_tuning(
+        "Abs", maximum_duration_ms=100, save=False, cpus=[first], spin="none"
+    )
+    assert report["effective_threads"] == 1  # one thread per listed CPU
+    assert len(report["calibrated"]) == 1
+    with pytest.raises(ValueError, match="spin policy 'fast'"):
+        kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=100, save=False, spin="fast")
+    with pytest.raises(ValueError, match=rf"CPU {max(ALLOWED) + 4} is not in the set"):
+        kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=100, save=False, cpus=[max(ALLOWED) + 4])
