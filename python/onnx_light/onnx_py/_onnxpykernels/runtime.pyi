@@ -1,5 +1,5 @@
 import os
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -64,7 +64,7 @@ class RuntimeParameters:
         *,
         spin: Union[str, int] = "short",
         affinity: str = "none",
-        cpus: Union[str, Sequence[int], None] = None,
+        cpus: Union[str, Iterable[int], None] = None,
     ) -> None: ...
     num_threads: int
     spin: str  # set a name or microseconds; reads back "none", "short", "long" or "<n>us"
