@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "calibrate_model.h"
 #include "calibration_svg.h"
@@ -41,6 +42,7 @@ struct CalibrateVerbOptions {
   std::vector<std::string> dims;
   bool no_blocks = false;
   bool duration_given = false;
+  PolicyFlags policy;
 };
 
 // One status line on stderr, redrawn in place; only on a terminal and not with -q.
@@ -88,6 +90,7 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
     m.inputs = o.inputs;
     m.dims = o.dims;
     m.threads = o.filters.thread_count();
+    m.policy = o.policy.parameters(0);
     m.max_duration_ms = o.duration_given ? o.max_duration_ms : tune::kDefaultModelCalibrationDurationMs;
     m.save = o.save;
     m.tune_blocks = !o.no_blocks;
@@ -114,6 +117,8 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
   options.path = context.cache_path;
   options.only_missing = o.only_missing;
   options.num_threads = o.filters.thread_count();
+  options.policy = o.policy.parameters(0);
+  spdlog::info("calibrate: {}", policy_text(options.policy));
   options.repeat = o.repeat;
   options.prune_stale = o.prune_stale;
   options.force_save = o.force;
@@ -222,6 +227,7 @@ void register_calibrate(CLI::App& app, AppContext& context) {
       ->type_name("KERNEL");
   verb->add_flag("--all", o->all, "Calibrate every calibratable key (filters still apply)");
   add_filter_flags(*verb, o->filters, ThreadsMeaning::session);
+  add_policy_flags(*verb, o->policy);
   CLI::Option* duration = verb->add_option("--max-duration-ms", o->max_duration_ms,
                    "Time budget for the whole run, in ms (hard limit); default 250, or 20000 with --model")
       ->check(integer_in_range(1, int64_t{24} * 3600 * 1000))

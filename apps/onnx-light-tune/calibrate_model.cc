@@ -34,6 +34,7 @@ int calibrate_model_verb(const CalibrateModelOptions& o, AppContext& context) {
   options.save = o.save;
   options.path = context.cache_path;
   options.num_threads = o.threads;
+  options.policy = o.policy;
   options.tune_blocks = o.tune_blocks;
   options.prune_stale = o.prune_stale;
   {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "app_context.h"
+#include "onnx_light/runtime/runtime_parameters.h"
 
 namespace onnx_light::cli {
 
@@ -14,6 +15,7 @@ struct CalibrateModelOptions {
   std::vector<std::string> inputs;  // NAME=SOURCE (random[:SEED] or a .npy file); others random
   std::vector<std::string> dims;    // SYMBOL=SIZE
   std::optional<int64_t> threads;
+  runtime::RuntimeParameters policy;  // spin and affinity (its num_threads is not read)
   int64_t max_duration_ms = 0;
   bool save = true;
   bool tune_blocks = true;

@@ -83,6 +83,82 @@ void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads
   verb.add_flag("--json", flags.json, "Print the report as JSON (stable keys) instead of a table");
 }
 
+void add_policy_flags(CLI::App& verb, PolicyFlags& flags) {
+  verb.add_option("--spin", flags.spin,
+                  fmt::format("How long an idle pool thread spins before it sleeps: none (at once: least CPU "
+                              "burnt, every parallel region pays a wake-up), short ({} us), long ({} us: keeps "
+                              "back-to-back runs fast) or microseconds",
+                              runtime::kSpinShortMicroseconds, runtime::kSpinLongMicroseconds))
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              runtime::parse_spin_policy(text);
+            } catch (const InvalidValueError& e) {
+              return e.what();
+            }
+            return {};
+          },
+          ""))
+      ->type_name("POLICY")
+      ->default_val("short");
+  auto* affinity = verb.add_option("--affinity", flags.affinity,
+                                   "Pin the pool's workers: none (the scheduler places them) or physical_cores "
+                                   "(one per physical core, SMT siblings left free); the calling thread is never "
+                                   "pinned")
+                       ->check(one_of({"none", "physical_cores"}))
+                       ->type_name("POLICY")
+                       ->default_val("none");
+  verb.add_option("--cpus", flags.cpus,
+                  "Pin the pool's workers to these CPUs (e.g. 0-3,8), each allowed for this process; the thread "
+                  "count defaults to their number")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              runtime::parse_cpu_list(text);
+            } catch (const InvalidValueError& e) {
+              return e.what();
+            }
+            return {};
+          },
+          ""))
+      ->type_name("LIST")
+      ->excludes(affinity);
+}
+
+runtime::RuntimeParameters PolicyFlags::parameters(int threads) const {
+  runtime::RuntimeParameters p(threads);
+  p.spin_microseconds = runtime::parse_spin_policy(spin);
+  if (!cpus.empty()) {
+    p.affinity = runtime::AffinityPolicy::cpu_list;
+    p.cpus = runtime::parse_cpu_list(cpus);
+  } else {
+    p.affinity = runtime::parse_affinity_policy(affinity);
+  }
+  try {
+    runtime::validate_runtime_parameters(p);
+  } catch (const InvalidValueError& e) {
+    throw UsageError(fmt::format("--cpus: {}", e.what()));
+  }
+  return p;
+}
+
+nlohmann::json policy_json(const runtime::RuntimeParameters& p) {
+  const std::vector<int> cpus = runtime::placement_cpus(p);
+  return {{"spin", runtime::spin_policy_name(p.spin_microseconds)},
+          {"spin_us", p.spin_microseconds},
+          {"affinity", runtime::affinity_policy_name(p.affinity)},
+          {"cpus", cpus}};
+}
+
+std::string policy_text(const runtime::RuntimeParameters& p) {
+  std::string text = fmt::format("spin {} ({} us), affinity {}", runtime::spin_policy_name(p.spin_microseconds),
+                                 p.spin_microseconds, runtime::affinity_policy_name(p.affinity));
+  if (p.affinity != runtime::AffinityPolicy::none)
+    text += fmt::format(" on CPUs {} (workers pinned, the calling thread not)",
+                        runtime::format_cpu_list(runtime::placement_cpus(p)));
+  return text;
+}
+
 tune::OperationContext operation_context(const AppContext& context) {
   tune::OperationContext operation;
   operation.lock_timeout_ms = context.lock_timeout_s * 1000;

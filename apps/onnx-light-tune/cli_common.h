@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app_context.h"
+#include "onnx_light/runtime/runtime_parameters.h"
 #include "onnx_light/runtime/tuning_key.h"
 #include "onnx_light/runtime/tuning_value.h"
 #include "onnx_light/tune/cache_update.h"
@@ -39,6 +40,22 @@ enum class ThreadsMeaning {
   filter,   // only profiles written for this thread count (inspect, load, remove)
 };
 void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads);
+
+// --spin, --affinity, --cpus (run, calibrate): how the session's pool threads behave.
+struct PolicyFlags {
+  std::string spin = "short";
+  std::string affinity = "none";
+  std::string cpus;  // empty: not given
+
+  // The parameters for `threads` (0: the policy's default count). A CPU the process may not use is
+  // a UsageError naming it.
+  runtime::RuntimeParameters parameters(int threads) const;
+};
+void add_policy_flags(CLI::App& verb, PolicyFlags& flags);
+// {"spin", "spin_us", "affinity", "cpus"} of resolved parameters, for --json.
+nlohmann::json policy_json(const runtime::RuntimeParameters& parameters);
+// "spin short (50 us), affinity none" / "..., CPUs 0-1 (workers pinned, caller not)".
+std::string policy_text(const runtime::RuntimeParameters& parameters);
 
 // A CLI11 check accepting what parse_element_type accepts.
 CLI::Validator element_type_validator();

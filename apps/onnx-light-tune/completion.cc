@@ -29,7 +29,7 @@ namespace {
 constexpr std::string_view kProgram = "onnx-light-tune";
 
 // What the value of an option (or a positional word) can be completed with.
-enum class Values { none, file, directory, kernel, element_type, implementation, color, parameter };
+enum class Values { none, file, directory, kernel, element_type, implementation, color, spin, affinity, parameter };
 
 std::string_view values_name(Values v) {
   switch (v) {
@@ -40,6 +40,8 @@ std::string_view values_name(Values v) {
     case Values::element_type: return "element_type";
     case Values::implementation: return "implementation";
     case Values::color: return "color";
+    case Values::spin: return "spin";
+    case Values::affinity: return "affinity";
     case Values::parameter: return "parameter";
   }
   return "none";
@@ -76,6 +78,8 @@ struct Vocabulary {
   std::vector<std::string> element_types;
   std::vector<std::string> implementations;
   std::vector<std::string> colors;
+  std::vector<std::string> spins;       // --spin's named policies (microseconds are typed)
+  std::vector<std::string> affinities;  // --affinity's policies
   // Kernels sharing one list of parameter names, grouped so the scripts stay small.
   std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> parameter_groups;
   std::vector<std::string> all_parameters;
@@ -103,6 +107,8 @@ Values option_values(const CLI::Option& option) {
   const std::string name = option.get_lnames().empty() ? option.get_name() : option.get_lnames().front();
   const std::string type = option.get_type_name();
   if (name == "color") return Values::color;
+  if (name == "spin") return Values::spin;
+  if (name == "affinity") return Values::affinity;
   if (starts_with(type, "KERNEL") || name == "kernel" || name == "kernels") return Values::kernel;
   if (starts_with(type, "TYPE") || name == "element-type") return Values::element_type;
   if (name == "implementation") return Values::implementation;
@@ -176,6 +182,8 @@ Vocabulary vocabulary() {
   words.implementations.emplace_back(tune::kAllImplementations);
   words.implementations.insert(words.implementations.end(), implementations.begin(), implementations.end());
   for (const auto& [name, mode] : color_mode_names()) words.colors.push_back(name);
+  words.spins = {"none", "short", "long"};
+  words.affinities = {"none", "physical_cores"};
   std::map<std::vector<std::string>, std::vector<std::string>> groups;
   for (const auto& [kernel, names] : parameters) {
     if (!names.empty()) groups[std::vector<std::string>(names.begin(), names.end())].push_back(kernel);
@@ -247,7 +255,9 @@ std::string bash_script(const CompletionModel& m) {
   s += fmt::format("_onnx_light_tune_kernels={}\n", sh_quote(join(m.words.kernels)));
   s += fmt::format("_onnx_light_tune_element_types={}\n", sh_quote(join(m.words.element_types)));
   s += fmt::format("_onnx_light_tune_implementations={}\n", sh_quote(join(m.words.implementations)));
-  s += fmt::format("_onnx_light_tune_colors={}\n\n", sh_quote(join(m.words.colors)));
+  s += fmt::format("_onnx_light_tune_colors={}\n", sh_quote(join(m.words.colors)));
+  s += fmt::format("_onnx_light_tune_spins={}\n", sh_quote(join(m.words.spins)));
+  s += fmt::format("_onnx_light_tune_affinities={}\n\n", sh_quote(join(m.words.affinities)));
 
   s += "# The parameter names of kernel $1, each followed by '=' (every name for an unknown kernel).\n";
   s += "_onnx_light_tune_parameters() {\n  case \"$1\" in\n";
@@ -281,6 +291,8 @@ _onnx_light_tune_values() {
     element_type) _onnx_light_tune_words "$_onnx_light_tune_element_types" "$2" ;;
     implementation) _onnx_light_tune_words "$_onnx_light_tune_implementations" ;;
     color) _onnx_light_tune_words "$_onnx_light_tune_colors" ;;
+    spin) _onnx_light_tune_words "$_onnx_light_tune_spins" ;;
+    affinity) _onnx_light_tune_words "$_onnx_light_tune_affinities" ;;
     parameter)
       _onnx_light_tune_words "$(_onnx_light_tune_parameters "$3")"
       compopt -o nospace 2>/dev/null
@@ -410,6 +422,8 @@ std::string zsh_action(Values values, bool list, const Vocabulary& words) {
     case Values::element_type: return list ? "_sequence _onnx_light_tune_element_type" : "_onnx_light_tune_element_type";
     case Values::implementation: return fmt::format("({})", join(words.implementations));
     case Values::color: return fmt::format("({})", join(words.colors));
+    case Values::spin: return fmt::format("({})", join(words.spins));
+    case Values::affinity: return fmt::format("({})", join(words.affinities));
     case Values::parameter: return "_onnx_light_tune_parameter";
   }
   return " ";
@@ -520,6 +534,8 @@ std::string fish_value_flags(const OptionSpec& o) {
                     : " -x -a '(__onnx_light_tune_element_types)'";
     case Values::implementation: return " -x -a '(__onnx_light_tune_implementations)'";
     case Values::color: return " -x -a '(__onnx_light_tune_colors)'";
+    case Values::spin: return " -x -a '(__onnx_light_tune_spins)'";
+    case Values::affinity: return " -x -a '(__onnx_light_tune_affinities)'";
     case Values::parameter: return " -x -a '(__onnx_light_tune_parameters)'";
     case Values::none: return " -x";
   }
@@ -546,6 +562,8 @@ std::string fish_positional(Values values) {
     case Values::element_type: return "-x -a '(__onnx_light_tune_element_types)'";
     case Values::implementation: return "-x -a '(__onnx_light_tune_implementations)'";
     case Values::color: return "-x -a '(__onnx_light_tune_colors)'";
+    case Values::spin: return "-x -a '(__onnx_light_tune_spins)'";
+    case Values::affinity: return "-x -a '(__onnx_light_tune_affinities)'";
     case Values::parameter: return "-x -a '(__onnx_light_tune_parameters)'";
     case Values::none: return "";
   }
@@ -562,6 +580,8 @@ std::string fish_script(const CompletionModel& m) {
   list_function("__onnx_light_tune_element_types", m.words.element_types, "Element types of the kernel table");
   list_function("__onnx_light_tune_implementations", m.words.implementations, "Kernel implementations");
   list_function("__onnx_light_tune_colors", m.words.colors, "Values of --color");
+  list_function("__onnx_light_tune_spins", m.words.spins, "Named values of --spin");
+  list_function("__onnx_light_tune_affinities", m.words.affinities, "Values of --affinity");
 
   s += "# Runs the list function $argv[1], prefixing each word with what the current token holds up to\n"
        "# its last comma (--kernel Abs,A<TAB>).\n";

@@ -42,6 +42,7 @@ struct RunOptions {
   std::string optimize = "all";
   bool allow_newer_opset = false;
   std::string max_memory;  // empty: the library's default
+  PolicyFlags policy;
 };
 
 struct Latency {
@@ -105,7 +106,8 @@ int run_verb(const RunOptions& o, AppContext& context) {
   // Sessions resolve tuning from the registry, so publish this host's cached profiles first.
   tune::LoadOptions load;
   load.path = context.cache_path;
-  load.num_threads = effective_threads(RuntimeParameters(o.threads));
+  const RuntimeParameters parameters = o.policy.parameters(o.threads);
+  load.num_threads = effective_threads(parameters);
   // A run needs no cache: without any path to one (no HOME, no passwd entry) it runs on the
   // defaults.
   try {
@@ -117,7 +119,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
     spdlog::warn("{}; running with the default tuning values", e.what());
   }
   RuntimeSessionOptions options;
-  options.parameters = RuntimeParameters(o.threads);
+  options.parameters = parameters;
   if (o.profile) options.parallel_region_collector = std::make_shared<ParallelRegionCollector>(4096);
   options.optimization = parse_optimization_level(o.optimize);
   options.allow_newer_opset = o.allow_newer_opset;
@@ -158,6 +160,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
     nlohmann::json report;
     report["model"] = o.model_path;
     report["threads"] = session.threads();
+    report["policy"] = policy_json(parameters);
     report["outputs"] = nlohmann::json::array();
     for (const auto& info : session.outputs()) {
       const Tensor& t = run_context.get(info.name);
@@ -229,6 +232,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
   out << fmt::format("latency: min {:.1f} us, median {:.1f} us, p90 {:.1f} us over {} run{}\n", latency.min,
                      latency.median, latency.p90, latency.runs, latency.runs == 1 ? "" : "s");
   if (o.profile) {
+    out << fmt::format("policy: {}\n", policy_text(parameters));
     out << "tuning in force:\n";
     for (const auto& r : tuning) {
       std::string values;
@@ -272,10 +276,11 @@ void register_run(CLI::App& app, AppContext& context) {
       ->type_name("NAME=SOURCE");
   run->add_option("--dim", options->dims, "Bind a symbolic dimension for random inputs: SYMBOL=SIZE")
       ->type_name("SYMBOL=SIZE");
-  run->add_option("-t,--threads", options->threads, "Threads (0 = one per physical core)")
+  run->add_option("-t,--threads", options->threads, "Threads (0 = one per physical core, or per --cpus CPU)")
       ->check(integer_in_range(0, 1024))
       ->type_name("N")
       ->default_val(0);
+  add_policy_flags(*run, options->policy);
   run->add_option("-r,--repeat", options->repeat, "Timed runs")->check(integer_in_range(1, 1000000))
       ->type_name("N")
       ->default_val(1);
@@ -309,12 +314,14 @@ void register_run(CLI::App& app, AppContext& context) {
                   "per run, and the parallel regions with their blocks per thread")
       ->type_name("FILE");
   run->add_flag("--json", options->json,
-                "Print one JSON object (outputs, latency_us, memory; with --profile also parallel_regions, tuning, profile)");
+                "Print one JSON object (threads, policy, outputs, latency_us, memory; with --profile also parallel_regions, "
+                "tuning, profile)");
   run->footer(
       "Examples:\n"
       "  onnx-light-tune run examples/abs.onnxtxt --input x=random:7 --dim N=65536 --repeat 100 --profile\n"
       "  onnx-light-tune run model.onnx -i x=random -w 10 -r 100 --profile --top 10 --trace trace.json\n"
       "  onnx-light-tune run model.onnx -i a=a.npy -i b=b.npy --output-dir out/ --json\n"
+      "  onnx-light-tune run model.onnx -i x=random -r 1000 --spin long --cpus 0-3\n"
       "A model file is read as the ONNX text syntax when its content is text, else as binary protobuf.");
   run->callback([options, &context] { context.action = [options, &context] { return run_verb(*options, context); }; });
 }

@@ -59,12 +59,15 @@ std::string version_text() {
       "host: {}\n"
       "host features: {}\n"
       "host caches: L1d {}, L2 {}, L3 {}\n"
-      "host cores: {} physical, {} logical; sessions default to {} thread{}\n",
+      "host cores: {} physical, {} logical; sessions default to {} thread{}\n"
+      "allowed CPUs: {} (sched_getaffinity); sessions default to spin {} ({} us), affinity {}\n",
       ONNX_LIGHT_VERSION, ONNX_LIGHT_COMPILER, ONNX_LIGHT_BUILD_TYPE, implementations_label(),
       runtime::cpu_kernel_table().op_types().size(), host.summary(),
       host.features.empty() ? "none detected" : fmt::format("{}", fmt::join(host.features, " ")),
       bytes_label(host.l1d_cache_bytes), bytes_label(host.l2_cache_bytes), bytes_label(host.l3_cache_bytes),
-      host.physical_cores, host.logical_cores, host.effective_threads, host.effective_threads == 1 ? "" : "s");
+      host.physical_cores, host.logical_cores, host.effective_threads, host.effective_threads == 1 ? "" : "s",
+      runtime::format_cpu_list(runtime::allowed_cpus()), runtime::spin_policy_name(runtime::kSpinShortMicroseconds),
+      runtime::kSpinShortMicroseconds, runtime::affinity_policy_name(runtime::AffinityPolicy::none));
 }
 
 }  // namespace onnx_light::cli

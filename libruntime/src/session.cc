@@ -285,7 +285,9 @@ struct RuntimeSession::Impl {
   // The pool is made when the session initialises, or earlier when a control-flow node's graphs
   // need it to share.
   const std::shared_ptr<ThreadPool>& ensure_pool() {
-    if (!pool) pool = options.thread_pool ? options.thread_pool : std::make_shared<ThreadPool>(thread_count);
+    if (!pool)
+      pool = options.thread_pool ? options.thread_pool
+                                 : std::make_shared<ThreadPool>(thread_count, thread_pool_options(options.parameters));
     return pool;
   }
 
@@ -371,6 +373,15 @@ void RuntimeSession::Impl::build() {
   if (options.thread_pool && options.thread_pool->threads() != thread_count)
     throw InvalidValueError(fmt::format("the shared thread pool has {} threads but the session asks for {}",
                                         options.thread_pool->threads(), thread_count));
+  if (options.thread_pool) {
+    // A shared pool's spin and placement are its own: a session asking for others would silently not get them.
+    const ThreadPoolOptions wanted = thread_pool_options(options.parameters);
+    if (options.thread_pool->spin() != wanted.spin || options.thread_pool->cpus() != wanted.cpus)
+      throw InvalidValueError(fmt::format(
+          "the shared thread pool spins {} us on CPUs [{}] but the session asks for {} us on CPUs [{}]",
+          options.thread_pool->spin().count(), format_cpu_list(options.thread_pool->cpus()), wanted.spin.count(),
+          format_cpu_list(wanted.cpus)));
+  }
 
   std::unordered_map<std::string, ElementType> types;
   std::set<std::string> initializer_names;

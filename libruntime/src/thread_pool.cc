@@ -6,6 +6,11 @@
 #include <system_error>
 #include <utility>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #include "onnx_light/runtime/error.h"
 #include "thread_index.h"
 
@@ -36,35 +41,11 @@ inline void cpu_relax() {
 #endif
 }
 
-// Long enough to catch back-to-back regions of one inference without a futex round trip (which
-// costs ~30 us to wake a parked thread on this VM), short enough that an idle pool goes to sleep
-// almost at once. It must also outlast the gap between two threads finishing one region: with
-// 8 us, a worker that finished its half of Abs over 1e6 floats a little early parked, and every
-// following run paid a wake-up (133 -> 160 us, in about half the processes). Measured in time, not
-// iterations, because `pause` ranges from ~10 to ~150 cycles across x86 generations.
-constexpr std::chrono::nanoseconds kSpinBudget{std::chrono::microseconds(50)};
-
-// Spins until done() or the budget runs out; returns done(). The budget restarts while
-// keep_spinning() holds (a session keeps its workers awake between the nodes of a run).
-template <class Done, class KeepSpinning>
-bool spin_until(Done done, KeepSpinning keep_spinning) {
-  auto deadline = std::chrono::steady_clock::now() + kSpinBudget;
-  for (unsigned i = 1;; ++i) {
-    if (done()) return true;
-    cpu_relax();
-    // Reading the clock costs about as much as a few pauses: check it only now and then.
-    if ((i & 15u) == 0) {
-      const auto now = std::chrono::steady_clock::now();
-      if (keep_spinning()) deadline = now + kSpinBudget;
-      else if (now >= deadline) return done();
-    }
-  }
-}
-
-template <class Done>
-bool spin_until(Done done) {
-  return spin_until(done, [] { return false; });
-}
+// The spin budget (ThreadPoolOptions::spin, kSpinShortMicroseconds by default) is measured in
+// time, not iterations, because `pause` ranges from ~10 to ~150 cycles across x86 generations.
+// The default must outlast the gap between two threads finishing one region: with 8 us, a worker
+// that finished its half of Abs over 1e6 floats a little early parked, and every following run
+// paid a wake-up (133 -> 160 us, in about half the processes).
 
 int64_t unit_count(int64_t n, int64_t grain) { return n / grain + (n % grain != 0 ? 1 : 0); }
 
@@ -97,6 +78,31 @@ int run_inline(int64_t n, int64_t grain, int blocks, FunctionRef<void(int64_t, i
 
 }  // namespace
 
+template <class Done, class KeepSpinning>
+bool ThreadPool::spin_until(Done done, KeepSpinning keep_spinning) const {
+  // spin none: one look, then park; nothing keeps it spinning (AwakeScope counts no scope).
+  if (options_.spin.count() == 0) return done();
+  const std::chrono::nanoseconds budget = options_.spin;
+  auto deadline = std::chrono::steady_clock::now() + budget;
+  for (unsigned i = 1;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    // Reading the clock costs about as much as a few pauses: check it only now and then.
+    if ((i & 15u) == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (keep_spinning()) deadline = now + budget;
+      else if (now >= deadline) return done();
+    }
+  }
+}
+
+ThreadPoolOptions thread_pool_options(const RuntimeParameters& parameters) {
+  ThreadPoolOptions options;
+  options.cpus = placement_cpus(parameters);  // validates, spin included
+  options.spin = std::chrono::microseconds(parameters.spin_microseconds);
+  return options;
+}
+
 BlockRange partition_block(int64_t n, int64_t grain, int blocks, int block) {
   if (n < 0) throw InvalidValueError("partition_block: n must be >= 0, got " + std::to_string(n));
   if (blocks < 1) throw InvalidValueError("partition_block: blocks must be >= 1, got " + std::to_string(blocks));
@@ -107,21 +113,52 @@ BlockRange partition_block(int64_t n, int64_t grain, int blocks, int block) {
   return block_range(n, std::max<int64_t>(grain, 1), blocks, block);
 }
 
-ThreadPool::ThreadPool(int threads) : threads_(threads) {
+ThreadPool::ThreadPool(int threads, ThreadPoolOptions options) : threads_(threads), options_(std::move(options)) {
   if (threads < 1) throw InvalidValueError("ThreadPool: threads must be >= 1, got " + std::to_string(threads));
+  if (options_.spin.count() < 0 || options_.spin.count() > kSpinMaximumMicroseconds)
+    throw InvalidValueError("ThreadPool: spin must be from 0 to " + std::to_string(kSpinMaximumMicroseconds) +
+                            " microseconds, got " + std::to_string(options_.spin.count()));
   workers_.reserve(static_cast<std::size_t>(threads - 1));
   try {
-    for (int i = 1; i < threads; ++i)
+    for (int i = 1; i < threads; ++i) {
       workers_.emplace_back([this, i] {
         t_thread_index = i;
         worker_loop();
       });
+      name_and_pin(workers_.back(), i);
+    }
   } catch (const std::system_error& e) {
     // Joinable threads left behind would terminate the process when workers_ is destroyed.
     stop_workers();
     throw Error("ThreadPool: cannot start " + std::to_string(threads - 1) + " worker threads (" + e.what() +
                 "); ask for fewer threads");
+  } catch (...) {
+    stop_workers();
+    throw;
   }
+}
+
+// Pinned from here rather than by the worker itself, so that a refusal reaches the constructor's
+// caller. Until then the worker can only spin or park: no job exists before the constructor returns.
+void ThreadPool::name_and_pin(std::thread& worker, int index) {
+#if defined(__linux__)
+  // Best effort: a name only helps `top -H` and the pinning tests find the workers.
+  const std::string name = ("onnxl-pool-" + std::to_string(index)).substr(0, 15);
+  pthread_setname_np(worker.native_handle(), name.c_str());
+  if (options_.cpus.empty()) return;
+  const int cpu = options_.cpus[static_cast<std::size_t>(index) % options_.cpus.size()];
+  if (cpu < 0 || cpu >= CPU_SETSIZE) throw InvalidValueError("ThreadPool: CPU " + std::to_string(cpu) + " does not exist");
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (const int rc = pthread_setaffinity_np(worker.native_handle(), sizeof(set), &set); rc != 0)
+    throw Error("ThreadPool: cannot pin worker " + std::to_string(index) + " to CPU " + std::to_string(cpu) + " (" +
+                std::system_category().message(rc) + "); is CPU " + std::to_string(cpu) +
+                " in this process's allowed set?");
+#else
+  (void)worker;
+  (void)index;
+#endif
 }
 
 ThreadPool::~ThreadPool() { stop_workers(); }
@@ -141,7 +178,8 @@ bool ThreadPool::in_parallel_region() { return t_in_region; }
 
 int current_pool_thread_index() { return t_thread_index; }
 ThreadPool::AwakeScope::AwakeScope(ThreadPool& pool) : pool_(&pool) {
-  if (pool.workers_.empty()) return;
+  // spin none: idle workers never spin, not even between the regions of one run.
+  if (pool.workers_.empty() || pool.options_.spin.count() == 0) return;
   pool.awake_scopes_.fetch_add(1, std::memory_order_seq_cst);
   // A parked worker re-checks its predicate, sees the scope and spins until the first region.
   if (pool.parked_.load(std::memory_order_seq_cst) == 0) return;
@@ -150,7 +188,7 @@ ThreadPool::AwakeScope::AwakeScope(ThreadPool& pool) : pool_(&pool) {
 }
 
 ThreadPool::AwakeScope::~AwakeScope() {
-  if (!pool_->workers_.empty()) pool_->awake_scopes_.fetch_sub(1, std::memory_order_seq_cst);
+  if (!pool_->workers_.empty() && pool_->options_.spin.count() != 0) pool_->awake_scopes_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
@@ -234,7 +272,7 @@ void ThreadPool::run_block(int block) {
 }
 
 void ThreadPool::wait_for_completion() {
-  if (spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) return;
+  if (spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, [] { return false; })) return;
   // seq_cst pairs with the last finisher's decrement followed by its caller_parked_ check.
   caller_parked_.store(true, std::memory_order_seq_cst);
   {

@@ -310,4 +310,11 @@ int64_t resolve_threads(int64_t num_threads) {
   return runtime::effective_threads(runtime::RuntimeParameters(static_cast<int>(num_threads)));
 }
 
+int64_t resolve_threads(int64_t num_threads, const runtime::RuntimeParameters& policy) {
+  resolve_threads(num_threads);  // the range checks
+  runtime::RuntimeParameters parameters = policy;
+  parameters.num_threads = static_cast<int>(num_threads);
+  return runtime::effective_threads(parameters);
+}
+
 }  // namespace onnx_light::tune

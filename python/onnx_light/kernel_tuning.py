@@ -49,6 +49,7 @@ from typing import Any, Dict, List, Optional, Union
 import numpy as _np
 
 from .onnx_py._onnxpykernels import IoError, NotFoundError, _tuning
+from .onnx_py._onnxpykernels import runtime as _runtime
 from .reports import (
     CalibrationReport,
     InspectionReport,
@@ -591,6 +592,9 @@ def calibrate_kernel_tuning(
     inputs: Optional[Mapping[str, Any]] = None,
     dims: Optional[Mapping[str, int]] = None,
     tune_blocks: bool = True,
+    spin: Union[str, int, None] = None,
+    affinity: Optional[str] = None,
+    cpus: Union[str, Iterable[int], None] = None,
 ) -> Union[CalibrationReport, ModelCalibrationReport]:
     """Measures where parallel execution pays off and publishes (and by default saves) the result.
 
@@ -648,6 +652,10 @@ def calibrate_kernel_tuning(
         allow_load: Judge measurements taken while other processes load the CPUs as if the machine
             were idle (for machines that are always this busy). Without it such a key is low
             confidence and not saved; ``measurements[i]['contention']`` reports the load either way.
+        spin, affinity, cpus: How the measured sessions' pool threads behave, as in
+            ``RuntimeParameters`` (``None``: the defaults, ``'short'`` and ``'none'``). With
+            ``cpus`` the thread count defaults to the number of CPUs listed. The saved profile
+            does not record them.
 
     Returns:
         ``{calibrated, skipped, unsupported, diagnostics, published_generation, cache_update}``
@@ -669,6 +677,12 @@ def calibrate_kernel_tuning(
         report = calibrate_kernel_tuning(model="model.onnx")   # the keys the model uses
         report["end_to_end"]["verdict"], report["saved"]        # ('faster', True)
     """
+    policy = None
+    if spin is not None or affinity is not None or cpus is not None:
+        # Validated here, naming the bad value (ValueError), before any measurement.
+        policy = _runtime.RuntimeParameters(
+            spin="short" if spin is None else spin, affinity="none" if affinity is None else affinity, cpus=cpus
+        )
     if model is not None:
         given = [
             label
@@ -714,6 +728,7 @@ def calibrate_kernel_tuning(
             tune_blocks=_boolean("tune_blocks", tune_blocks),
             seed=_seed(seed),
             prune_stale=_boolean("prune_stale", prune_stale),
+            policy=policy,
         )
         _raise_unsaved(report, "calibrate_kernel_tuning(model=...)")
         return ModelCalibrationReport(report)
@@ -749,6 +764,7 @@ def calibrate_kernel_tuning(
         prune_stale=_boolean("prune_stale", prune_stale),
         force_save=_boolean("force_save", force_save),
         allow_load=_boolean("allow_load", allow_load),
+        policy=policy,
     )
     _raise_unsaved(report, "calibrate_kernel_tuning")
     return CalibrationReport(report)

@@ -353,6 +353,35 @@ int checked_threads(int64_t num_threads) {
   return static_cast<int>(num_threads);
 }
 
+// A spin policy name ("none", "short", "long", "200us") or a number of microseconds.
+int64_t spin_of(const py::object& spin) {
+  if (py::isinstance<py::bool_>(spin)) throw TypeMismatchError("spin must be a policy name or microseconds, not a bool");
+  if (py::isinstance<py::int_>(spin)) {
+    const auto us = spin.cast<int64_t>();
+    if (us < 0 || us > rt::kSpinMaximumMicroseconds)
+      throw InvalidValueError(
+          fmt::format("spin must be from 0 to {} microseconds, got {}", rt::kSpinMaximumMicroseconds, us));
+    return us;
+  }
+  if (py::isinstance<py::str>(spin)) return rt::parse_spin_policy(spin.cast<std::string>());
+  throw TypeMismatchError("spin must be 'none', 'short', 'long' or a number of microseconds");
+}
+
+// "0-3,8" or an iterable of CPU numbers, sorted and deduplicated.
+std::vector<int> cpus_of(const py::object& cpus) {
+  if (py::isinstance<py::str>(cpus)) return rt::parse_cpu_list(cpus.cast<std::string>());
+  std::vector<std::string> items;
+  for (const auto& item : cpus) {
+    if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item))
+      throw TypeMismatchError("cpus must be a CPU list string such as '0-3,8' or a list of CPU numbers");
+    items.push_back(std::to_string(item.cast<int64_t>()));
+  }
+  if (items.empty()) throw InvalidValueError("cpus must name at least one CPU");
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ",") + item;
+  return rt::parse_cpu_list(text);
+}
+
 }  // namespace
 
 rt::Model model_from_python(py::handle model) { return model_from_object(model); }
@@ -464,21 +493,61 @@ void bind_runtime(py::module_& m) {
       });
 
   // ---- parameters and options ----
-  py::class_<rt::RuntimeParameters>(m, "RuntimeParameters",
-                                    "RuntimeParameters(num_threads=0)\n\n"
-                                    "Execution parameters of a session. num_threads = 0 means one thread per "
-                                    "physical core.")
-      .def(py::init([](int64_t num_threads) { return rt::RuntimeParameters(checked_threads(num_threads)); }),
-           py::arg("num_threads") = 0)
+  py::class_<rt::RuntimeParameters>(
+      m, "RuntimeParameters",
+      "RuntimeParameters(num_threads=0, *, spin='short', affinity='none', cpus=None)\n\n"
+      "Execution parameters of a session. num_threads = 0 means one thread per physical core (per CPU of\n"
+      "`cpus` when given). spin: how long an idle pool thread spins before it sleeps: 'none', 'short'\n"
+      "(50 us), 'long' (1000 us) or a number of microseconds. affinity: 'none' or 'physical_cores'\n"
+      "(one worker pinned per physical core). cpus: a CPU list ('0-3,8' or [0, 1, 2, 3, 8]) the workers\n"
+      "are pinned to, each allowed for this process. The calling thread is never pinned.\n"
+      "Invalid values raise ValueError naming them.")
+      .def(py::init([](int64_t num_threads, const py::object& spin, const std::string& affinity, const py::object& cpus) {
+             rt::RuntimeParameters p(checked_threads(num_threads));
+             p.spin_microseconds = spin_of(spin);
+             p.affinity = rt::parse_affinity_policy(affinity);
+             if (!cpus.is_none()) {
+               if (p.affinity != rt::AffinityPolicy::none)
+                 throw InvalidValueError("RuntimeParameters: give affinity or cpus, not both");
+               p.affinity = rt::AffinityPolicy::cpu_list;
+               p.cpus = cpus_of(cpus);
+             }
+             rt::validate_runtime_parameters(p);
+             return p;
+           }),
+           py::arg("num_threads") = 0, py::kw_only(), py::arg("spin") = "short", py::arg("affinity") = "none",
+           py::arg("cpus") = py::none())
       .def_property(
           "num_threads", [](const rt::RuntimeParameters& p) { return p.num_threads; },
           [](rt::RuntimeParameters& p, int64_t n) { p.num_threads = checked_threads(n); },
-          "Threads of the session (0: one per physical core).")
+          "Threads of the session (0: one per physical core, or per CPU of `cpus`).")
+      .def_property(
+          "spin", [](const rt::RuntimeParameters& p) { return rt::spin_policy_name(p.spin_microseconds); },
+          [](rt::RuntimeParameters& p, const py::object& spin) { p.spin_microseconds = spin_of(spin); },
+          "The spin policy: 'none', 'short', 'long', or '<n>us' (set a name or a number of microseconds).")
+      .def_property_readonly(
+          "spin_us", [](const rt::RuntimeParameters& p) { return p.spin_microseconds; },
+          "The spin budget in microseconds.")
+      .def_property_readonly(
+          "affinity", [](const rt::RuntimeParameters& p) { return std::string(rt::affinity_policy_name(p.affinity)); },
+          "'none', 'physical_cores' or 'cpu_list'.")
+      .def_property_readonly(
+          "cpus", [](const rt::RuntimeParameters& p) { return rt::placement_cpus(p); },
+          "The CPUs the workers are pinned to, in order (worker i gets cpus[i % len]; entry 0 is the "
+          "calling thread's, never pinned); [] when affinity is 'none'.")
       .def_property_readonly(
           "effective_threads", [](const rt::RuntimeParameters& p) { return rt::effective_threads(p); },
           "The threads a session with these parameters runs on (0 resolved to the core count).")
-      .def("__repr__",
-           [](const rt::RuntimeParameters& p) { return fmt::format("RuntimeParameters(num_threads={})", p.num_threads); });
+      .def("__repr__", [](const rt::RuntimeParameters& p) {
+        // Only what differs from the defaults, so the common case reads as before.
+        std::string text = fmt::format("RuntimeParameters(num_threads={}", p.num_threads);
+        if (p.spin_microseconds != rt::kSpinShortMicroseconds)
+          text += fmt::format(", spin='{}'", rt::spin_policy_name(p.spin_microseconds));
+        if (p.affinity == rt::AffinityPolicy::cpu_list) text += fmt::format(", cpus='{}'", rt::format_cpu_list(p.cpus));
+        else if (p.affinity != rt::AffinityPolicy::none)
+          text += fmt::format(", affinity='{}'", rt::affinity_policy_name(p.affinity));
+        return text + ")";
+      });
 
   py::class_<rt::RuntimeSessionOptions>(
       m, "RuntimeSessionOptions",

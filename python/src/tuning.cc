@@ -257,7 +257,8 @@ void bind_tuning(py::module_& m) {
          std::string library, std::optional<int32_t> device, int64_t maximum_duration_ms,
          int64_t maximum_memory_bytes, bool save, std::string path, bool only_missing,
          std::optional<int64_t> num_threads, std::map<std::string, std::vector<std::string>> parameters, int64_t repeat,
-         std::optional<uint32_t> seed, bool prune_stale, bool force_save, bool allow_load) {
+         std::optional<uint32_t> seed, bool prune_stale, bool force_save, bool allow_load,
+         std::optional<runtime::RuntimeParameters> policy) {
         if (maximum_duration_ms < 1 || maximum_duration_ms > int64_t{24} * 3600 * 1000) {
           throw InvalidValueError(fmt::format(
               "maximum_duration_ms = {} is out of range (1 ms to 24 hours)", maximum_duration_ms));
@@ -290,13 +291,14 @@ void bind_tuning(py::module_& m) {
         options.prune_stale = prune_stale;
         options.force_save = force_save;
         options.allow_load = allow_load;
+        if (policy) options.policy = *policy;
         return report_without_gil([&] { return tune::calibrate_kernel_tuning(options); });
       },
       py::kw_only(), py::arg("kernels"), py::arg("element_types"), py::arg("all"), py::arg("implementation"),
       py::arg("library"), py::arg("device"), py::arg("maximum_duration_ms"), py::arg("maximum_memory_bytes"),
       py::arg("save"), py::arg("path"), py::arg("only_missing"), py::arg("num_threads"), py::arg("parameters"),
       py::arg("repeat"), py::arg("seed"), py::arg("prune_stale"), py::arg("force_save") = false,
-      py::arg("allow_load") = false,
+      py::arg("allow_load") = false, py::arg("policy") = py::none(),
       "See onnx_light.kernel_tuning.");
 
   m.attr("DEFAULT_MODEL_CALIBRATION_DURATION_MS") = tune::kDefaultModelCalibrationDurationMs;
@@ -304,7 +306,7 @@ void bind_tuning(py::module_& m) {
       "calibrate_model",
       [](py::object model, py::dict inputs, std::map<std::string, int64_t> dims, int64_t maximum_duration_ms, bool save,
          std::string path, std::optional<int64_t> num_threads, bool tune_blocks, std::optional<uint32_t> seed,
-         bool prune_stale) {
+         bool prune_stale, std::optional<runtime::RuntimeParameters> policy) {
         if (maximum_duration_ms < 1 || maximum_duration_ms > int64_t{24} * 3600 * 1000) {
           throw InvalidValueError(fmt::format(
               "maximum_duration_ms = {} is out of range (1 ms to 24 hours)", maximum_duration_ms));
@@ -327,11 +329,13 @@ void bind_tuning(py::module_& m) {
         options.tune_blocks = tune_blocks;
         if (seed) options.seed = *seed;
         options.prune_stale = prune_stale;
+        if (policy) options.policy = *policy;
         return report_without_gil([&] { return tune::calibrate_model(loaded, options); });
       },
       py::kw_only(), py::arg("model"), py::arg("inputs"), py::arg("dims"), py::arg("maximum_duration_ms"),
       py::arg("save"), py::arg("path"), py::arg("num_threads"), py::arg("tune_blocks"), py::arg("seed"),
-      py::arg("prune_stale"), "See onnx_light.kernel_tuning.calibrate_kernel_tuning(model=...).");
+      py::arg("prune_stale"), py::arg("policy") = py::none(),
+      "See onnx_light.kernel_tuning.calibrate_kernel_tuning(model=...).");
 }
 
 }  // namespace onnx_light::python

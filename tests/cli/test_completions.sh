@@ -106,6 +106,9 @@ expect_offers "onnx-light-tune --" --version --cache --color --verbose --quiet -
 expect_offers "onnx-light-tune remove ''" --yes --kernel
 expect_exactly "onnx-light-tune --color ''" auto always never
 expect_exactly "onnx-light-tune --color = al" always
+expect_exactly "onnx-light-tune run m.onnx --spin ''" none short long
+expect_exactly "onnx-light-tune calibrate Abs --affinity p" physical_cores
+expect_offers "onnx-light-tune run m.onnx --" --spin --affinity --cpus
 expect_offers "onnx-light-tune list --implementation ''" all portable
 # Values that cannot be listed: nothing, not the verbs.
 expect_exactly "onnx-light-tune calibrate Abs --max-duration-ms ''"
@@ -171,6 +174,7 @@ if command -v fish >/dev/null; then
   complete_fish "onnx-light-tune set Abs " | grep -qx 'parallel.minimum_elements=' || fail "fish: 'set Abs <TAB>' should offer parallel.minimum_elements="
   complete_fish "onnx-light-tune calibrate --element-type " | grep -qx double || fail "fish: --element-type should offer double"
   complete_fish "onnx-light-tune --color " | grep -qx never || fail "fish: --color should offer never"
+  complete_fish "onnx-light-tune run m.onnx --spin " | grep -qx long || fail "fish: --spin should offer long"
   complete_fish "onnx-light-tune calibrate --" | grep -qx -- --max-duration-ms || fail "fish: calibrate --<TAB> should offer --max-duration-ms"
 else
   echo "SKIP: fish is not installed (Debian: fish); the fish completion was not checked" >&2

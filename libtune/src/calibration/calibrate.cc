@@ -398,7 +398,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
 
   std::shared_ptr<CalibrationClock> clock = options.clock ? options.clock : steady_calibration_clock();
   const int64_t start_ns = clock->now_ns();
-  const int64_t threads = resolve_threads(options.num_threads.value_or(0));
+  const int64_t threads = resolve_threads(options.num_threads.value_or(0), options.policy);
   CalibrationReport report;
   try {
     report.cache_path = resolve_cache_path(options.path).string();
@@ -468,8 +468,9 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
   // The sessions resolve their node from the table being calibrated, not always the CPU table.
   const CaseBenchmarkFactory factory =
       options.benchmark_factory ? options.benchmark_factory
-                                : CaseBenchmarkFactory([&table](const runtime::KernelDef& kernel, int pool_threads, uint32_t seed) {
-                                    return make_session_benchmark(kernel, pool_threads, seed, &table);
+                                : CaseBenchmarkFactory([&table, &options](const runtime::KernelDef& kernel, int pool_threads,
+                                                                          uint32_t seed) {
+                                    return make_session_benchmark(kernel, pool_threads, seed, &table, options.policy);
                                   });
   // Searches plan to end at 85% of the budget: on a shared machine one batch can be preempted
   // for tens of ms after its prediction was made, and the budget is a hard limit.

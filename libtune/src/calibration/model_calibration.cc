@@ -60,7 +60,9 @@ std::optional<ThresholdSpec> threshold_of(const runtime::TuningSchema& schema) {
 class ModelBench {
  public:
   ModelBench(const runtime::Model& model, const ModelCalibrationOptions& o, int threads, const runtime::KernelTable& table)
-      : model_(model), threads_(threads), table_(table), pool_(std::make_shared<runtime::ThreadPool>(threads)) {
+      : model_(model), threads_(threads), table_(table), parameters_(o.policy) {
+    parameters_.num_threads = threads;
+    pool_ = std::make_shared<runtime::ThreadPool>(threads, runtime::thread_pool_options(parameters_));
     runtime::RuntimeSession probe(model_, options(nullptr, false));
     std::map<std::string, const Tensor*> given;
     for (const auto& [name, tensor] : o.inputs) given[name] = &tensor;
@@ -140,7 +142,7 @@ class ModelBench {
   }
   runtime::RuntimeSessionOptions options(runtime::TuningRegistry* registry, bool profiled) const {
     runtime::RuntimeSessionOptions o;
-    o.parameters = runtime::RuntimeParameters(threads_);
+    o.parameters = parameters_;
     o.registry = registry;
     o.kernels = &table_;
     o.thread_pool = pool_;
@@ -152,6 +154,7 @@ class ModelBench {
   const runtime::Model& model_;
   int threads_;
   const runtime::KernelTable& table_;
+  runtime::RuntimeParameters parameters_;
   std::shared_ptr<runtime::ThreadPool> pool_;
   std::vector<std::unique_ptr<runtime::TuningRegistry>> registries_;
   std::vector<Tensor> inputs_;
@@ -339,7 +342,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   const std::shared_ptr<CalibrationClock> clock = options.clock ? options.clock : steady_calibration_clock();
   const int64_t start_ns = clock->now_ns();
   const int64_t deadline_ns = start_ns + options.maximum_duration_ms * kNsPerMs;
-  const int threads = static_cast<int>(resolve_threads(options.num_threads.value_or(0)));
+  const int threads = static_cast<int>(resolve_threads(options.num_threads.value_or(0), options.policy));
 
   ModelCalibrationReport report;
   report.model = model.origin();

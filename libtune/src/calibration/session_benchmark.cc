@@ -29,12 +29,12 @@ class SteadyClock final : public CalibrationClock {
 
 class SessionBenchmark final : public CaseBenchmark {
  public:
-  SessionBenchmark(const runtime::KernelDef& def, int threads, uint32_t seed, const runtime::KernelTable* kernels)
-      : def_(def),
-        threads_(threads),
-        seed_(seed),
-        kernels_(kernels),
-        pool_(std::make_shared<runtime::ThreadPool>(threads)) {}
+  SessionBenchmark(const runtime::KernelDef& def, int threads, uint32_t seed, const runtime::KernelTable* kernels,
+                   const runtime::RuntimeParameters& policy)
+      : def_(def), threads_(threads), seed_(seed), kernels_(kernels), parameters_(policy) {
+    parameters_.num_threads = threads;
+    pool_ = std::make_shared<runtime::ThreadPool>(threads, runtime::thread_pool_options(parameters_));
+  }
 
   int variants() const override { return std::max(1, def_.calibration_variants); }
 
@@ -144,7 +144,7 @@ class SessionBenchmark final : public CaseBenchmark {
       built->registries.push_back(std::make_unique<runtime::TuningRegistry>());
       built->registries.back()->publish({{def_.schema.key, threads_, configurations[c]}});
       runtime::RuntimeSessionOptions options;
-      options.parameters = runtime::RuntimeParameters(threads_);
+      options.parameters = parameters_;
       options.registry = built->registries.back().get();
       options.thread_pool = pool_;
       options.kernels = kernels_;
@@ -166,6 +166,7 @@ class SessionBenchmark final : public CaseBenchmark {
   int threads_;
   uint32_t seed_;
   const runtime::KernelTable* kernels_;
+  runtime::RuntimeParameters parameters_;
   std::shared_ptr<runtime::ThreadPool> pool_;
   SteadyClock clock_;
 };
@@ -175,10 +176,11 @@ class SessionBenchmark final : public CaseBenchmark {
 std::shared_ptr<CalibrationClock> steady_calibration_clock() { return std::make_shared<SteadyClock>(); }
 
 std::unique_ptr<CaseBenchmark> make_session_benchmark(const runtime::KernelDef& def, int threads, uint32_t seed,
-                                                      const runtime::KernelTable* kernels) {
+                                                      const runtime::KernelTable* kernels,
+                                                      const runtime::RuntimeParameters& policy) {
   if (!def.calibration_workload)
     throw UnsupportedError(fmt::format("{} has no calibration workload", def.schema.key.to_string()));
-  return std::make_unique<SessionBenchmark>(def, threads, seed, kernels);
+  return std::make_unique<SessionBenchmark>(def, threads, seed, kernels, policy);
 }
 
 }  // namespace onnx_light::tune

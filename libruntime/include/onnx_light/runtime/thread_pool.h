@@ -4,6 +4,7 @@
 // issued from inside a region (or while another caller holds the pool) runs inline, serially,
 // with the same blocks.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "onnx_light/runtime/function_ref.h"
+#include "onnx_light/runtime/runtime_parameters.h"
 
 namespace onnx_light::runtime {
 
@@ -37,16 +39,33 @@ struct BlockRange {
 };
 BlockRange partition_block(int64_t n, int64_t grain, int blocks, int block);
 
+// How a pool's threads behave (RuntimeParameters' spin and affinity, resolved).
+struct ThreadPoolOptions {
+  // How long an idle worker, or the caller waiting for the workers, spins before it parks. 0: it
+  // parks at once and AwakeScope keeps nobody spinning (every region then pays a wake-up).
+  std::chrono::microseconds spin{kSpinShortMicroseconds};
+  // Placement by participant: worker i (1 <= i < threads) is pinned to cpus[i % cpus.size()];
+  // entry 0 is the caller's, which the pool never pins. Empty: no worker is pinned.
+  std::vector<int> cpus;
+};
+// The options a session with these parameters gives its pool (validates them).
+ThreadPoolOptions thread_pool_options(const RuntimeParameters& parameters);
+
 class ThreadPool {
  public:
-  // threads >= 1 participants, including the caller (threads - 1 workers are started).
-  // Throws InvalidValueError for threads < 1, Error when the system refuses to start a worker.
-  explicit ThreadPool(int threads);
+  // threads >= 1 participants, including the caller (threads - 1 workers are started, named
+  // "onnxl-pool-<i>" where the system allows, and pinned as options.cpus says).
+  // Throws InvalidValueError for threads < 1 or a spin outside [0, kSpinMaximumMicroseconds],
+  // Error when the system refuses to start or pin a worker (naming the CPU).
+  explicit ThreadPool(int threads, ThreadPoolOptions options = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return threads_; }
+  std::chrono::microseconds spin() const { return options_.spin; }
+  // The placement the workers were pinned to (ThreadPoolOptions::cpus; empty: not pinned).
+  const std::vector<int>& cpus() const { return options_.cpus; }
 
   // Runs fn(begin, end) over [0, n) as partition_block(n, grain, B, b) for b in [0, B), where
   // B = min(admitted, threads(), ceil(n / grain)), so no block is ever empty. admitted <= 1,
@@ -80,6 +99,7 @@ class ThreadPool {
  private:
   using Job = FunctionRef<void(int64_t, int64_t)>;
   void worker_loop();
+  void name_and_pin(std::thread& worker, int index);
   // Claims and runs blocks of the current job until none is left.
   void run_claimed_blocks();
   void run_block(int block);
@@ -87,7 +107,13 @@ class ThreadPool {
   void wait_for_completion();
   void stop_workers() noexcept;
 
+  // Spins until done() or the spin budget runs out; returns done(). The budget restarts while
+  // keep_spinning() holds.
+  template <class Done, class KeepSpinning>
+  bool spin_until(Done done, KeepSpinning keep_spinning) const;
+
   int threads_;
+  ThreadPoolOptions options_;
   std::vector<std::thread> workers_;
   std::mutex caller_mutex_;  // one region at a time; a second caller runs inline
   // Current job. Written only while no block is claimable; read only by a thread that has

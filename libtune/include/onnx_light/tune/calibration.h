@@ -23,6 +23,7 @@
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/runtime_parameters.h"
 #include "onnx_light/runtime/tuning_key.h"
 #include "onnx_light/runtime/tuning_value.h"
 #include "onnx_light/tune/cache_update.h"
@@ -80,13 +81,16 @@ class CalibrationMismatch : public Error {
   using Error::Error;
 };
 
+// The factories below make their pool with `policy`'s spin and placement (its num_threads is not
+// read: `threads` is).
 using CaseBenchmarkFactory =
     std::function<std::unique_ptr<CaseBenchmark>(const runtime::KernelDef& def, int threads, uint32_t seed)>;
 // Sessions built from def.calibration_workload on a shared pool of `threads`, resolving their
 // node from `kernels` (nullptr: cpu_kernel_table()): the table `def` came from, so that what is
 // measured and checked is that definition's kernel.
 std::unique_ptr<CaseBenchmark> make_session_benchmark(const runtime::KernelDef& def, int threads, uint32_t seed,
-                                                      const runtime::KernelTable* kernels = nullptr);
+                                                      const runtime::KernelTable* kernels = nullptr,
+                                                      const runtime::RuntimeParameters& policy = {});
 
 struct CalibrationProgress {
   runtime::TuningKey key;
@@ -115,7 +119,10 @@ struct CalibrationOptions {
   bool publish = true;  // false: measure and report only (verify), the process's registry untouched
   std::string path;  // "": default cache path
   bool only_missing = false;
-  std::optional<int64_t> num_threads;  // unset/0: one per physical core
+  std::optional<int64_t> num_threads;  // unset/0: one per physical core (per CPU of a CPU list)
+  // Spin and affinity of the measured sessions' pool (its num_threads is not read). The profile
+  // does not record them: a changed crossover under another policy is not measured yet (issue 22).
+  runtime::RuntimeParameters policy;
   // Comparison mode: parameter name -> values (text, parsed with the schema's type); first is baseline.
   std::map<std::string, std::vector<std::string>> parameters;
   int repeat = 1;  // whole search K times; saved value is the median pick

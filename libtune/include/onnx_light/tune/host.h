@@ -8,6 +8,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "onnx_light/runtime/runtime_parameters.h"
+
 namespace onnx_light::tune {
 
 struct HostDescriptor {
@@ -51,5 +53,8 @@ std::string vendor_name(uint32_t cpuinfo_vendor);
 // Threads a session with `num_threads` runs on (0 or unset: one per physical core), as the runtime
 // resolves them. Throws InvalidValueError for negative counts.
 int64_t resolve_threads(int64_t num_threads);
+// The same under an execution policy: with a CPU list, 0 means one thread per listed CPU. The
+// policy is validated (a CPU outside this process's allowed set is named); its num_threads is not read.
+int64_t resolve_threads(int64_t num_threads, const runtime::RuntimeParameters& policy);
 
 }  // namespace onnx_light::tune

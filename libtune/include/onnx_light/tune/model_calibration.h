@@ -63,7 +63,8 @@ struct ModelCalibrationOptions {
   bool save = true;
   bool publish = true;  // publish the values saved into the process's registry
   std::string path;     // "": default cache path
-  std::optional<int64_t> num_threads;  // unset/0: one per physical core
+  std::optional<int64_t> num_threads;  // unset/0: one per physical core (per CPU of a CPU list)
+  runtime::RuntimeParameters policy;   // spin and affinity of the measured sessions (num_threads not read)
   bool tune_blocks = true;             // phase 2
   bool prune_stale = false;
   std::function<void(const ModelCalibrationProgress&)> progress;

@@ -1,5 +1,5 @@
 import os
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -58,8 +58,22 @@ class ParallelRegionCollector:
     def clear(self) -> None: ...
 
 class RuntimeParameters:
-    def __init__(self, num_threads: int = 0) -> None: ...
+    def __init__(
+        self,
+        num_threads: int = 0,
+        *,
+        spin: Union[str, int] = "short",
+        affinity: str = "none",
+        cpus: Union[str, Iterable[int], None] = None,
+    ) -> None: ...
     num_threads: int
+    spin: str  # set a name or microseconds; reads back "none", "short", "long" or "<n>us"
+    @property
+    def spin_us(self) -> int: ...
+    @property
+    def affinity(self) -> str: ...
+    @property
+    def cpus(self) -> List[int]: ...
     @property
     def effective_threads(self) -> int: ...
 
