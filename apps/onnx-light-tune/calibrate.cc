@@ -157,8 +157,7 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
                                   tune::confidence_name(k.confidence),
                                   k.noisy ? "; the machine is too noisy for the margin (see diagnostics)" : "",
                                   k.contention && tune::contended(*k.contention, report.effective_threads)
-                                      ? fmt::format("; other processes kept {:.1f} of {} CPUs busy while it measured",
-                                                    k.contention->other_cpus, k.contention->cpus)
+                                      ? fmt::format("; measured on a loaded machine ({})", tune::describe_load(*k.contention))
                                       : "",
                                   o.save && !k.saved ? "; not saved (--force saves it anyway)" : "");
   }

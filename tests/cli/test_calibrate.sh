@@ -69,13 +69,15 @@ kill "${BUSY[@]}"
 wait "${BUSY[@]}" 2>/dev/null || true
 [[ $STATUS == 1 ]] || { cat "$SCRATCH/err" >&2; fail "calibrate on a loaded machine exited $STATUS"; }
 test ! -e "$LOADED" || fail "a result measured on a loaded machine was written"
-expect_grep "$SCRATCH/err" "other processes kept [0-9.]* of [0-9]* CPUs busy while it measured; not saved"
+expect_grep "$SCRATCH/err" "measured on a loaded machine \\(.*over [0-9]+ ms\\); not saved"
 $PY - "$SCRATCH/out" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 (m,) = r["measurements"]
 c = m["contention"]
-assert c is not None and c["other_cpus"] >= 0.5 and c["window_ms"] >= 50 and c["cpus"] >= 1, c
+# Judged by the machine's busy time (windows of 50 ms and more) or by our threads' wait for a CPU.
+assert c is not None and c["cpus"] >= 1, c
+assert (c["other_cpus"] is not None and c["other_cpus"] >= 0.5 and c["window_ms"] >= 50) or c["waiting_threads"] >= 0.25, c
 assert m["confidence"] == "low" and m["saved"] is False, m
 assert any("measured on a loaded machine" in d["message"] for d in r["diagnostics"]), r["diagnostics"]
 PYEOF

@@ -520,18 +520,20 @@ def test_calibrate_on_a_loaded_machine_is_low_confidence_unless_allow_load(cache
     try:
         # The default memory budget: searches long enough (> 50 ms) to be judged.
         loaded = kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=200, save=False, num_threads=2)
-        # A search that ends within 50 ms is not judged (contention None): measure until one is.
+        # A search that ends within 50 ms has no busy-time figure (other_cpus None): measure until one has.
         for _ in range(10):
             allowed = kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=200, save=False, num_threads=2,
                                                             allow_load=True)
-            if allowed["measurements"][0]["contention"] is not None:
+            contention = allowed["measurements"][0]["contention"]
+            if contention is not None and contention["other_cpus"] is not None:
                 break
     finally:
         for p in loops:
             p.kill()
             p.wait()
     (m,) = loaded["measurements"]
-    assert m["contention"] is not None and m["contention"]["other_cpus"] >= 0.5, m["contention"]
+    c = m["contention"]
+    assert c is not None and ((c["other_cpus"] or 0) >= 0.5 or c["waiting_threads"] >= 0.25), c
     assert m["confidence"] == "low"
     assert any("measured on a loaded machine" in d["message"] for d in loaded["diagnostics"])
     (a,) = allowed["measurements"]

@@ -4,7 +4,13 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <filesystem>
 #include <thread>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
 
 #include "onnx_light/tune/cpu_contention.h"
 
@@ -88,5 +94,76 @@ TEST_CASE("linux_sample_counts_this_processes_own_cpu_time_in_the_machines_busy_
   CHECK(b->machine_busy_ns - a->machine_busy_ns >= (b->self_ns - a->self_ns) - 10'000'000 * (2 * b->cpus + 1));
   REQUIRE(contention_between(*a, *b).has_value());
   CHECK(contention_between(*a, *b)->other_cpus <= static_cast<double>(b->cpus));
+}
+#endif
+
+TEST_CASE("schedstat_run_delay_is_the_second_field") {
+  CHECK(run_delay_from_schedstat("2806856 7483027 2\n") == 7483027);
+  CHECK(run_delay_from_schedstat("0 0 0") == 0);
+  CHECK_FALSE(run_delay_from_schedstat("").has_value());
+  CHECK_FALSE(run_delay_from_schedstat("12").has_value());
+  CHECK_FALSE(run_delay_from_schedstat("12 x 3").has_value());
+  CHECK_FALSE(run_delay_from_schedstat("12 -3 3").has_value());
+  CHECK_FALSE(run_delay_from_schedstat("12 34x 3").has_value());
+  CHECK_FALSE(run_delay_from_schedstat("1 99999999999999999999999 3").has_value());
+}
+
+TEST_CASE("window_under_50_ms_is_judged_by_our_threads_wait_for_a_cpu") {
+  CpuTimes a{0, 0, 0, 2, 1'000'000};
+  CpuTimes b{20'000'000, 40'000'000, 0, 2, 1'000'000 + 10'000'000};  // 20 ms, 10 ms waited
+  auto c = contention_between(a, b);
+  REQUIRE(c.has_value());
+  CHECK_FALSE(c->other_cpus.has_value());  // ticks cannot tell over 20 ms
+  CHECK(c->waiting_threads.value_or(-1) == doctest::Approx(0.5));
+  CHECK(c->window_ms == doctest::Approx(20.0));
+  CHECK(contended(*c, 2));
+  CHECK(describe_load(*c) == "its threads waited for a CPU 0.50 thread-seconds per second, over 20 ms");
+  b.self_wait_ns = a.self_wait_ns + 4'000'000;  // 0.2: below the limit
+  CHECK_FALSE(contended(*contention_between(a, b), 2));
+  // A sum that shrank (a thread exited with its delay): unknown, and then nothing to judge by.
+  b.self_wait_ns = a.self_wait_ns - 1;
+  CHECK_FALSE(contention_between(a, b).has_value());
+  // Either gauge alone makes the window contended.
+  CHECK(contended({0.0, 200, 2, kWaitingThreadsLimit}, 2));
+  CHECK_FALSE(contended({0.0, 200, 2, kWaitingThreadsLimit - 0.01}, 2));
+  CHECK(describe_load({1.0, 230, 2, 0.41}) ==
+        "other processes kept 1.00 of 2 CPUs busy and its threads waited for a CPU 0.41 thread-seconds per second, over 230 ms");
+}
+
+#if defined(__linux__)
+TEST_CASE("linux_two_threads_sharing_one_cpu_wait_for_it_about_half_the_time_each") {
+  if (!std::filesystem::exists("/proc/self/schedstat")) {
+    MESSAGE("this kernel keeps no schedstat (CONFIG_SCHED_INFO off): the wait gauge is unknown here");
+    auto t = sample_cpu_times();
+    REQUIRE(t.has_value());
+    CHECK(t->self_wait_ns == -1);
+    return;
+  }
+  // Both spinning threads pinned to the calling thread's current CPU: one runs while the other waits.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  auto a = sample_cpu_times();
+  REQUIRE(a.has_value());
+  REQUIRE(a->self_wait_ns >= 0);
+  std::atomic<bool> stop{false};
+  auto spin = [&] {
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  };
+  std::thread t1(spin), t2(spin);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto b = sample_cpu_times();  // while they still exist: their delay is in the sum
+  stop = true;
+  t1.join();
+  t2.join();
+  REQUIRE(b.has_value());
+  auto c = contention_between(*a, *b);
+  REQUIRE(c.has_value());
+  REQUIRE(c->waiting_threads.has_value());
+  // Two runnable threads on one CPU: about one thread waiting at any instant (0.5 + 0.5).
+  CHECK(*c->waiting_threads >= 0.6);
+  CHECK(contended(*c, 2));
 }
 #endif

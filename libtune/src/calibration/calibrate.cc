@@ -355,7 +355,9 @@ nlohmann::json CalibrationReport::to_json() const {
     m["picks"] = k.picks;
     m["confidence"] = confidence_name(k.confidence);
     m["noisy"] = k.noisy;
-    m["contention"] = k.contention ? nlohmann::json{{"other_cpus", k.contention->other_cpus},
+    const auto optional_json = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+    m["contention"] = k.contention ? nlohmann::json{{"other_cpus", optional_json(k.contention->other_cpus)},
+                                                    {"waiting_threads", optional_json(k.contention->waiting_threads)},
                                                     {"window_ms", k.contention->window_ms},
                                                     {"cpus", k.contention->cpus}}
                                    : nlohmann::json();
@@ -599,12 +601,10 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
           if (result.contention && contended(*result.contention, threads) && !options.allow_load) {
             result.confidence = Confidence::low;
             report.diagnostics.push_back(key_message(
-                key, fmt::format("{} measured on a loaded machine: other processes kept {:.2f} of its {} CPUs busy on "
-                                 "average over {:.0f} ms, leaving fewer than the {} threads calibrated for; a threshold "
-                                 "measured so describes that load, not the machine (confidence low). Rerun when it "
-                                 "is idle.",
-                                 key.kernel, result.contention->other_cpus, result.contention->cpus,
-                                 result.contention->window_ms, threads)));
+                key, fmt::format("{} measured on a loaded machine: {}, leaving fewer CPUs than the {} threads "
+                                 "calibrated for; a threshold measured so describes that load, not the machine "
+                                 "(confidence low). Rerun when it is idle.",
+                                 key.kernel, describe_load(*result.contention), threads)));
           }
           if (options.repeat > 1) {
             if (result.agreement < options.repeat) result.confidence = Confidence::low;

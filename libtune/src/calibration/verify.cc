@@ -135,9 +135,9 @@ VerificationReport verify_kernel_tuning(const VerifyOptions& options, const Oper
             p.reason = "the measurement ended without a value";
           } else if (it->contention && contended(*it->contention, cached.effective_threads) && !options.allow_load) {
             // A loaded machine moves a threshold by powers of two: no verdict either way.
-            p.reason = fmt::format("not judged: other processes kept {:.2f} of {} CPUs busy while it measured (cached "
-                                   "{}={}, measured now {}); rerun when the machine is idle",
-                                   it->contention->other_cpus, it->contention->cpus, spec->name, *p.cached, *p.measured);
+            p.reason = fmt::format("not judged: measured on a loaded machine ({}; cached {}={}, measured now {}); rerun "
+                                   "when the machine is idle",
+                                   describe_load(*it->contention), spec->name, *p.cached, *p.measured);
           } else {
             const double a = static_cast<double>(*p.measured), b = static_cast<double>(*p.cached);
             const double apart = std::max(a, b) / std::max(1.0, std::min(a, b));
