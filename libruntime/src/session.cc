@@ -5,6 +5,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <new>
 #include <set>
 #include <unordered_map>
@@ -18,6 +19,7 @@
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/memory_limit.h"
 #include "onnx_light/runtime/tensor_proto.h"
+#include "onnx_light/runtime/shared_thread_pools.h"
 #include "onnx_light/runtime/thread_pool.h"
 #include "onnx_light/runtime/tuning_registry.h"
 #include "denormals.h"
@@ -285,9 +287,11 @@ struct RuntimeSession::Impl {
   // The pool is made when the session initialises, or earlier when a control-flow node's graphs
   // need it to share.
   const std::shared_ptr<ThreadPool>& ensure_pool() {
-    if (!pool)
-      pool = options.thread_pool ? options.thread_pool
-                                 : std::make_shared<ThreadPool>(thread_count, thread_pool_options(options.parameters));
+    if (!pool) {
+      if (options.thread_pool) pool = options.thread_pool;
+      else if (options.share_thread_pool) pool = process_thread_pools().acquire(thread_count, thread_pool_options(options.parameters));
+      else pool = std::make_shared<ThreadPool>(thread_count, thread_pool_options(options.parameters));
+    }
     return pool;
   }
 
@@ -296,6 +300,9 @@ struct RuntimeSession::Impl {
   const KernelTable* table = nullptr;
   TuningRegistry* registry = nullptr;
   std::shared_ptr<ThreadPool> pool;
+  // Kernels keep per-run state (plans, scratch): one run at a time; a second caller waits.
+  // Recursive: run() takes it and calls initialize(), which takes it too.
+  std::recursive_mutex run_mutex;
   int thread_count = 1;
   std::shared_ptr<TensorBufferPool> buffers = std::make_shared<TensorBufferPool>();
 
@@ -823,6 +830,7 @@ RuntimeSession::~RuntimeSession() = default;
 
 void RuntimeSession::initialize() {
   Impl& s = *impl_;
+  std::lock_guard<std::recursive_mutex> lock(s.run_mutex);
   if (s.is_initialized) return;
   s.ensure_pool();
   auto generation = s.registry->snapshot();
@@ -850,6 +858,7 @@ bool RuntimeSession::initialized() const { return impl_->is_initialized; }
 
 void RuntimeSession::run(RuntimeContext& context) {
   Impl& s = *impl_;
+  std::lock_guard<std::recursive_mutex> lock(s.run_mutex);
   initialize();
   // The context's values are never written in place: results go to session buffers and replace
   // the context's entries only once every node has run, so a failed run leaves the context as it
@@ -878,6 +887,7 @@ void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outpu
   if (inputs.size() != s.inputs.size() || outputs.size() != s.outputs.size())
     throw InputError(fmt::format("{}: run takes {} input(s) and {} output(s) in graph order, got {} and {}",
                                  s.model.origin(), s.inputs.size(), s.outputs.size(), inputs.size(), outputs.size()));
+  std::lock_guard<std::recursive_mutex> lock(s.run_mutex);
   initialize();
   // Which caller tensors may be written in place: caller memory (views) and buffers nobody else
   // holds. Two of them sharing bytes cannot both hold their result: refused. One that shares bytes
@@ -940,6 +950,10 @@ void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outpu
 const std::vector<ValueInfo>& RuntimeSession::inputs() const { return impl_->inputs; }
 const std::vector<ValueInfo>& RuntimeSession::outputs() const { return impl_->outputs; }
 int RuntimeSession::threads() const { return impl_->thread_count; }
+uint64_t RuntimeSession::thread_pool_id() {
+  std::lock_guard<std::recursive_mutex> lock(impl_->run_mutex);
+  return impl_->ensure_pool()->id();
+}
 std::vector<ResolvedTuning> RuntimeSession::resolved_tuning() const { return impl_->resolved; }
 const Model& RuntimeSession::model() const { return impl_->model; }
 const OptimizationReport& RuntimeSession::optimization_report() const { return impl_->optimization; }

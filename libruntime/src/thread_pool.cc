@@ -113,7 +113,12 @@ BlockRange partition_block(int64_t n, int64_t grain, int blocks, int block) {
   return block_range(n, std::max<int64_t>(grain, 1), blocks, block);
 }
 
-ThreadPool::ThreadPool(int threads, ThreadPoolOptions options) : threads_(threads), options_(std::move(options)) {
+namespace {
+std::atomic<uint64_t> g_next_pool_id{1};
+}  // namespace
+
+ThreadPool::ThreadPool(int threads, ThreadPoolOptions options)
+    : threads_(threads), id_(g_next_pool_id.fetch_add(1, std::memory_order_relaxed)), options_(std::move(options)) {
   if (threads < 1) throw InvalidValueError("ThreadPool: threads must be >= 1, got " + std::to_string(threads));
   if (options_.spin.count() < 0 || options_.spin.count() > kSpinMaximumMicroseconds)
     throw InvalidValueError("ThreadPool: spin must be from 0 to " + std::to_string(kSpinMaximumMicroseconds) +
@@ -201,10 +206,12 @@ int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
     fn(0, n);
     return 1;
   }
-  // Checked before try_lock: this thread may already hold caller_mutex_ (a nested call).
+  // Checked before locking: this thread may already hold caller_mutex_ (a nested call).
   if (t_in_region) return run_inline(n, grain, blocks, fn);
-  std::unique_lock<std::mutex> caller(caller_mutex_, std::try_to_lock);
-  if (!caller.owns_lock()) return run_inline(n, grain, blocks, fn);
+  // A second caller (another session sharing the pool, from another thread) queues for the pool
+  // rather than running its region serially: it waits at most one region, then gets every worker.
+  // No deadlock: a thread waits here only outside any region, so it holds no pool.
+  std::unique_lock<std::mutex> caller(caller_mutex_);
 
   job_fn_ = &fn;
   job_n_ = n;

@@ -28,7 +28,11 @@ struct RuntimeSessionOptions {
   std::shared_ptr<ParallelRegionCollector> parallel_region_collector;
   TuningRegistry* registry = nullptr;       // nullptr: process_tuning_registry()
   const KernelTable* kernels = nullptr;     // nullptr: cpu_kernel_table()
-  std::shared_ptr<ThreadPool> thread_pool;  // nullptr: the session makes its own
+  std::shared_ptr<ThreadPool> thread_pool;  // nullptr: shared or its own, as share_thread_pool says
+  // Without thread_pool: true takes the process's pool for these parameters (threads, spin,
+  // placement) from process_thread_pools(), shared with every other such session; false starts a
+  // pool of the session's own.
+  bool share_thread_pool = true;
   // A Relu whose input comes only from a kernel that can apply it as it stores (the packed
   // MatMul/Gemm) runs inside that kernel. Results are bit-identical either way.
   bool fuse_activations = true;
@@ -132,6 +136,10 @@ class RuntimeSession {
   // Reads graph inputs from `context`, writes graph outputs into it.
   // Throws InputError naming the input (missing, wrong type, rank or dims).
   //
+  // Threads: runs of one session are serialized (a second thread calling run waits for the first
+  // to finish); sessions may run concurrently, also on a shared pool, whose parallel regions then
+  // queue (ThreadPool::parallel_for).
+  //
   // Ownership and aliasing (both run forms):
   // - Inputs are only read, never written, and the session keeps no reference to them after a run.
   // - run(context) never writes a tensor the context holds: results are computed in session
@@ -157,6 +165,8 @@ class RuntimeSession {
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
   int threads() const;
+  // The pool the session runs on (ThreadPool::id): equal for sessions that share one.
+  uint64_t thread_pool_id();
   // Per node, after initialisation.
   std::vector<ResolvedTuning> resolved_tuning() const;
   ParallelRegionReport parallel_region_report() const;

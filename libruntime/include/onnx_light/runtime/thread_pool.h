@@ -1,8 +1,8 @@
 #pragma once
 // A persistent pool: workers spin briefly then park, the calling thread takes part, and work is
 // split into contiguous deterministic blocks, so results never depend on timing. A ParallelFor
-// issued from inside a region (or while another caller holds the pool) runs inline, serially,
-// with the same blocks.
+// issued from inside a region runs inline, serially, with the same blocks; one issued while
+// another thread holds the pool waits for its region to end.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -63,14 +63,17 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return threads_; }
+  // Unique within the process, never reused: tells whether two sessions share a pool.
+  uint64_t id() const { return id_; }
   std::chrono::microseconds spin() const { return options_.spin; }
   // The placement the workers were pinned to (ThreadPoolOptions::cpus; empty: not pinned).
   const std::vector<int>& cpus() const { return options_.cpus; }
 
   // Runs fn(begin, end) over [0, n) as partition_block(n, grain, B, b) for b in [0, B), where
   // B = min(admitted, threads(), ceil(n / grain)), so no block is ever empty. admitted <= 1,
-  // n <= grain, nesting, or a busy pool (another thread is in a region of this pool) run the same
-  // B blocks inline on the calling thread, in order. Every block runs even when one throws; the
+  // n <= grain, or nesting (a call from inside a region of any pool) run the same B blocks inline
+  // on the calling thread, in order. A call while another thread is in a region of this pool
+  // waits for that region to end, then runs on the pool: regions of concurrent callers queue. Every block runs even when one throws; the
   // exception of the lowest-numbered throwing block is rethrown here after all blocks finished.
   // n == 0 calls nothing; n < 0 throws InvalidValueError.
   // Returns the participants used: B when the pool ran the region, 1 when it ran inline.
@@ -113,9 +116,10 @@ class ThreadPool {
   bool spin_until(Done done, KeepSpinning keep_spinning) const;
 
   int threads_;
+  uint64_t id_;
   ThreadPoolOptions options_;
   std::vector<std::thread> workers_;
-  std::mutex caller_mutex_;  // one region at a time; a second caller runs inline
+  std::mutex caller_mutex_;  // one region at a time; a second caller waits for it
   // Current job. Written only while no block is claimable; read only by a thread that has
   // claimed a block, which keeps the job alive until pending_ drops to 0.
   const Job* job_fn_ = nullptr;
