@@ -97,6 +97,7 @@ int run_main(int argc, char** argv, AppContext& context) {
   register_remove(app, context);
   register_calibrate(app, context);
   register_verify(app, context);
+  register_host(app, context);
   register_run(app, context);
   register_completion(app, context);
 
