@@ -57,10 +57,9 @@ int inspect_verb(InspectVerbOptions& options, AppContext& context) {
   const bool failed = !problems.empty();
   for (const auto& problem : problems) *context.err << "onnx-light-tune: error: " << problem << "\n";
   if (options.filters.json) {
-    std::string text;  // the same bytes as to_json().dump(2), without the document (large caches)
-    report.write_json(text);
-    text += '\n';
-    context.out->write(text.data(), static_cast<std::streamsize>(text.size()));
+    // The same bytes as to_json().dump(2), without the document, in chunks (large caches).
+    report.write_json(*context.out);
+    *context.out << '\n';
     return failed ? kExitFailed : kExitOk;
   }
   const bool color = stdout_color(context);
