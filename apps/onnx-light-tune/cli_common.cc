@@ -171,6 +171,27 @@ tune::OperationContext operation_context(const AppContext& context) {
   return operation;
 }
 
+void AsHostFlag::add(CLI::App& verb) {
+  verb.add_option("--as-host", path,
+                  "Classify as if on the host described in FILE (the JSON of 'onnx-light-tune host --json'); "
+                  "its effective_threads is the default thread count. Writes nothing")
+      ->type_name("FILE");
+}
+
+void AsHostFlag::apply(tune::OperationContext& operation) {
+  if (path.empty()) return;
+  host = tune::read_host_file(path);
+  features = tune::dispatch_features(*host);
+  operation.machine = *host;
+  operation.machine_threads = host->effective_threads;
+  operation.features = &features;
+  spdlog::info("as host {}: {}", path, host->summary());
+}
+
+void AsHostFlag::print(std::ostream& out) const {
+  if (host) out << fmt::format("as host: {}: {}\n", path, host->summary());
+}
+
 void log_cache_paths(const std::string& path) {
   spdlog::info("cache: {}", tune::resolve_cache_path(path).string());
   const auto system = tune::system_kernel_tuning_cache_path();

@@ -16,6 +16,7 @@
 #include "onnx_light/runtime/tuning_value.h"
 #include "onnx_light/tune/cache_update.h"
 #include "onnx_light/tune/diagnostic.h"
+#include "onnx_light/tune/host.h"
 #include "onnx_light/tune/kernel_selection.h"
 #include "onnx_light/tune/operations.h"
 
@@ -65,6 +66,24 @@ int32_t element_type_number(const std::string& text);
 std::string element_type_label(int32_t element_type);
 
 tune::OperationContext operation_context(const AppContext& context);
+
+// --as-host FILE (inspect, list, propose, load): classify as if on the host described in FILE,
+// the JSON of 'host --json'. These verbs write nothing with or without it.
+struct AsHostFlag {
+  std::string path;  // "": this machine
+  // Set by apply(): the descriptor read from `path` and its dispatch features.
+  std::optional<tune::HostDescriptor> host;
+  runtime::CpuFeatures features;
+
+  void add(CLI::App& verb);
+  // Reads `path` (the library's typed errors name the file and the field) and makes `operation`
+  // work as that host: its descriptor, its thread count by default, its dispatch features.
+  // `operation` points into this object: keep it alive while the operation runs.
+  void apply(tune::OperationContext& operation);
+  // "as host: FILE: x86_64 intel ... (family 6 ...), 8 cores, 2 threads" for human output;
+  // nothing without --as-host.
+  void print(std::ostream& out) const;
+};
 // Logs (info, -v) which cache files a verb works on.
 void log_cache_paths(const std::string& path);
 bool stdout_color(const AppContext& context);

@@ -15,6 +15,7 @@ struct InspectVerbOptions {
   FilterFlags filters;
   bool long_format = false;
   bool user_only = false;
+  AsHostFlag as_host;
 };
 
 bool unusable(tune::FileStatus status) {
@@ -31,14 +32,16 @@ Tone class_tone(tune::ProfileClass value) {
   return Tone::plain;
 }
 
-int inspect_verb(const InspectVerbOptions& options, AppContext& context) {
+int inspect_verb(InspectVerbOptions& options, AppContext& context) {
   tune::InspectOptions inspect;
   inspect.path = options.path.empty() ? context.cache_path : options.path;
   log_cache_paths(inspect.path);
   inspect.filter = options.filters.selection();
   inspect.threads = options.filters.thread_count();
   inspect.user_only = options.user_only;
-  const tune::InspectReport report = tune::inspect_kernel_tuning_cache(inspect, operation_context(context));
+  tune::OperationContext operation = operation_context(context);
+  options.as_host.apply(operation);
+  const tune::InspectReport report = tune::inspect_kernel_tuning_cache(inspect, operation);
   // A path the user named must exist; the default one may not exist yet. A system cache that
   // cannot be read fails too: every session on this machine silently goes without it.
   std::vector<std::string> problems;
@@ -54,14 +57,14 @@ int inspect_verb(const InspectVerbOptions& options, AppContext& context) {
   const bool failed = !problems.empty();
   for (const auto& problem : problems) *context.err << "onnx-light-tune: error: " << problem << "\n";
   if (options.filters.json) {
-    std::string text;  // the same bytes as to_json().dump(2), without the document (large caches)
-    report.write_json(text);
-    text += '\n';
-    context.out->write(text.data(), static_cast<std::streamsize>(text.size()));
+    // The same bytes as to_json().dump(2), without the document, in chunks (large caches).
+    report.write_json(*context.out);
+    *context.out << '\n';
     return failed ? kExitFailed : kExitOk;
   }
   const bool color = stdout_color(context);
   auto& out = *context.out;
+  options.as_host.print(out);
   out << fmt::format("cache: {} ({})", report.path,
                      paint(std::string(tune::file_status_name(report.status)),
                            report.status == tune::FileStatus::loaded ? Tone::good
@@ -71,8 +74,9 @@ int inspect_verb(const InspectVerbOptions& options, AppContext& context) {
   if (!report.system_path.empty()) {
     out << fmt::format("; system cache: {} ({})", report.system_path, tune::file_status_name(report.system_status));
   }
-  out << fmt::format("; {} profile{}; local means this machine at {} thread{}\n", report.profiles.size(),
-                     report.profiles.size() == 1 ? "" : "s", report.effective_threads,
+  out << fmt::format("; {} profile{}; local means {} at {} thread{}\n", report.profiles.size(),
+                     report.profiles.size() == 1 ? "" : "s", options.as_host.host ? "that host" : "this machine",
+                     report.effective_threads,
                      report.effective_threads == 1 ? "" : "s");
   if (options.long_format) {
     for (const auto& p : report.profiles) {
@@ -125,6 +129,7 @@ void register_inspect(CLI::App& app, AppContext& context) {
   add_filter_flags(*verb, options->filters, ThreadsMeaning::filter);
   verb->add_flag("-l,--long", options->long_format, "One block per profile with every host field and the hostname");
   verb->add_flag("--user-only", options->user_only, "Leave the system cache out (and its state out of the exit status)");
+  options->as_host.add(*verb);
   verb->footer(
       "Classification: loaded (this machine, valid), stale (outdated tuning ABI), incompatible\n"
       "(another machine or an unknown key), invalid (bad values or structure). local = loaded and\n"
@@ -133,10 +138,12 @@ void register_inspect(CLI::App& app, AppContext& context) {
       "are listed after the user's; --json reports the system cache as system_cache {path, status,\n"
       "profiles}. Exit status 1 when the cache or the system cache is malformed or unreadable, or\n"
       "a named file does not exist (the reason is on stderr); --user-only ignores the system cache.\n"
+      "--as-host FILE classifies against the host in FILE ('host --json') instead of this machine.\n"
       "Examples:\n"
       "  onnx-light-tune inspect\n"
       "  onnx-light-tune inspect /srv/shared/kernel_tuning.cache --long\n"
-      "  onnx-light-tune inspect --kernel Abs --threads 2 --json");
+      "  onnx-light-tune inspect --kernel Abs --threads 2 --json\n"
+      "  onnx-light-tune inspect --as-host build-07.host.json   # as build-07 would see this cache");
   verb->callback(
       [options, &context] { context.action = [options, &context] { return inspect_verb(*options, context); }; });
 }

@@ -13,18 +13,21 @@ namespace {
 struct ListOptions {
   std::vector<std::string> positional_kernels;
   FilterFlags filters;
+  AsHostFlag as_host;
 };
 
-int list_verb(const ListOptions& options, AppContext& context) {
+int list_verb(ListOptions& options, AppContext& context) {
   log_cache_paths(context.cache_path);
-  const tune::OperationContext operation = operation_context(context);
+  tune::OperationContext operation = operation_context(context);
+  options.as_host.apply(operation);
   tune::ParametersOptions parameters;
   parameters.selection = options.filters.selection();
   parameters.selection.kernels.insert(parameters.selection.kernels.end(), options.positional_kernels.begin(),
                                       options.positional_kernels.end());
   parameters.path = context.cache_path;
   parameters.num_threads = options.filters.thread_count();
-  // Publish the cache into this process first, as a session of `run` would see it.
+  // Publish the cache into this process first, as a session of `run` would see it (with --as-host,
+  // as one on that host would; the registry is this process's own, nothing is written).
   tune::LoadOptions load;
   load.path = context.cache_path;
   (void)tune::load_kernel_tuning_cache(load, operation);
@@ -35,6 +38,7 @@ int list_verb(const ListOptions& options, AppContext& context) {
   }
   const bool color = stdout_color(context);
   auto& out = *context.out;
+  options.as_host.print(out);
   out << fmt::format("cache: {} ({})", report.cache_path, tune::file_status_name(report.cache_status));
   if (!report.system_path.empty()) {
     out << fmt::format("; system cache: {} ({})", report.system_path, tune::file_status_name(report.system_status));
@@ -87,11 +91,13 @@ void register_list(CLI::App& app, AppContext& context) {
       "list", "List tunable kernels: parameters, defaults, cached values and the values in force");
   verb->add_option("kernels", options->positional_kernels, "Kernels to list (default: all)")->type_name("KERNEL");
   add_filter_flags(*verb, options->filters, ThreadsMeaning::session);
+  options->as_host.add(*verb);
   verb->footer(
       "Each (kernel, element type) shows the implementation this host dispatches to unless\n"
       "--implementation says otherwise. CACHED is this machine's profile for the thread count,\n"
       "from the user cache or the read-only system cache below it; ACTIVE is what a session\n"
-      "uses after loading the cache.\n"
+      "uses after loading the cache. --as-host FILE shows all of this for the host in FILE\n"
+      "('host --json'): its profiles, its dispatched implementations, its thread count.\n"
       "Examples:\n"
       "  onnx-light-tune list\n"
       "  onnx-light-tune list Abs Relu --element-type float --threads 2\n"

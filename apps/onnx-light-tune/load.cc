@@ -10,13 +10,21 @@ namespace onnx_light::cli {
 
 namespace {
 
-int load_verb(const FilterFlags& filters, AppContext& context) {
+struct LoadVerbOptions {
+  FilterFlags filters;
+  AsHostFlag as_host;
+};
+
+int load_verb(LoadVerbOptions& options, AppContext& context) {
+  const FilterFlags& filters = options.filters;
   log_cache_paths(context.cache_path);
   tune::LoadOptions load;
   load.path = context.cache_path;
   load.selection = filters.selection();
   load.num_threads = filters.thread_count();
-  const tune::LoadReport report = tune::load_kernel_tuning_cache(load, operation_context(context));
+  tune::OperationContext operation = operation_context(context);
+  options.as_host.apply(operation);
+  const tune::LoadReport report = tune::load_kernel_tuning_cache(load, operation);
   const bool failed = report.status == tune::FileStatus::malformed || report.status == tune::FileStatus::unreadable;
   if (filters.json) {
     print_json(*context.out, report.to_json());
@@ -24,6 +32,7 @@ int load_verb(const FilterFlags& filters, AppContext& context) {
   }
   const bool color = stdout_color(context);
   auto& out = *context.out;
+  options.as_host.print(out);
   out << fmt::format("cache: {} ({})\n", report.path,
                      paint(std::string(tune::file_status_name(report.status)),
                            failed ? Tone::bad : report.status == tune::FileStatus::loaded ? Tone::good : Tone::plain,
@@ -57,10 +66,11 @@ int load_verb(const FilterFlags& filters, AppContext& context) {
 }  // namespace
 
 void register_load(CLI::App& app, AppContext& context) {
-  auto filters = std::make_shared<FilterFlags>();
+  auto options = std::make_shared<LoadVerbOptions>();
   CLI::App* verb =
       app.add_subcommand("load", "Report what a process loading the cache would publish for this machine (a dry run)");
-  add_filter_flags(*verb, *filters, ThreadsMeaning::filter);
+  add_filter_flags(*verb, options->filters, ThreadsMeaning::filter);
+  options->as_host.add(*verb);
   verb->footer(
       "Classifies both layers and reports what a process would publish: every loaded profile (this\n"
       "machine, valid values, any thread count; user cache over system cache), as 'run' and Python\n"
@@ -68,11 +78,13 @@ void register_load(CLI::App& app, AppContext& context) {
       "The JSON keys are unchanged (published_generation is this process's own). With\n"
       "filters only matching profiles are considered, and 'missing' lists the selected keys that\n"
       "have no loaded profile for --threads (default: one per physical core).\n"
+      "--as-host FILE reports what a process on the host in FILE ('host --json') would publish, at\n"
+      "its thread count; it publishes only into this process's registry and writes nothing.\n"
       "Exit status 1 when the cache is malformed or unreadable.\n"
       "Examples:\n"
       "  onnx-light-tune load\n"
       "  onnx-light-tune load --kernel Abs --kernel Relu --threads 2 --json");
-  verb->callback([filters, &context] { context.action = [filters, &context] { return load_verb(*filters, context); }; });
+  verb->callback([options, &context] { context.action = [options, &context] { return load_verb(*options, context); }; });
 }
 
 }  // namespace onnx_light::cli

@@ -13,9 +13,10 @@ namespace {
 struct ProposeOptions {
   std::vector<std::string> positional_kernels;
   FilterFlags filters;
+  AsHostFlag as_host;
 };
 
-int propose_verb(const ProposeOptions& options, AppContext& context) {
+int propose_verb(ProposeOptions& options, AppContext& context) {
   log_cache_paths(context.cache_path);
   tune::ProposeOptions propose;
   propose.selection = options.filters.selection();
@@ -23,13 +24,16 @@ int propose_verb(const ProposeOptions& options, AppContext& context) {
                                    options.positional_kernels.end());
   propose.path = context.cache_path;
   propose.num_threads = options.filters.thread_count();
-  const tune::ProposalReport report = tune::propose_kernel_tuning_updates(propose, operation_context(context));
+  tune::OperationContext operation = operation_context(context);
+  options.as_host.apply(operation);
+  const tune::ProposalReport report = tune::propose_kernel_tuning_updates(propose, operation);
   if (options.filters.json) {
     print_json(*context.out, report.to_json());
     return kExitOk;
   }
   const bool color = stdout_color(context);
   auto& out = *context.out;
+  options.as_host.print(out);
   out << fmt::format("cache: {} ({}); threads: {}\n", report.cache_path, tune::file_status_name(report.cache_status),
                      report.effective_threads);
   out << fmt::format("{} selected: {} covered, {} missing ({} calibratable, {} without a calibration routine)\n",
@@ -60,9 +64,10 @@ void register_propose(CLI::App& app, AppContext& context) {
       "propose", "Show which kernels lack a tuning profile for this host and which can be calibrated (read-only)");
   verb->add_option("kernels", options->positional_kernels, "Kernels to consider (default: all)")->type_name("KERNEL");
   add_filter_flags(*verb, options->filters, ThreadsMeaning::session);
+  options->as_host.add(*verb);
   verb->footer(
       "A key is covered when the cache holds a valid profile for this machine and thread count.\n"
-      "Nothing is written.\n"
+      "Nothing is written. --as-host FILE proposes for the host in FILE ('host --json') instead.\n"
       "Examples:\n"
       "  onnx-light-tune propose\n"
       "  onnx-light-tune propose Abs --element-type float --threads 2 --json");

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -56,8 +57,7 @@ Provenance provenance_now(std::string source, std::string tool_version) {
   provenance.source = std::move(source);
   provenance.written = utc_timestamp_now();
   provenance.tool_version = std::move(tool_version);
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) == 0) provenance.hostname = name;
+  provenance.hostname = this_hostname();
   return provenance;
 }
 
@@ -355,6 +355,94 @@ std::string header_error(const toml::table& root) {
   return {};
 }
 
+// A [profile.host] body exactly as serialize_cache writes it ("name = value" lines of plain
+// decimal integers, printable-ASCII strings without escapes, the features array), read without
+// toml++: in a fleet's cache nearly every host section differs (stepping, threads), so memoising
+// by text does not help, and toml++ made 40,000 of them cost a second. Returns false, leaving the
+// section to toml++ (which also reports any problem), for anything else: another spelling, an
+// escape, a comment, a repeated or unknown name, a value out of the reader's range.
+bool read_plain_host(std::string_view body, HostDescriptor& host) {
+  auto string_value = [](std::string_view text, std::string& out) {
+    if (text.size() < 2 || text.front() != '"' || text.back() != '"') return false;
+    text = text.substr(1, text.size() - 2);
+    for (const char c : text) {
+      if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') return false;
+    }
+    out.assign(text);
+    return true;
+  };
+  auto integer_value = [](std::string_view text, int64_t minimum, int64_t maximum, int64_t& out) {
+    // TOML forbids leading zeros; 18 digits cannot overflow int64.
+    if (text.empty() || text.size() > 18 || (text.size() > 1 && text[0] == '0')) return false;
+    int64_t value = 0;
+    for (const char c : text) {
+      if (c < '0' || c > '9') return false;
+      value = value * 10 + (c - '0');
+    }
+    if (value < minimum || value > maximum) return false;
+    out = value;
+    return true;
+  };
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  uint32_t seen = 0;
+  std::size_t position = 0;
+  while (position < body.size()) {
+    std::size_t end = body.find('\n', position);
+    if (end == std::string_view::npos) end = body.size();
+    std::string_view line = body.substr(position, end - position);
+    position = end + 1;
+    if (line.empty()) continue;
+    const std::size_t equals = line.find(" = ");
+    if (equals == std::string_view::npos) return false;
+    const std::string_view name = line.substr(0, equals);
+    const std::string_view value = line.substr(equals + 3);
+    static constexpr std::array<std::string_view, 13> kNames{
+        "architecture",    "vendor",          "family",          "model",          "stepping",
+        "microarchitecture", "features",      "l1d_cache_bytes", "l2_cache_bytes", "l3_cache_bytes",
+        "physical_cores",  "logical_cores",   "effective_threads"};
+    const auto found = std::find(kNames.begin(), kNames.end(), name);
+    if (found == kNames.end()) return false;
+    const auto bit = uint32_t{1} << (found - kNames.begin());
+    if ((seen & bit) != 0) return false;
+    seen |= bit;
+    bool ok = false;
+    switch (found - kNames.begin()) {
+      case 0: ok = string_value(value, host.architecture); break;
+      case 1: ok = string_value(value, host.vendor); break;
+      case 2: ok = integer_value(value, 0, kMax, host.family); break;
+      case 3: ok = integer_value(value, 0, kMax, host.model); break;
+      case 4: ok = integer_value(value, 0, kMax, host.stepping); break;
+      case 5: ok = string_value(value, host.microarchitecture); break;
+      case 6: {
+        if (value.size() < 2 || value.front() != '[' || value.back() != ']') return false;
+        std::string_view items = value.substr(1, value.size() - 2);
+        while (!items.empty()) {
+          const std::size_t comma = items.find(", ");
+          std::string feature;
+          if (!string_value(items.substr(0, comma), feature)) return false;
+          host.features.push_back(std::move(feature));
+          items = comma == std::string_view::npos ? std::string_view() : items.substr(comma + 2);
+        }
+        // As the TOML reader: sorted, without repeats.
+        std::sort(host.features.begin(), host.features.end());
+        host.features.erase(std::unique(host.features.begin(), host.features.end()), host.features.end());
+        ok = true;
+        break;
+      }
+      case 7: ok = integer_value(value, 0, kMax, host.l1d_cache_bytes); break;
+      case 8: ok = integer_value(value, 0, kMax, host.l2_cache_bytes); break;
+      case 9: ok = integer_value(value, 0, kMax, host.l3_cache_bytes); break;
+      case 10: ok = integer_value(value, 0, kMax, host.physical_cores); break;
+      case 11: ok = integer_value(value, 0, kMax, host.logical_cores); break;
+      case 12: ok = integer_value(value, 1, int64_t{1} << 20, host.effective_threads); break;
+      default: break;
+    }
+    if (!ok) return false;
+  }
+  // architecture, vendor and effective_threads are required (bits 0, 1, 12).
+  return (seen & 0x1003u) == 0x1003u;
+}
+
 // The plain layout: root keys, then per profile a "[[profile]]" line, its key fields and
 // "[profile.NAME]" sections, every header alone on its line (what serialize_cache writes). Each
 // section body is parsed by toml++ on its own and memoised by its text: a real cache repeats the
@@ -391,11 +479,16 @@ class PlainLayoutReader {
       bool host = false, values = false;
       for (const auto& [name, body] : raw.sections) {
         if (name == "host") {
-          const CacheProfile* part = fragment(hosts_, body, [](ProfileReader& r, const toml::table& t) {
-            r.read_host(&t);
-          });
-          if (part == nullptr) return std::nullopt;
-          profile.host = part->host;
+          // Read in place when plain: no memo copy (a fleet's hosts rarely repeat, and each copy
+          // is memory the process must fault in).
+          if (!read_plain_host(body, profile.host)) {
+            profile.host = HostDescriptor();
+            const CacheProfile* part = fragment(hosts_, body, [](ProfileReader& r, const toml::table& t) {
+              r.read_host(&t);
+            });
+            if (part == nullptr) return std::nullopt;
+            profile.host = part->host;
+          }
           host = true;
         } else if (name == "values") {
           const CacheProfile* part = fragment(values_, body, [](ProfileReader& r, const toml::table& t) {

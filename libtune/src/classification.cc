@@ -143,14 +143,29 @@ Classification classify_profile(const CacheProfile& profile, std::size_t index, 
 
 namespace {
 
+// Every field same_profile_identity compares. Leaving one out (stepping, caches, threads) puts
+// the profiles of a fleet's cache, which differ in little else, into one bucket, and the duplicate
+// check becomes quadratic (40,000 profiles of one key took seconds).
 std::size_t identity_hash(const CacheProfile& p) {
   std::size_t h = runtime::TuningKeyHash{}(p.key);
   auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  const std::hash<std::string> text;
+  const std::hash<int64_t> number;
   const HostDescriptor& host = p.host;
-  mix(std::hash<std::string>{}(host.vendor));
-  mix(std::hash<std::string>{}(host.microarchitecture));
-  mix(static_cast<std::size_t>(host.model * 31 + host.family) ^ static_cast<std::size_t>(host.effective_threads << 20));
+  mix(text(host.architecture));
+  mix(text(host.vendor));
+  mix(number(host.family));
+  mix(number(host.model));
+  mix(number(host.stepping));
+  mix(text(host.microarchitecture));
+  for (const auto& feature : host.features) mix(text(feature));
   mix(host.features.size());
+  mix(number(host.l1d_cache_bytes));
+  mix(number(host.l2_cache_bytes));
+  mix(number(host.l3_cache_bytes));
+  mix(number(host.physical_cores));
+  mix(number(host.logical_cores));
+  mix(number(host.effective_threads));
   return h;
 }
 

@@ -1,6 +1,7 @@
 #include "onnx_light/tune/host.h"
 
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <mutex>
@@ -295,6 +296,12 @@ HostDescriptor detect_machine() {
 const HostDescriptor& this_machine() {
   static const HostDescriptor machine = detect_machine();
   return machine;
+}
+
+std::string this_hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return {};
+  return name;
 }
 
 HostDescriptor detect_host(int64_t effective_threads) { return this_machine().with_threads(effective_threads); }

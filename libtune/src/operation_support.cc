@@ -29,7 +29,13 @@ Environment resolve(const OperationContext& context) {
                                        : std::optional<std::filesystem::path>(*context.system_cache_path))
                                 : system_kernel_tuning_cache_path(),
       context.tool_version.empty() ? std::string(tool_version()) : context.tool_version,
+      context.machine_threads,
   };
+}
+
+int64_t Environment::session_threads(std::optional<int64_t> requested) const {
+  if (machine_threads && requested.value_or(0) == 0) return resolve_threads(*machine_threads);
+  return resolve_threads(requested.value_or(0));
 }
 
 bool Layers::any_loaded() const {

@@ -22,6 +22,11 @@ struct Environment {
   HostDescriptor machine;  // effective_threads 0
   std::optional<std::filesystem::path> system_path;
   std::string tool_version;
+  std::optional<int64_t> machine_threads;  // OperationContext::machine_threads
+
+  // The session thread count for a requested one: resolve_threads, except that none (or 0) means
+  // machine_threads when it is set.
+  int64_t session_threads(std::optional<int64_t> requested) const;
 };
 Environment resolve(const OperationContext& context);
 

@@ -1,5 +1,6 @@
 // The read-side operations: list (kernel_tuning_parameters), propose, inspect, load.
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 #include <fmt/format.h>
@@ -36,7 +37,7 @@ EntryScan scan_entries(const KeySelection& selection, const std::string& path_te
                        std::optional<int64_t> num_threads, const OperationContext& context) {
   const Environment environment = detail::resolve(context);
   EntryScan scan;
-  scan.threads = resolve_threads(num_threads.value_or(0));
+  scan.threads = environment.session_threads(num_threads);
   const auto definitions = select_definitions(environment.kernels, selection, environment.features);
   const std::filesystem::path path = resolve_cache_path(path_text);
   const SchemaIndex index(environment.kernels);
@@ -125,7 +126,7 @@ ProposalReport propose_kernel_tuning_updates(const ProposeOptions& options, cons
 InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const OperationContext& context) {
   const Environment environment = detail::resolve(context);
   InspectReport report;
-  const int64_t threads = resolve_threads(options.threads.value_or(0));
+  const int64_t threads = environment.session_threads(options.threads);
   // Assigned, not a conditional expression: GCC 12 -O2 reports a false maybe-uninitialized.
   std::optional<int64_t> thread_filter;
   if (options.threads) thread_filter = threads;
@@ -158,7 +159,7 @@ InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const O
     for (std::size_t i = 0; i < layer.file.profiles.size(); ++i) {
       CacheProfile& profile = layer.file.profiles[i];
       if (!accepts(options.filter, thread_filter, profile)) continue;
-      const Classification& classification = layer.classes[i];
+      Classification& classification = layer.classes[i];  // moved into the report, as the profile
       InspectedProfile inspected;
       inspected.index = i;
       inspected.layer = layer.layer;
@@ -168,8 +169,8 @@ InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const O
                            user_profiles.contains({profile.key, profile.host});
       inspected.profile = std::move(profile);
       report.profiles.push_back(std::move(inspected));
-      report.diagnostics.insert(report.diagnostics.end(), classification.diagnostics.begin(),
-                                classification.diagnostics.end());
+      report.diagnostics.insert(report.diagnostics.end(), std::make_move_iterator(classification.diagnostics.begin()),
+                                std::make_move_iterator(classification.diagnostics.end()));
     }
   }
   return report;
@@ -178,7 +179,7 @@ InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const O
 LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationContext& context) {
   const Environment environment = detail::resolve(context);
   LoadReport report;
-  const int64_t threads = resolve_threads(options.num_threads.value_or(0));
+  const int64_t threads = environment.session_threads(options.num_threads);
   std::optional<int64_t> thread_filter;
   if (options.num_threads) thread_filter = threads;
   report.effective_threads = threads;

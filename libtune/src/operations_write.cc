@@ -102,7 +102,7 @@ const TuningValue* usable(const CacheProfile* profile, const runtime::ParameterS
 
 SetReport set_kernel_tuning_parameters(const SetOptions& options, const OperationContext& context) {
   const detail::Environment environment = detail::resolve(context);
-  const int64_t threads = resolve_threads(options.num_threads.value_or(0));
+  const int64_t threads = environment.session_threads(options.num_threads);
   const runtime::TuningSchema& schema =
       resolve_schema(environment.kernels, options.kernel, options.element_type, options.implementation,
                      options.library, options.device, environment.features);

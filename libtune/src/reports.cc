@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <variant>
 
 #include <fmt/format.h>
@@ -192,7 +194,14 @@ class PrettyJson {
   void item() { next(); }
   void string(std::string_view text) {
     out_ += '"';
-    for (const char c : text) {
+    // Runs that need no escape are appended whole: most strings are plain, and character by
+    // character appends were a quarter of writing a large report.
+    std::size_t plain = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) continue;
+      out_.append(text.data() + plain, i - plain);
+      plain = i + 1;
       switch (c) {
         case '"': out_ += "\\\""; break;
         case '\\': out_ += "\\\\"; break;
@@ -202,13 +211,10 @@ class PrettyJson {
         case '\f': out_ += "\\f"; break;
         case '\r': out_ += "\\r"; break;
         default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            out_ += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-          } else {
-            out_ += c;
-          }
+          out_ += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
       }
     }
+    out_.append(text.data() + plain, text.size() - plain);
     out_ += '"';
   }
   void integer(int64_t value) {
@@ -257,6 +263,28 @@ class PrettyJson {
 };
 
 // Keys in the sorted order nlohmann's std::map gives; tests compare with to_json().dump(2).
+// Diagnostic::to_json written directly: a fleet cache has one diagnostic per foreign profile.
+void write_diagnostic(PrettyJson& w, const Diagnostic& d) {
+  const runtime::TuningKey* k = d.key ? &*d.key : nullptr;
+  w.open('{');
+  if (k != nullptr) {
+    w.key("device"), w.integer(k->device);
+    w.key("device_name"), w.string(runtime::device_name(k->device));
+    w.key("element_type"), w.integer(k->element_type);
+  }
+  if (d.profile) w.key("field"), w.string(d.field);
+  if (k != nullptr) {
+    w.key("implementation"), w.string(k->implementation);
+    w.key("kernel"), w.string(k->kernel);
+  }
+  if (d.profile) w.key("layer"), w.string(d.layer ? cache_layer_name(*d.layer) : "user");
+  if (k != nullptr) w.key("library"), w.string(k->library);
+  w.key("message"), w.string(d.message);
+  if (d.profile) w.key("profile"), w.integer(static_cast<int64_t>(*d.profile));
+  if (k != nullptr) w.key("tuning_abi"), w.integer(k->tuning_abi);
+  w.close('}');
+}
+
 void write_profile(PrettyJson& w, const InspectedProfile& inspected) {
   const CacheProfile& p = inspected.profile;
   const HostDescriptor& h = p.host;
@@ -305,29 +333,63 @@ void write_profile(PrettyJson& w, const InspectedProfile& inspected) {
 
 }  // namespace
 
-void InspectReport::write_json(std::string& out) const {
-  out.reserve(out.size() + 1024 + profiles.size() * 1500);
+namespace {
+
+// InspectReport::write_json into `out`; `drain` (when set) is called between entries and may
+// take away what `out` holds.
+void write_inspect(const InspectReport& r, std::string& out, const std::function<void()>& drain) {
   PrettyJson w(out);
   w.open('{');
   w.key("diagnostics");
   w.open('[');
-  for (const auto& diagnostic : diagnostics) w.item(), w.any(diagnostic.to_json());
+  for (const auto& diagnostic : r.diagnostics) {
+    w.item(), write_diagnostic(w, diagnostic);
+    if (drain) drain();
+  }
   w.close(']');
-  w.key("path"), w.string(path);
+  w.key("path"), w.string(r.path);
   w.key("profiles");
   w.open('[');
-  for (const auto& profile : profiles) w.item(), write_profile(w, profile);
+  for (const auto& profile : r.profiles) {
+    w.item(), write_profile(w, profile);
+    if (drain) drain();
+  }
   w.close(']');
-  w.key("status"), w.string(file_status_name(status));
+  w.key("status"), w.string(file_status_name(r.status));
   w.key("system_cache");
-  if (system_path.empty()) {
+  if (r.system_path.empty()) {
     w.any(nlohmann::json());
   } else {
-    w.any(nlohmann::json{{"path", system_path},
-                         {"status", file_status_name(system_status)},
-                         {"profiles", system_profiles}});
+    w.any(nlohmann::json{{"path", r.system_path},
+                         {"status", file_status_name(r.system_status)},
+                         {"profiles", r.system_profiles}});
   }
   w.close('}');
+}
+
+}  // namespace
+
+void InspectReport::write_json(std::string& out) const {
+  // About what the profiles and diagnostics of a real cache take: one large allocation rather
+  // than doublings, each a copy and fresh pages.
+  std::size_t estimate = 1024 + profiles.size() * 1200;
+  for (const auto& profile : profiles) estimate += 32 * profile.profile.host.features.size();
+  out.reserve(out.size() + estimate + diagnostics.size() * 700);
+  write_inspect(*this, out, {});
+}
+
+void InspectReport::write_json(std::ostream& out) const {
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  std::string buffer;
+  buffer.reserve(kChunk + 64 * 1024);
+  auto flush = [&] {
+    out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    buffer.clear();
+  };
+  write_inspect(*this, buffer, [&] {
+    if (buffer.size() >= kChunk) flush();
+  });
+  flush();
 }
 
 }  // namespace onnx_light::tune

@@ -119,6 +119,15 @@ expect_offers "onnx-light-tune inspect $SCRATCH/my.c" "$SCRATCH/my.cache"
 expect_offers "onnx-light-tune --cache $SCRATCH/my.c" "$SCRATCH/my.cache"
 touch "$SCRATCH/trace.json"
 expect_offers "onnx-light-tune run $SCRATCH/model.onnxtxt --trace $SCRATCH/tra" "$SCRATCH/trace.json"
+# The host verb, and --as-host FILE on the read verbs (issue 21).
+expect_exactly "onnx-light-tune ho" host
+expect_offers "onnx-light-tune host -" --threads --json --help
+expect_exactly "onnx-light-tune host --threads ''"
+touch "$SCRATCH/build-07.host.json"
+for verb in inspect list propose load; do
+  expect_offers "onnx-light-tune $verb --" --as-host
+  expect_offers "onnx-light-tune $verb --as-host $SCRATCH/build-07" "$SCRATCH/build-07.host.json"
+done
 # --top takes a number: nothing to offer.
 expect_exactly "onnx-light-tune run $SCRATCH/model.onnxtxt --top ''"
 # The script can be sourced in an interactive shell and registers itself.

@@ -25,7 +25,7 @@ tagged_options() {
 }
 
 # Names of the keys on the tag lines of a rendered JSON OUTPUT section.
-tagged_keys() { grep -E '^ {7}[a-z_]+( |$)' | sed -E 's/^ {7}([a-z_]+).*/\1/' | sort -u; }
+tagged_keys() { grep -E '^ {7}[a-z_][a-z0-9_]*( |$)' | sed -E 's/^ {7}([a-z_][a-z0-9_]*).*/\1/' | sort -u; }
 
 # Option names in `--help` output: the first column of the option lines.
 help_options() {
@@ -147,8 +147,9 @@ json calibrate calibrate Abs --no-save --max-duration-ms 50
 json run run "$ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt" -i x=random:1 --dim N=64 --profile
 json verify verify Abs --max-duration-ms 50
 json remove remove --kernel Abs --yes
+json host host
 json calibrate_model calibrate --model "$ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt" --dim N=64 --no-save --max-duration-ms 100
-for verb in set list propose inspect load calibrate run verify remove; do
+for verb in set list propose inspect load calibrate run verify remove host; do
   check_json_keys "$MAN_DIR/onnx-light-tune-$verb.1" "$SCRATCH/$verb.json"
 done
 check_json_keys "$MAN_DIR/onnx-light-tune-calibrate.1" "$SCRATCH/calibrate_model.json" "MODEL JSON OUTPUT"

@@ -266,6 +266,56 @@ void check_same_as_reference(const std::string& text) {
 
 }  // namespace
 
+// Host sections are read without toml++ when they are in the writer's plain layout; every other
+// spelling must still read exactly as the whole-document parse reads it.
+TEST_CASE("cache_file_plain_host_sections_agree_with_whole_document_parse") {
+  std::vector<CacheProfile> profiles;
+  for (int64_t stepping = 0; stepping < 3; ++stepping) {
+    CacheProfile profile = sample_profile("Alpha", 1 + stepping);
+    profile.host.stepping = stepping;
+    profiles.push_back(profile);
+  }
+  const std::string good = serialize_cache(profiles);
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+  };
+  const std::string stepping = "stepping = 1\n";
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"as written", good},
+      {"leading zero", replaced(stepping, "stepping = 01\n")},
+      {"plus sign", replaced(stepping, "stepping = +1\n")},
+      {"underscore", replaced(stepping, "stepping = 1_0\n")},
+      {"hexadecimal", replaced(stepping, "stepping = 0x10\n")},
+      {"largest integer", replaced(stepping, "stepping = 9223372036854775807\n")},
+      {"negative", replaced(stepping, "stepping = -1\n")},
+      {"float", replaced(stepping, "stepping = 1.0\n")},
+      {"string", replaced(stepping, "stepping = \"1\"\n")},
+      {"no spaces", replaced(stepping, "stepping=1\n")},
+      {"comment", replaced(stepping, "stepping = 1 # c\n")},
+      {"comment line", replaced(stepping, "# c\nstepping = 1\n")},
+      {"repeated", replaced(stepping, "stepping = 1\nstepping = 2\n")},
+      {"unknown field", replaced(stepping, "stepping = 1\nextra = 2\n")},
+      {"missing", replaced(stepping, "")},
+      {"quoted name", replaced(stepping, "\"stepping\" = 1\n")},
+      {"escaped string", replaced("vendor = \"", "vendor = \"a\\\"b")},
+      {"unicode string", replaced("vendor = \"", "vendor = \"\xc3\xa9")},
+      {"literal string", replaced("architecture = \"x86_64\"", "architecture = 'x86_64'")},
+      {"zero threads", replaced("effective_threads = 2\n", "effective_threads = 0\n")},
+      {"too many threads", replaced("effective_threads = 2\n", "effective_threads = 1048577\n")},
+      {"no features", replaced("features = [", "features = []\nfeaturez = [")},
+      {"unsorted features", replaced("features = [", "features = [\"zz\", \"aa\", \"zz\", ")},
+      {"spaced features", replaced("features = [", "features = [ ")},
+      {"features not strings", replaced("features = [", "features = [1, ")},
+  };
+  for (const auto& [name, text] : cases) {
+    CAPTURE(name);
+    check_same_as_reference(text);
+  }
+}
+
 TEST_CASE("cache_file_sectioned_parse_agrees_with_whole_document_parse") {
   std::vector<CacheProfile> profiles;
   for (int64_t threads = 1; threads <= 6; ++threads) {

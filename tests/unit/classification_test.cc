@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <chrono>
+
 #include <doctest/doctest.h>
 
 #include "onnx_light/tune/classification.h"
@@ -122,4 +125,41 @@ TEST_CASE("classify_diagnostic_json_carries_key_profile_layer_field") {
   CHECK(j["layer"] == "user");
   CHECK(j["field"] == "values.split.ratio");
   CHECK(j["message"].get<std::string>().find("below the minimum") != std::string::npos);
+}
+
+// A fleet's merged cache: profiles of one key whose hosts differ only in one field each time. The
+// duplicate check must stay linear (it hashed hosts without their stepping, caches or cores, and
+// 40,000 such profiles took seconds), and still find the one real duplicate among them.
+TEST_CASE("classify_profiles_hosts_differing_in_one_field_stay_linear") {
+  Fixture f;
+  const auto schema = tune_test::alpha_schema(1, "portable");
+  CacheFile file;
+  file.path = "fleet.cache";
+  file.status = FileStatus::loaded;
+  const CacheProfile base = f.profile(schema, 1);
+  constexpr int64_t kPerField = 8000;
+  for (int64_t i = 0; i < kPerField; ++i) {
+    for (int field = 0; field < 5; ++field) {
+      CacheProfile p = base;
+      int64_t& value = field == 0   ? p.host.stepping
+                       : field == 1 ? p.host.l1d_cache_bytes
+                       : field == 2 ? p.host.l2_cache_bytes
+                       : field == 3 ? p.host.physical_cores
+                                    : p.host.logical_cores;
+      value = 100000 + i;
+      file.profiles.push_back(std::move(p));
+    }
+  }
+  file.profiles.push_back(file.profiles[12345]);  // the only duplicate
+  const SchemaIndex index(*f.table);
+  const auto start = std::chrono::steady_clock::now();
+  const auto classes = classify_profiles(file, CacheLayer::user, index, f.machine);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(classes.size() == file.profiles.size());
+  const auto invalid = std::count_if(classes.begin(), classes.end(),
+                                     [](const Classification& c) { return c.value == ProfileClass::invalid; });
+  CHECK(invalid == 1);
+  CHECK(classes.back().value == ProfileClass::invalid);
+  // Linear: a fraction of a second here, also with sanitizers; the colliding hash took minutes.
+  CHECK(seconds < 5.0);
 }

@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <set>
+#include <sstream>
 
 #include <doctest/doctest.h>
 
@@ -200,6 +201,9 @@ TEST_CASE("report_inspect_write_json_equals_to_json_dump") {
   std::string written;
   report.write_json(written);
   CHECK(written == report.to_json().dump(2));
+  std::ostringstream streamed;
+  report.write_json(streamed);
+  CHECK(streamed.str() == written);
 
   InspectReport empty;
   empty.path = "p";

@@ -3,12 +3,15 @@
 // on the machine that wrote them: the same CPU model, ISA features, caches and cores.
 #include <compare>
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "onnx_light/runtime/runtime_parameters.h"
+#include "onnx_light/runtime/cpu_features.h"
 
 namespace onnx_light::tune {
 
@@ -42,6 +45,9 @@ struct HostDescriptor {
 // This machine (cpuinfo + uname), detected once; effective_threads is 0. Never throws: fields
 // cpuinfo cannot provide stay empty.
 const HostDescriptor& this_machine();
+// This machine's name (gethostname), "" when it has none. Informational (provenance, `host
+// --json`): profiles are never matched by it.
+std::string this_hostname();
 // This machine running sessions on `effective_threads` threads.
 HostDescriptor detect_host(int64_t effective_threads);
 
@@ -49,6 +55,20 @@ HostDescriptor detect_host(int64_t effective_threads);
 std::string microarchitecture_name(uint32_t cpuinfo_uarch);
 // Name of a cpuinfo_vendor value ("intel", "amd"), "" for unknown values.
 std::string vendor_name(uint32_t cpuinfo_vendor);
+
+// The host descriptor in `object`, the JSON `onnx-light-tune host --json` prints: every field of
+// to_json() is required, "hostname" may be present (informational, never part of a match), any
+// other key is refused. Features are sorted and de-duplicated as the cache reader does. `source`
+// (a file name) starts every message, which names the field at fault: TypeMismatchError for a
+// wrong JSON type, InvalidValueError for a missing or unknown field or a value out of range.
+HostDescriptor host_from_json(const nlohmann::json& object, std::string_view source);
+// Reads a host descriptor file (see host_from_json). NotFoundError when it does not exist, IoError
+// when it cannot be read, InvalidValueError when it is not JSON; never touches anything else.
+HostDescriptor read_host_file(const std::filesystem::path& path);
+
+// The dispatch features of a host, from its ISA feature names: what the runtime would select
+// implementations by on that machine (names it does not dispatch on are ignored).
+runtime::CpuFeatures dispatch_features(const HostDescriptor& host);
 
 // Threads a session with `num_threads` runs on (0 or unset: one per physical core), as the runtime
 // resolves them. Throws InvalidValueError for negative counts.

@@ -30,6 +30,10 @@ struct OperationContext {
   runtime::TuningRegistry* registry = nullptr;     // nullptr: runtime::process_tuning_registry()
   const runtime::CpuFeatures* features = nullptr;  // dispatch features; nullptr: host_cpu_features()
   std::optional<HostDescriptor> machine;           // unset: this_machine() (threads ignored)
+  // The threads a session of `machine` gets when an operation is given no thread count (or 0).
+  // Unset: one per physical core of this machine. `--as-host FILE` sets it to the file's
+  // effective_threads, so that "local" means that host at its own thread count.
+  std::optional<int64_t> machine_threads;
   // unset: system_kernel_tuning_cache_path(); an empty path: no system layer.
   std::optional<std::filesystem::path> system_cache_path;
   std::string tool_version;  // "" : this library's version
