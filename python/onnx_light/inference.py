@@ -256,6 +256,12 @@ class InferenceSession:
         """The threads the session runs on."""
         return int(self._session.threads)
 
+    @property
+    def thread_pool_id(self) -> int:
+        """The thread pool the session runs on: sessions with the same threads, spin and placement
+        share one (see ``onnx_light.runtime.live_thread_pools()``)."""
+        return int(self._session.thread_pool_id)
+
     def get_inputs(self) -> List[NodeArg]:
         """The graph inputs (initializers excluded), in order: ``[NodeArg(name='x', type='tensor(float)', shape=['N', 3])]``."""
         return list(self._inputs)

@@ -28,6 +28,7 @@
 #include "onnx_light/runtime/parallel_region_collector.h"
 #include "onnx_light/runtime/runtime_parameters.h"
 #include "onnx_light/runtime/session.h"
+#include "onnx_light/runtime/shared_thread_pools.h"
 #include "onnx_light/runtime/session_profile.h"
 #include "onnx_light/runtime/tensor.h"
 #include "onnx_light/runtime/tensor_format.h"
@@ -595,6 +596,9 @@ void bind_runtime(py::module_& m) {
       .def_readwrite("profile", &rt::RuntimeSessionOptions::profile,
                      "Whether the session records per-node times and a Chrome trace of its runs.")
       .def_readwrite("parameters", &rt::RuntimeSessionOptions::parameters, "The RuntimeParameters.")
+      .def_readwrite("share_thread_pool", &rt::RuntimeSessionOptions::share_thread_pool,
+                     "True (default): the session runs on the process's pool for its threads, spin and placement, "
+                     "shared with every such session (their parallel regions queue for it); False: a pool of its own.")
       .def_readwrite("parallel_region_collector", &rt::RuntimeSessionOptions::parallel_region_collector,
                      "The ParallelRegionCollector, or None.")
       .def("__repr__", [](const rt::RuntimeSessionOptions& o) {
@@ -607,6 +611,10 @@ void bind_runtime(py::module_& m) {
                            o.fuse_activations ? "True" : "False", o.flush_denormals ? "True" : "False",
                            o.profile ? "True" : "False");
       });
+
+  m.def(
+      "live_thread_pools", [] { return rt::process_thread_pools().live_pools(); },
+      "Thread pools the process's sessions share that are still alive (a pool ends with its last session).");
 
   // ---- contexts ----
   m.def(
@@ -825,6 +833,14 @@ void bind_runtime(py::module_& m) {
           "outputs", [](const Session& s) { return s.session->outputs(); }, "The graph outputs (ValueInfo).")
       .def_property_readonly(
           "threads", [](const Session& s) { return s.session->threads(); }, "The threads the session runs on.")
+      .def_property_readonly(
+          "thread_pool_id",
+          [](const Session& s) {
+            std::lock_guard lock(s.mutex);
+            return s.session->thread_pool_id();
+          },
+          "The id of the thread pool the session runs on: equal for sessions that share one (same threads, "
+          "spin and placement, share_thread_pool=True).")
       .def(
           "optimization_report",
           [](const Session& s) {
