@@ -16,10 +16,12 @@
 #include "onnx_light/runtime/runtime_parameters.h"
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/thread_pool.h"
+#include "polling.h"
 #include "test_models.h"
 
 using onnx_light::InvalidValueError;
 using namespace onnx_light::runtime;
+using onnx_light::test::eventually;
 
 namespace {
 
@@ -33,16 +35,6 @@ std::string message_of(auto&& call) {
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-template <class Condition>
-bool eventually(Condition condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return condition();
-}
 
 std::string first_line(const std::filesystem::path& path) {
   std::ifstream in(path);

@@ -53,6 +53,25 @@ RuntimeSession abs_session(int threads, TuningRegistry* registry, bool share = t
   return RuntimeSession(test::parse(test::kSeedAbsModel), options);
 }
 
+// Runs Abs over -scale * [0, n) `runs` times; returns the runs whose result was not scale * [0, n).
+int abs_run_errors(RuntimeSession& session, int64_t n, float scale, int runs) {
+  Tensor x(ElementType::float32, {n});
+  for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = -scale * static_cast<float>(i);
+  int wrong = 0;
+  for (int r = 0; r < runs; ++r) {
+    RuntimeContext context;
+    context.set("x", x);
+    session.run(context);
+    const float* y = context.get("y").data<float>();
+    for (int64_t i = 0; i < n; ++i)
+      if (y[i] != scale * static_cast<float>(i)) {
+        ++wrong;
+        break;
+      }
+  }
+  return wrong;
+}
+
 }  // namespace
 
 TEST_CASE("sessions_with_equal_parameters_share_the_process_pool_until_the_last_one_ends") {
@@ -79,24 +98,10 @@ TEST_CASE("two_sessions_on_one_shared_pool_run_concurrently_each_on_every_worker
   RuntimeSession b = abs_session(2, registry.get(), true, -1, collector_b);
   REQUIRE(a.thread_pool_id() == b.thread_pool_id());
   std::atomic<int> wrong{0};
-  auto hammer = [&](RuntimeSession& session, float sign) {
-    const int64_t n = int64_t{1} << 17;  // regions long enough that the two sessions collide
-    Tensor x(ElementType::float32, {n});
-    for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = sign * static_cast<float>(i);
-    for (int r = 0; r < 300; ++r) {
-      RuntimeContext context;
-      context.set("x", x);
-      session.run(context);
-      const float* y = context.get("y").data<float>();
-      for (int64_t i = 0; i < n; ++i)
-        if (y[i] != static_cast<float>(i)) {
-          wrong.fetch_add(1);
-          break;
-        }
-    }
-  };
-  std::thread ta([&] { hammer(a, -1.0f); });
-  std::thread tb([&] { hammer(b, 1.0f); });
+  // Regions long enough that the two sessions collide.
+  auto hammer = [&](RuntimeSession& session, float scale) { wrong += abs_run_errors(session, int64_t{1} << 17, scale, 300); };
+  std::thread ta([&] { hammer(a, 1.0f); });
+  std::thread tb([&] { hammer(b, 2.0f); });
   ta.join();
   tb.join();
   CHECK(wrong.load() == 0);
@@ -113,22 +118,7 @@ TEST_CASE("one_session_run_from_two_threads_at_once_is_serialized_and_correct") 
   auto registry = test::parallel_registry({"Abs"});
   RuntimeSession session = abs_session(2, registry.get());
   std::atomic<int> wrong{0};
-  auto hammer = [&](float scale) {
-    const int64_t n = 3000;
-    Tensor x(ElementType::float32, {n});
-    for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = -scale * static_cast<float>(i);
-    for (int r = 0; r < 300; ++r) {
-      RuntimeContext context;
-      context.set("x", x);
-      session.run(context);
-      const float* y = context.get("y").data<float>();
-      for (int64_t i = 0; i < n; ++i)
-        if (y[i] != scale * static_cast<float>(i)) {
-          wrong.fetch_add(1);
-          break;
-        }
-    }
-  };
+  auto hammer = [&](float scale) { wrong += abs_run_errors(session, 3000, scale, 300); };
   std::thread t1([&] { hammer(1.0f); });
   std::thread t2([&] { hammer(3.0f); });
   t1.join();

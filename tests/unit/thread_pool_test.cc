@@ -13,11 +13,13 @@
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/thread_pool.h"
+#include "polling.h"
 
 using onnx_light::InvalidValueError;
 using onnx_light::runtime::BlockRange;
 using onnx_light::runtime::partition_block;
 using onnx_light::runtime::ThreadPool;
+using onnx_light::test::eventually;
 
 namespace {
 
@@ -455,20 +457,6 @@ TEST_CASE("thread pool: per-block float sums are bit-identical to a serial run o
   }
 }
 
-namespace {
-
-// Polls `condition` for up to two seconds (a loaded 2-vCPU VM can delay a worker's wake-up).
-template <class Condition>
-bool eventually(Condition condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return condition();
-}
-
-}  // namespace
 
 TEST_CASE("awake_scope_wakes_parked_workers_and_keeps_them_spinning_until_it_ends") {
   ThreadPool pool(3);
