@@ -77,6 +77,7 @@ def run_once(tool: str, cache: str, args: argparse.Namespace) -> dict:
         "wall_ms": wall_ms,
         "sizes": len(m["cases"]),
         "other_cpus": (m.get("contention") or {}).get("other_cpus"),
+        "waiting_threads": (m.get("contention") or {}).get("waiting_threads"),
         "warned": "warning:" in done.stderr,
         "measurement": m,
         "diagnostics": [d["message"] for d in report["diagnostics"]],
@@ -122,14 +123,16 @@ def main() -> int:
     disagreeing_unwarned = [r for r in disagreeing if not (r["confidence"] == "low" and r["warned"])]
 
     bar = "|" if args.markdown else ""
-    print(f"{bar} run {bar} pick {bar} confidence {bar} saved {bar} sizes {bar} other CPUs {bar} reported ms {bar}"
+    print(f"{bar} run {bar} pick {bar} confidence {bar} saved {bar} sizes {bar} other CPUs {bar} our threads waiting {bar} reported ms {bar}"
           f" wall ms {bar} within 1 doubling of median {bar}")
     if args.markdown:
-        print("|---:|---:|:---|:---|---:|---:|---:|---:|:---|")
+        print("|---:|---:|:---|:---|---:|---:|---:|---:|---:|:---|")
     for i, (r, ok) in enumerate(zip(runs, near_median), 1):
         print(f"{bar} {i} {bar} {r['pick']} {bar} {r['confidence']}{' (noisy)' if r['noisy'] else ''} {bar}"
               f" {'yes' if r['saved'] else 'no'} {bar} {r['sizes']} {bar}"
-              f" {'-' if r['other_cpus'] is None else format(r['other_cpus'], '.2f')} {bar} {r['elapsed_ms']} {bar} {r['wall_ms']:.0f} {bar}"
+              f" {'-' if r['other_cpus'] is None else format(r['other_cpus'], '.2f')} {bar}"
+              f" {'-' if r['waiting_threads'] is None else format(r['waiting_threads'], '.2f')} {bar}"
+              f" {r['elapsed_ms']} {bar} {r['wall_ms']:.0f} {bar}"
               f" {'yes' if ok else 'NO'} {bar}")
         if args.verbose:
             for d in r["diagnostics"]:
