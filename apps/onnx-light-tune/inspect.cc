@@ -145,7 +145,10 @@ void register_inspect(CLI::App& app, AppContext& context) {
       "  onnx-light-tune inspect --kernel Abs --threads 2 --json\n"
       "  onnx-light-tune inspect --as-host build-07.host.json   # as build-07 would see this cache");
   verb->callback(
-      [options, &context] { context.action = [options, &context] { return inspect_verb(*options, context); }; });
+      [options, &context] {
+    context.reads_whole_cache = true;
+    context.action = [options, &context] { return inspect_verb(*options, context); };
+  });
 }
 
 }  // namespace onnx_light::cli

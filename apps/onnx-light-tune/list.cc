@@ -102,7 +102,10 @@ void register_list(CLI::App& app, AppContext& context) {
       "  onnx-light-tune list\n"
       "  onnx-light-tune list Abs Relu --element-type float --threads 2\n"
       "  onnx-light-tune list --implementation all --json");
-  verb->callback([options, &context] { context.action = [options, &context] { return list_verb(*options, context); }; });
+  verb->callback([options, &context] {
+    context.reads_whole_cache = true;
+    context.action = [options, &context] { return list_verb(*options, context); };
+  });
 }
 
 }  // namespace onnx_light::cli

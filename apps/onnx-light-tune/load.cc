@@ -84,7 +84,10 @@ void register_load(CLI::App& app, AppContext& context) {
       "Examples:\n"
       "  onnx-light-tune load\n"
       "  onnx-light-tune load --kernel Abs --kernel Relu --threads 2 --json");
-  verb->callback([options, &context] { context.action = [options, &context] { return load_verb(*options, context); }; });
+  verb->callback([options, &context] {
+    context.reads_whole_cache = true;
+    context.action = [options, &context] { return load_verb(*options, context); };
+  });
 }
 
 }  // namespace onnx_light::cli

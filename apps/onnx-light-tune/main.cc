@@ -47,6 +47,30 @@ void configure_logging(const AppContext& context) {
   spdlog::set_default_logger(logger);
 }
 
+// Lets the heap this process is about to grow use transparent huge pages where the kernel leaves
+// that to madvise. Reading a fleet's cache allocates a few hundred megabytes in small pieces, and
+// on a virtual machine each first touch of a 4 KiB page is a costly fault: with 40,000 profiles
+// the faults took half of `inspect --json` (glibc's own glibc.malloc.hugetlb=1 tunable does the
+// same, but only from the environment). The heap is grown once by kHeapReserve of address space,
+// which is advised; only what is touched becomes resident. Best effort: any failure leaves the
+// ordinary heap.
+void prefer_huge_pages() {
+#if defined(__linux__) && defined(__GLIBC__)
+  constexpr std::size_t kHeapReserve = std::size_t{1} << 30;
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  if (mallopt(M_TOP_PAD, static_cast<int>(kHeapReserve)) == 0) return;
+  mallopt(M_TRIM_THRESHOLD, static_cast<int>(kHeapReserve));  // keep it: the process is short-lived
+  // Blocks up to 32 MiB (glibc's maximum) from the advised heap too, not from fresh mappings.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  void* probe = std::malloc(kHugePage);  // more than the heap has left: it grows by M_TOP_PAD
+  if (probe == nullptr) return;
+  const auto start = (reinterpret_cast<std::uintptr_t>(probe) + kHugePage - 1) & ~(kHugePage - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(sbrk(0)) & ~(kHugePage - 1);
+  if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+  std::free(probe);
+#endif
+}
+
 int run_main(int argc, char** argv, AppContext& context) {
   CLI::App app{"onnx-light-tune: tune the CPU kernels of the onnx-light runtime and manage its tuning cache.",
                "onnx-light-tune"};
@@ -129,6 +153,7 @@ int run_main(int argc, char** argv, AppContext& context) {
     *context.err << fmt::format("onnx-light-tune: using the system cache {}\n", context.cache_path);
   }
   if (!context.action) throw UsageError("no verb given; see 'onnx-light-tune --help'");
+  if (context.reads_whole_cache) prefer_huge_pages();
   return context.action();
 }
 
@@ -145,36 +170,12 @@ const char* error_kind(const onnx_light::Error& error) {
   return "error";
 }
 
-// Lets the heap this process is about to grow use transparent huge pages where the kernel leaves
-// that to madvise. Reading a fleet's cache allocates a few hundred megabytes in small pieces, and
-// on a virtual machine each first touch of a 4 KiB page is a costly fault: with 40,000 profiles
-// the faults took half of `inspect --json` (glibc's own glibc.malloc.hugetlb=1 tunable does the
-// same, but only from the environment). The heap is grown once by kHeapReserve of address space,
-// which is advised; only what is touched becomes resident. Best effort: any failure leaves the
-// ordinary heap.
-void prefer_huge_pages() {
-#if defined(__linux__) && defined(__GLIBC__)
-  constexpr std::size_t kHeapReserve = std::size_t{1} << 30;
-  constexpr std::size_t kHugePage = std::size_t{2} << 20;
-  if (mallopt(M_TOP_PAD, static_cast<int>(kHeapReserve)) == 0) return;
-  mallopt(M_TRIM_THRESHOLD, static_cast<int>(kHeapReserve));  // keep it: the process is short-lived
-  // Blocks up to 32 MiB (glibc's maximum) from the advised heap too, not from fresh mappings.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  void* probe = std::malloc(kHugePage);  // more than the heap has left: it grows by M_TOP_PAD
-  if (probe == nullptr) return;
-  const auto start = (reinterpret_cast<std::uintptr_t>(probe) + kHugePage - 1) & ~(kHugePage - 1);
-  const auto end = reinterpret_cast<std::uintptr_t>(sbrk(0)) & ~(kHugePage - 1);
-  if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
-  std::free(probe);
-#endif
-}
 
 }  // namespace
 }  // namespace onnx_light::cli
 
 int main(int argc, char** argv) {
   using namespace onnx_light::cli;
-  prefer_huge_pages();
   AppContext context;
   const bool json = wants_json(argc, argv);
   auto fail = [&](const std::string& kind, const std::string& message, int status) {

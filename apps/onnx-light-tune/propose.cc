@@ -72,7 +72,10 @@ void register_propose(CLI::App& app, AppContext& context) {
       "  onnx-light-tune propose\n"
       "  onnx-light-tune propose Abs --element-type float --threads 2 --json");
   verb->callback(
-      [options, &context] { context.action = [options, &context] { return propose_verb(*options, context); }; });
+      [options, &context] {
+    context.reads_whole_cache = true;
+    context.action = [options, &context] { return propose_verb(*options, context); };
+  });
 }
 
 }  // namespace onnx_light::cli

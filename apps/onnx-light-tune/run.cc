@@ -36,6 +36,7 @@ struct RunOptions {
   int warmup = 0;
   std::string output_dir;
   bool profile = false;
+  bool counters = false;
   int top = 20;
   std::string trace_path;
   bool json = false;
@@ -100,6 +101,36 @@ void print_profile(std::ostream& out, const runtime::SessionProfile& profile, in
                        100.0 * t.share);
 }
 
+// The --counters table: the nodes of the --profile table, one column per available counter, then
+// each counter the system refused and why.
+void print_counters(std::ostream& out, const runtime::SessionProfile& profile, int top) {
+  const std::size_t shown = top == 0 ? profile.nodes.size() : std::min<std::size_t>(profile.nodes.size(), static_cast<std::size_t>(top));
+  std::vector<const runtime::CounterStatus*> available;
+  for (const auto& c : profile.counters)
+    if (c.available) available.push_back(&c);
+  out << fmt::format("counters ({} of {} available; per node, summed over the timed runs, the calling thread and the "
+                     "pool's workers):\n",
+                     available.size(), profile.counters.size());
+  if (!available.empty()) {
+    std::size_t name_width = 4;
+    for (std::size_t i = 0; i < shown; ++i) name_width = std::max(name_width, profile.nodes[i].node.size());
+    name_width = std::min<std::size_t>(name_width, 32);
+    out << fmt::format("  {:<{}}", "node", name_width);
+    for (const auto* c : available) out << fmt::format(" {:>16}", c->name);
+    out << "\n";
+    for (std::size_t i = 0; i < shown; ++i) {
+      const auto& n = profile.nodes[i];
+      out << fmt::format("  {:<{}}", fit(n.node, name_width), name_width);
+      for (const auto& reading : n.counters) out << fmt::format(" {:>16}", reading.value);
+      out << "\n";
+    }
+  }
+  for (const auto& c : profile.counters) {
+    if (c.available && !c.user_space_only) continue;
+    out << fmt::format("  {}: {}\n", c.name, c.available ? c.reason : "unavailable: " + c.reason);
+  }
+}
+
 int run_verb(const RunOptions& o, AppContext& context) {
   using namespace runtime;
   Model model = load_model_file(o.model_path);
@@ -126,6 +157,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
   if (!o.max_memory.empty())
     options.max_memory_bytes = std::get<int64_t>(parse_value(o.max_memory, ValueType::int64, "--max-memory"));
   options.profile = o.profile || !o.trace_path.empty();
+  options.profile_counters = o.counters;
   RuntimeSession session(model, options);
 
   RuntimeContext run_context(KernelContext(default_opset(model.opset_version(""))));
@@ -246,6 +278,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
       out << fmt::format("  {:<28} {:>9} {:>8} {:>12} {:>6} {:>10.1f}\n", e.label, e.requested_threads,
                          e.admitted_threads, e.iterations, e.grain, static_cast<double>(e.wall_time_ns) / 1000.0);
     print_profile(out, profile, o.top);
+    if (o.counters) print_counters(out, profile, o.top);
     const SessionMemoryReport memory = session.memory_report();
     out << fmt::format("memory: weights {:.1f} KiB, peak activations {:.1f} KiB (one buffer per value: {:.1f} KiB, "
                        "{} values released at their last reader, {} of {} eligible nodes ran in place)\n",
@@ -302,9 +335,15 @@ void register_run(CLI::App& app, AppContext& context) {
       ->check(one_of({"none", "basic", "all"}))
       ->type_name("LEVEL")
       ->default_val("all");
-  run->add_flag("--profile", options->profile,
+  CLI::Option* profile_flag = run->add_flag("--profile", options->profile,
                 "Show the tuning values each kernel ran with, the parallel regions, and the time per node and per "
                 "op type over the timed runs");
+  run->add_flag("--counters", options->counters,
+                "With --profile: count per node, through perf_event_open, cycles, instructions and last-level cache "
+                "misses where the machine has a PMU, and task clock, context switches, CPU migrations and page faults "
+                "from the kernel; counters the system refuses are listed with the reason (no PMU, "
+                "perf_event_paranoid, seccomp)")
+      ->needs(profile_flag);
   run->add_option("--top", options->top, "Nodes in the --profile table, longest first (0 = all; --json lists all)")
       ->check(integer_in_range(0, 1000000))
       ->type_name("N")
@@ -315,11 +354,12 @@ void register_run(CLI::App& app, AppContext& context) {
       ->type_name("FILE");
   run->add_flag("--json", options->json,
                 "Print one JSON object (threads, policy, outputs, latency_us, memory; with --profile also parallel_regions, "
-                "tuning, profile)");
+                "tuning, profile; with --counters, profile.counters and each node's counters)");
   run->footer(
       "Examples:\n"
       "  onnx-light-tune run examples/abs.onnxtxt --input x=random:7 --dim N=65536 --repeat 100 --profile\n"
       "  onnx-light-tune run model.onnx -i x=random -w 10 -r 100 --profile --top 10 --trace trace.json\n"
+      "  onnx-light-tune run model.onnx -i x=random -r 100 --profile --counters\n"
       "  onnx-light-tune run model.onnx -i a=a.npy -i b=b.npy --output-dir out/ --json\n"
       "  onnx-light-tune run model.onnx -i x=random -r 1000 --spin long --cpus 0-3\n"
       "A model file is read as the ONNX text syntax when its content is text, else as binary protobuf.");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -183,20 +184,37 @@ std::optional<long> read_topology_value(int cpu, const char* field) {
   return value;
 }
 
-// Distinct (package, core) pairs of the CPUs `include` accepts; nullopt when sysfs cannot tell.
-template <typename Include>
-std::optional<int> sysfs_core_count(Include include) {
-  std::set<std::pair<long, long>> cores;
-  const long configured = std::max<long>(sysconf(_SC_NPROCESSORS_CONF), std::thread::hardware_concurrency());
-  for (int cpu = 0; cpu < configured; ++cpu) {
-    if (!include(cpu)) continue;
-    const auto package = read_topology_value(cpu, "physical_package_id");
-    const auto core = read_topology_value(cpu, "core_id");
-    if (!package || !core) continue;  // offline or absent
-    cores.emplace(*package, *core);
-  }
-  if (cores.empty()) return std::nullopt;
-  return static_cast<int>(cores.size());
+using CoreId = std::pair<long, long>;  // (physical package, core)
+
+// Per CPU number, its core; nullopt when offline or sysfs cannot tell. Read once: the topology does
+// not change under a process, while the set of CPUs it may use can (taskset), so that is asked anew.
+const std::vector<std::optional<CoreId>>& cpu_cores() {
+  static const std::vector<std::optional<CoreId>> cores = [] {
+    const long configured = std::max<long>(sysconf(_SC_NPROCESSORS_CONF), std::thread::hardware_concurrency());
+    std::vector<std::optional<CoreId>> table(static_cast<std::size_t>(std::max<long>(configured, 0)));
+    for (std::size_t cpu = 0; cpu < table.size(); ++cpu) {
+      const auto package = read_topology_value(static_cast<int>(cpu), "physical_package_id");
+      const auto core = read_topology_value(static_cast<int>(cpu), "core_id");
+      if (package && core) table[cpu] = CoreId{*package, *core};
+    }
+    return table;
+  }();
+  return cores;
+}
+
+std::optional<CoreId> core_of(int cpu) {
+  const auto& cores = cpu_cores();
+  if (cpu < 0 || static_cast<std::size_t>(cpu) >= cores.size()) return std::nullopt;
+  return cores[static_cast<std::size_t>(cpu)];
+}
+
+// Distinct cores of `cpus`, skipping CPUs sysfs cannot place; nullopt when it places none.
+std::optional<int> sysfs_core_count(const std::vector<int>& cpus) {
+  std::set<CoreId> distinct;
+  for (int cpu : cpus)
+    if (const auto core = core_of(cpu)) distinct.insert(*core);
+  if (distinct.empty()) return std::nullopt;
+  return static_cast<int>(distinct.size());
 }
 #endif
 
@@ -213,18 +231,18 @@ int cpuinfo_core_count() {
 }  // namespace
 
 std::vector<int> physical_core_cpus() {
+  const std::vector<int> allowed = allowed_cpus();
 #if defined(__linux__)
-  std::set<std::pair<long, long>> seen;
+  std::set<CoreId> seen;
   std::vector<int> first;
-  for (int cpu : allowed_cpus()) {
-    const auto package = read_topology_value(cpu, "physical_package_id");
-    const auto core = read_topology_value(cpu, "core_id");
-    if (!package || !core) return allowed_cpus();  // cannot tell siblings apart
-    if (seen.emplace(*package, *core).second) first.push_back(cpu);
+  for (int cpu : allowed) {
+    const auto core = core_of(cpu);
+    if (!core) return allowed;  // cannot tell siblings apart
+    if (seen.insert(*core).second) first.push_back(cpu);
   }
   if (!first.empty()) return first;
 #endif
-  return allowed_cpus();
+  return allowed;
 }
 
 std::vector<int> placement_cpus(const RuntimeParameters& parameters) {
@@ -238,29 +256,19 @@ std::vector<int> placement_cpus(const RuntimeParameters& parameters) {
 }
 
 int physical_core_count() {
-  // Cached: the answer comes from /sys and cannot change in a way sessions should follow.
-  static const int count = [] {
 #if defined(__linux__)
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
-      if (auto cores = sysfs_core_count([&](int cpu) { return cpu < CPU_SETSIZE && CPU_ISSET(cpu, &allowed); }))
-        return *cores;
-    }
+  if (auto cores = sysfs_core_count(allowed_cpus())) return *cores;
 #endif
-    return cpuinfo_core_count();
-  }();
-  return count;
+  return cpuinfo_core_count();
 }
 
 int machine_physical_core_count() {
-  static const int count = [] {
 #if defined(__linux__)
-    if (auto cores = sysfs_core_count([](int) { return true; })) return *cores;
+  std::vector<int> every(cpu_cores().size());
+  std::iota(every.begin(), every.end(), 0);
+  if (auto cores = sysfs_core_count(every)) return *cores;
 #endif
-    return cpuinfo_core_count();
-  }();
-  return count;
+  return cpuinfo_core_count();
 }
 
 }  // namespace onnx_light::runtime

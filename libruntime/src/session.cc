@@ -1,6 +1,7 @@
 #include "onnx_light/runtime/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -15,6 +16,7 @@
 
 #include "onnx_light/runtime/cpu_features.h"
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/hardware_counters.h"
 #include "onnx_light/runtime/model_validation.h"
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/memory_limit.h"
@@ -301,8 +303,7 @@ struct RuntimeSession::Impl {
   TuningRegistry* registry = nullptr;
   std::shared_ptr<ThreadPool> pool;
   // Kernels keep per-run state (plans, scratch): one run at a time; a second caller waits.
-  // Recursive: run() takes it and calls initialize(), which takes it too.
-  std::recursive_mutex run_mutex;
+  std::mutex run_mutex;
   int thread_count = 1;
   std::shared_ptr<TensorBufferPool> buffers = std::make_shared<TensorBufferPool>();
 
@@ -329,11 +330,39 @@ struct RuntimeSession::Impl {
   int64_t last_run_in_place = 0;
   int64_t last_run_values_bytes = 0;
   int64_t memory_limit = 0;
-  bool is_initialized = false;
+  std::atomic<bool> is_initialized{false};  // read by initialized() without the lock
   std::vector<ResolvedTuning> resolved;
   OptimizationReport optimization;
   std::unique_ptr<SessionProfiler> profiler;  // only with options.profile
   Subgraphs subgraph_builder{*this};
+
+  // Resolves every step's tuning once; the caller holds run_mutex.
+  void initialize_locked() {
+    if (is_initialized) return;
+    ensure_pool();
+    if (profiler && options.profile_counters && !profiler->counting())
+      profiler->enable_counters(pool->worker_thread_ids(),
+                                options.counter_opener ? options.counter_opener : system_counter_opener());
+    auto generation = registry->snapshot();
+    resolved.clear();
+    for (auto& step : steps) {
+      ResolvedTuning r;
+      r.node = step.label;
+      r.key = step.def->schema.key;
+      r.values = step.def->schema.defaults();
+      r.generation = generation->number();
+      if (const TuningValues* published = generation->find(r.key, thread_count)) {
+        // The publisher validated these; a stale or foreign set still must not reach a kernel.
+        if (step.def->schema.validate(*published).empty()) {
+          r.values = *published;
+          r.source = TuningSource::published_profile;
+        }
+      }
+      step.kernel->apply_tuning(r.values);
+      resolved.push_back(std::move(r));
+    }
+    is_initialized = true;
+  }
 
   int slot(const std::string& name) {
     auto [it, inserted] = slot_of.emplace(name, static_cast<int>(slots.size()));
@@ -829,37 +858,16 @@ RuntimeSession::RuntimeSession(Model model, RuntimeSessionOptions options)
 RuntimeSession::~RuntimeSession() = default;
 
 void RuntimeSession::initialize() {
-  Impl& s = *impl_;
-  std::lock_guard<std::recursive_mutex> lock(s.run_mutex);
-  if (s.is_initialized) return;
-  s.ensure_pool();
-  auto generation = s.registry->snapshot();
-  s.resolved.clear();
-  for (auto& step : s.steps) {
-    ResolvedTuning r;
-    r.node = step.label;
-    r.key = step.def->schema.key;
-    r.values = step.def->schema.defaults();
-    r.generation = generation->number();
-    if (const TuningValues* published = generation->find(r.key, s.thread_count)) {
-      // The publisher validated these; a stale or foreign set still must not reach a kernel.
-      if (step.def->schema.validate(*published).empty()) {
-        r.values = *published;
-        r.source = TuningSource::published_profile;
-      }
-    }
-    step.kernel->apply_tuning(r.values);
-    s.resolved.push_back(std::move(r));
-  }
-  s.is_initialized = true;
+  std::lock_guard<std::mutex> lock(impl_->run_mutex);
+  impl_->initialize_locked();
 }
 
 bool RuntimeSession::initialized() const { return impl_->is_initialized; }
 
 void RuntimeSession::run(RuntimeContext& context) {
   Impl& s = *impl_;
-  std::lock_guard<std::recursive_mutex> lock(s.run_mutex);
-  initialize();
+  std::lock_guard<std::mutex> lock(s.run_mutex);
+  s.initialize_locked();
   // The context's values are never written in place: results go to session buffers and replace
   // the context's entries only once every node has run, so a failed run leaves the context as it
   // was. Last run's outputs go back to the session's pool when the context lets go of them, so a
@@ -887,8 +895,8 @@ void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outpu
   if (inputs.size() != s.inputs.size() || outputs.size() != s.outputs.size())
     throw InputError(fmt::format("{}: run takes {} input(s) and {} output(s) in graph order, got {} and {}",
                                  s.model.origin(), s.inputs.size(), s.outputs.size(), inputs.size(), outputs.size()));
-  std::lock_guard<std::recursive_mutex> lock(s.run_mutex);
-  initialize();
+  std::lock_guard<std::mutex> lock(s.run_mutex);
+  s.initialize_locked();
   // Which caller tensors may be written in place: caller memory (views) and buffers nobody else
   // holds. Two of them sharing bytes cannot both hold their result: refused. One that shares bytes
   // with an input would be overwritten while still read: computed privately and copied at the end.
@@ -951,7 +959,7 @@ const std::vector<ValueInfo>& RuntimeSession::inputs() const { return impl_->inp
 const std::vector<ValueInfo>& RuntimeSession::outputs() const { return impl_->outputs; }
 int RuntimeSession::threads() const { return impl_->thread_count; }
 uint64_t RuntimeSession::thread_pool_id() {
-  std::lock_guard<std::recursive_mutex> lock(impl_->run_mutex);
+  std::lock_guard<std::mutex> lock(impl_->run_mutex);
   return impl_->ensure_pool()->id();
 }
 std::vector<ResolvedTuning> RuntimeSession::resolved_tuning() const { return impl_->resolved; }

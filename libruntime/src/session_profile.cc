@@ -34,6 +34,37 @@ void SessionProfiler::push(const RawEvent& event) {
   events_[index] = event;
 }
 
+void SessionProfiler::enable_counters(const std::vector<int>& worker_tids, CounterOpener opener) {
+  if (counting_) return;
+  counting_ = true;
+  opener_ = std::move(opener);
+  worker_counters_.reserve(worker_tids.size());
+  for (int tid : worker_tids) worker_counters_.emplace_back(tid, opener_);
+}
+
+void SessionProfiler::begin_run() {
+  if (counting_) {
+    // The thread running the session may change between runs (Python threads, a server's pool).
+    const int tid = current_thread_id();
+    caller_ = nullptr;
+    for (const auto& c : caller_counters_)
+      if (c.tid() == tid) caller_ = &c;
+    if (caller_ == nullptr) {
+      caller_counters_.emplace_back(tid, opener_);
+      caller_ = &caller_counters_.back();
+      // The caller's counters decide what is reported: every run has one.
+      if (counter_status_.empty()) counter_status_ = caller_->status();
+    }
+  }
+  run_begin_ns_ = now_ns();
+}
+
+void SessionProfiler::read_counters(CounterValues& out) const {
+  out.fill(0);
+  if (caller_ != nullptr) caller_->add_to(out);
+  for (const auto& w : worker_counters_) w.add_to(out);
+}
+
 void SessionProfiler::end_run() {
   runs_ns_ += now_ns() - run_begin_ns_;
   ++runs_;
@@ -51,12 +82,18 @@ int64_t SessionProfiler::begin_step(std::size_t step, const KernelExecution& exe
     else
       shapes[k] = input->shape();
   }
+  if (counting_) read_counters(step_begin_counters_);
   return now_ns();
 }
 
 void SessionProfiler::end_step(std::size_t step, int64_t begin_ns, std::string_view variant) {
   const int64_t end_ns = now_ns();
   Accumulator& a = steps_[step];
+  if (counting_) {
+    CounterValues end{};
+    read_counters(end);
+    for (std::size_t c = 0; c < kCounterCount; ++c) a.counters[c] += end[c] - step_begin_counters_[c];
+  }
   ++a.calls;
   a.total_ns += end_ns - begin_ns;
   if (variant != a.variant) a.variant.assign(variant);  // same text as last call: no copy
@@ -81,6 +118,7 @@ void SessionProfiler::reset() {
     a.variant.clear();
     a.input_shapes.clear();
     a.threshold_work = -1;
+    a.counters.fill(0);
   }
   next_event_.store(0, std::memory_order_relaxed);
   dropped_.store(0, std::memory_order_relaxed);
@@ -120,6 +158,9 @@ SessionProfile SessionProfiler::profile() const {
     n.parallel_regions = a.regions;
     n.parallel_threads = a.threads;
     n.threshold_work = a.threshold_work;
+    for (const auto& status : counter_status_)
+      if (status.available)
+        n.counters.push_back(CounterReading{status.name, a.counters[static_cast<std::size_t>(status.counter)]});
     p.nodes.push_back(std::move(n));
   }
 
@@ -157,6 +198,8 @@ SessionProfile SessionProfiler::profile() const {
     return a.kind < b.kind;
   });
   p.dropped_events = dropped_.load(std::memory_order_relaxed);
+  p.counters = counter_status_;
+  if (counting_ && p.counters.empty()) p.counters = ThreadCounters(current_thread_id(), opener_).status();  // no run yet
   return p;
 }
 
@@ -201,7 +244,7 @@ std::string profile_json(const SessionProfile& profile) {
   for (const auto& n : profile.nodes) {
     nlohmann::json shapes = nlohmann::json::array();
     for (const auto& shape : n.input_shapes) shapes.push_back(shape ? nlohmann::json(*shape) : nlohmann::json(nullptr));
-    nodes.push_back({{"node", n.node},
+    nlohmann::json node_json = {{"node", n.node},
                      {"label", n.label},
                      {"op_type", n.op_type},
                      {"domain", n.domain},
@@ -214,17 +257,32 @@ std::string profile_json(const SessionProfile& profile) {
                      {"parallel_regions", n.parallel_regions},
                      {"parallel_threads", n.parallel_threads},
                      {"threshold_work", n.threshold_work},
-                     {"parent", n.parent.empty() ? nlohmann::json(nullptr) : nlohmann::json(n.parent)}});
+                     {"parent", n.parent.empty() ? nlohmann::json(nullptr) : nlohmann::json(n.parent)}};
+    if (!profile.counters.empty()) {
+      nlohmann::json counters = nlohmann::json::object();
+      for (const auto& c : n.counters) counters[c.name] = c.value;
+      node_json["counters"] = counters;
+    }
+    nodes.push_back(std::move(node_json));
   }
   nlohmann::json op_types = nlohmann::json::array();
   for (const auto& t : profile.op_types)
     op_types.push_back(
         {{"op_type", t.op_type}, {"nodes", t.nodes}, {"calls", t.calls}, {"total_us", t.total_us}, {"share", t.share}});
-  const nlohmann::json json{{"nodes", nodes},
-                            {"op_types", op_types},
-                            {"runs", profile.runs},
-                            {"total_us", profile.total_us},
-                            {"nodes_us", profile.nodes_us}};
+  nlohmann::json json{{"nodes", nodes},
+                      {"op_types", op_types},
+                      {"runs", profile.runs},
+                      {"total_us", profile.total_us},
+                      {"nodes_us", profile.nodes_us}};
+  if (!profile.counters.empty()) {
+    nlohmann::json counters = nlohmann::json::array();
+    for (const auto& c : profile.counters)
+      counters.push_back({{"name", c.name},
+                          {"available", c.available},
+                          {"user_space_only", c.user_space_only},
+                          {"reason", c.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.reason)}});
+    json["counters"] = counters;
+  }
   return json.dump();
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "onnx_light/runtime/hardware_counters.h"
 #include "onnx_light/runtime/kernel.h"
 #include "onnx_light/runtime/session_profile.h"
 
@@ -35,7 +36,12 @@ class SessionProfiler {
         .count();
   }
 
-  void begin_run() { run_begin_ns_ = now_ns(); }
+  // Per-node counters from here on, over the calling thread of each run and these workers (the
+  // session's pool): opened now, so a session without counters opens nothing.
+  void enable_counters(const std::vector<int>& worker_tids, CounterOpener opener);
+  bool counting() const { return counting_; }
+
+  void begin_run();
   // A run whose every step completed; a failed run's completed steps stay counted.
   void end_run();
   // Around one step's kernel: begin_step records its input shapes (before a kernel or the
@@ -70,6 +76,7 @@ class SessionProfiler {
     uint64_t regions = 0;
     uint64_t threads = 0;
     int64_t threshold_work = -1;  // of the last call
+    CounterValues counters{};
   };
   struct RawEvent {
     TraceEvent::Kind kind;
@@ -81,6 +88,8 @@ class SessionProfiler {
     int64_t end_ns;
   };
   void push(const RawEvent& event);
+  // Counts so far over the workers and this run's caller.
+  void read_counters(CounterValues& out) const;
 
   std::vector<Accumulator> steps_;
   std::size_t capacity_;
@@ -91,6 +100,13 @@ class SessionProfiler {
   int64_t run_begin_ns_ = 0;
   uint64_t runs_ = 0;
   int64_t runs_ns_ = 0;
+  bool counting_ = false;
+  CounterOpener opener_;
+  std::vector<ThreadCounters> worker_counters_;
+  std::vector<ThreadCounters> caller_counters_;  // one per thread that ran the session
+  const ThreadCounters* caller_ = nullptr;       // this run's
+  std::vector<CounterStatus> counter_status_;
+  CounterValues step_begin_counters_{};
 };
 
 }  // namespace onnx_light::runtime

@@ -12,6 +12,7 @@
 #endif
 
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/hardware_counters.h"
 #include "thread_index.h"
 
 namespace onnx_light::runtime {
@@ -124,10 +125,13 @@ ThreadPool::ThreadPool(int threads, ThreadPoolOptions options)
     throw InvalidValueError("ThreadPool: spin must be from 0 to " + std::to_string(kSpinMaximumMicroseconds) +
                             " microseconds, got " + std::to_string(options_.spin.count()));
   workers_.reserve(static_cast<std::size_t>(threads - 1));
+  worker_tids_ = std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(threads - 1));
+  for (int i = 0; i + 1 < threads; ++i) worker_tids_[static_cast<std::size_t>(i)].store(0, std::memory_order_relaxed);
   try {
     for (int i = 1; i < threads; ++i) {
       workers_.emplace_back([this, i] {
         t_thread_index = i;
+        worker_tids_[static_cast<std::size_t>(i - 1)].store(current_thread_id(), std::memory_order_release);
         worker_loop();
       });
       name_and_pin(workers_.back(), i);
@@ -167,6 +171,14 @@ void ThreadPool::name_and_pin(std::thread& worker, int index) {
 }
 
 ThreadPool::~ThreadPool() { stop_workers(); }
+
+std::vector<int> ThreadPool::worker_thread_ids() const {
+  std::vector<int> tids(workers_.size());
+  for (std::size_t i = 0; i < tids.size(); ++i) {
+    while ((tids[i] = worker_tids_[i].load(std::memory_order_acquire)) == 0) std::this_thread::yield();
+  }
+  return tids;
+}
 
 void ThreadPool::stop_workers() noexcept {
   stop_.store(true, std::memory_order_seq_cst);

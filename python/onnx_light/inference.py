@@ -188,6 +188,9 @@ class InferenceSession:
         threads: Intra-op threads (``None``: one per physical core; ``1``: serial).
         optimization: Graph optimization: ``'none'``, ``'basic'`` or ``'all'`` (default).
         profile: Record per-node times (:meth:`profile`, :meth:`end_profiling`).
+        counters: With ``profile``: per-node event counters (task clock, context switches, page
+            faults; cycles, instructions and LLC misses where the machine has a PMU), in each
+            profile row's ``counters``; :attr:`Profile.counters` says which the system refused and why.
         max_memory_bytes: Tensor memory limit of the session (``None``: three quarters of RAM).
         from_text: ``path_or_bytes`` is ONNX text syntax.
 
@@ -206,6 +209,7 @@ class InferenceSession:
         threads: Optional[int] = None,
         optimization: Optional[str] = None,
         profile: bool = False,
+        counters: bool = False,
         max_memory_bytes: Optional[int] = None,
         from_text: bool = False,
     ) -> None:
@@ -223,6 +227,8 @@ class InferenceSession:
                                     ("max_memory_bytes", max_memory_bytes)) if v is not None]
             if profile:
                 given.append("profile")
+            if counters:
+                given.append("counters")
             if given:
                 raise InvalidValueError(
                     f"give {', '.join(given)} on sess_options or as arguments, not both (sess_options is not changed)"
@@ -238,8 +244,12 @@ class InferenceSession:
             options.parameters = _runtime.RuntimeParameters(threads)
         if optimization is not None:
             options.optimization = optimization
+        if counters and not (profile or options.profile):
+            raise InvalidValueError("counters=True needs profile=True: counters are part of the profile")
         if profile:
             options.profile = True
+        if counters:
+            options.profile_counters = True
         if max_memory_bytes is not None:
             options.max_memory_bytes = max_memory_bytes
         self._session = _runtime.RuntimeSession(model, options)

@@ -265,6 +265,11 @@ class Profile(Report):
         super().__init__(data)
         self._trace_writer = trace_writer
 
+    @property
+    def counters(self) -> List[Dict[str, Any]]:
+        """Every counter asked for (``counters=True``): name, available, user_space_only, reason; else []."""
+        return list(self.get("counters") or [])
+
     def to_trace(self, path: Any) -> str:
         """Writes the session's recorded runs as Chrome trace JSON (Perfetto opens it); returns the path."""
         if self._trace_writer is None:

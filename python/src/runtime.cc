@@ -562,7 +562,8 @@ void bind_runtime(py::module_& m) {
       "profiles its runs (RuntimeSession.profile(), end_profiling(); off costs nothing).")
       .def(py::init([](std::optional<rt::RuntimeParameters> parameters,
                        std::shared_ptr<rt::ParallelRegionCollector> collector, bool fuse_activations,
-                       bool flush_denormals, bool profile, int64_t max_memory_bytes, std::optional<int64_t> num_threads) {
+                       bool flush_denormals, bool profile, int64_t max_memory_bytes, std::optional<int64_t> num_threads,
+                       bool profile_counters) {
              rt::RuntimeSessionOptions options;
              options.max_memory_bytes = max_memory_bytes;
              if (parameters && num_threads)
@@ -573,11 +574,15 @@ void bind_runtime(py::module_& m) {
              options.fuse_activations = fuse_activations;
              options.flush_denormals = flush_denormals;
              options.profile = profile;
+             if (profile_counters && !profile)
+               throw InvalidValueError("RuntimeSessionOptions: profile_counters=True needs profile=True");
+             options.profile_counters = profile_counters;
              return options;
            }),
            py::arg("parameters") = py::none(), py::arg("parallel_region_collector") = py::none(),
            py::arg("fuse_activations") = true, py::arg("flush_denormals") = true, py::arg("profile") = false,
-           py::arg("max_memory_bytes") = 0, py::kw_only(), py::arg("num_threads") = py::none())
+           py::arg("max_memory_bytes") = 0, py::kw_only(), py::arg("num_threads") = py::none(),
+           py::arg("profile_counters") = false)
       .def_readwrite("max_memory_bytes", &rt::RuntimeSessionOptions::max_memory_bytes,
                      "Most bytes of tensor memory the session holds at once (weights, values, outputs); a node "
                      "whose output would pass it raises MemoryLimitError naming the node, output, shape and "
@@ -595,6 +600,10 @@ void bind_runtime(py::module_& m) {
                      "one; refused (ModelError) when False")
       .def_readwrite("profile", &rt::RuntimeSessionOptions::profile,
                      "Whether the session records per-node times and a Chrome trace of its runs.")
+      .def_readwrite("profile_counters", &rt::RuntimeSessionOptions::profile_counters,
+                     "With profile: per-node counters through perf_event_open (cycles, instructions, LLC misses "
+                     "where a PMU exists; task clock, context switches, CPU migrations, page faults from the "
+                     "kernel). The profile's 'counters' lists each one, and why an unavailable one is.")
       .def_readwrite("parameters", &rt::RuntimeSessionOptions::parameters, "The RuntimeParameters.")
       .def_readwrite("share_thread_pool", &rt::RuntimeSessionOptions::share_thread_pool,
                      "True (default): the session runs on the process's pool for its threads, spin and placement, "
@@ -897,8 +906,9 @@ void bind_runtime(py::module_& m) {
           "mean_us, share (of the time in nodes), parallel_regions and parallel_threads (admitted, summed),\n"
           "threshold_work (the work its last call compared with its parallel threshold, -1: none), parent (for\n"
           "a node of an If branch or Loop body: that graph's name, listed after the session's own nodes;\n"
-          "else None);\n"
-          "longest first. Empty lists and 0 runs when RuntimeSessionOptions.profile is off.")
+          "else None), and with profile_counters a dict 'counters' {name: count};\n"
+          "longest first. With profile_counters, 'counters' lists every counter: name, available,\n"
+          "user_space_only, reason (why not). Empty lists and 0 runs when RuntimeSessionOptions.profile is off.")
       .def(
           "reset_profile",
           [](Session& s) {

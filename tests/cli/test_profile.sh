@@ -99,6 +99,37 @@ assert (0, "caller") in names, names
 assert t["otherData"]["dropped_events"] == 0
 PYEOF
 
+# --counters: every counter listed, available or with the reason; the available ones per node.
+expect_exit 0 "$TOOL" run "$M" "${OPT[@]}" -i x=random:1 --dim N=100000 -t 2 -r 3 --profile --counters --json
+$PY - "$SCRATCH/out" <<'PYEOF'
+import json, os, sys
+p = json.load(open(sys.argv[1]))["profile"]
+status = {c["name"]: c for c in p["counters"]}
+assert sorted(status) == sorted(["cycles", "instructions", "llc_misses", "task_clock_ns", "context_switches",
+                                 "cpu_migrations", "page_faults"]), sorted(status)
+for c in status.values():
+    assert c["available"] or c["reason"], c
+if not os.path.exists("/sys/bus/event_source/devices/cpu") and not os.path.exists("/sys/bus/event_source/devices/cpu_core"):
+    assert not status["cycles"]["available"] and "no hardware PMU" in status["cycles"]["reason"], status["cycles"]
+available = sorted(n for n, c in status.items() if c["available"])
+for n in p["nodes"]:
+    assert sorted(n["counters"]) == available, (n["node"], n["counters"], available)
+if status["task_clock_ns"]["available"]:
+    assert all(n["counters"]["task_clock_ns"] > 0 for n in p["nodes"]), p["nodes"]
+else:
+    print("task clock unavailable here:", status["task_clock_ns"]["reason"])
+PYEOF
+expect_exit 0 "$TOOL" run "$M" "${OPT[@]}" -i x=random:1 --dim N=1000 -r 2 --profile --counters --top 2
+expect_grep "$SCRATCH/out" '^counters \([0-7] of 7 available; per node'
+if [[ ! -e /sys/bus/event_source/devices/cpu && ! -e /sys/bus/event_source/devices/cpu_core ]]; then
+  expect_grep "$SCRATCH/out" '^  cycles: unavailable: no hardware PMU'
+fi
+# Without --counters the profile has none; --counters needs --profile.
+expect_exit 0 "$TOOL" run "$M" "${OPT[@]}" -i x=random:1 --dim N=1000 --profile --json
+$PY -c 'import json,sys; p=json.load(open(sys.argv[1]))["profile"]; assert "counters" not in p and all("counters" not in n for n in p["nodes"]), p' "$SCRATCH/out"
+expect_exit 2 "$TOOL" run "$M" -i x=random:1 --dim N=10 --counters
+expect_grep "$SCRATCH/err" 'requires --profile|--counters'
+
 # A trace that cannot be written fails the run with the file named; usage errors exit 2.
 expect_exit 1 "$TOOL" run "$M" -i x=random:1 --dim N=10 --trace "$SCRATCH/no-such-dir/trace.json"
 expect_grep "$SCRATCH/err" "no-such-dir/trace.json"

@@ -118,3 +118,50 @@ def test_trace_is_chrome_trace_json_with_one_event_per_node_per_run(tmp_path):
     assert json.loads((tmp_path / name).read_text())["traceEvents"]
     with pytest.raises(onnx_light.IoError, match="no-such-dir"):
         s.write_trace(str(tmp_path / "no-such-dir" / "t.json"))
+
+
+COUNTERS = ["cycles", "instructions", "llc_misses", "task_clock_ns", "context_switches", "cpu_migrations",
+            "page_faults"]
+
+
+def test_counters_per_node_with_every_refused_counter_explained():
+    options = runtime.RuntimeSessionOptions(parameters=runtime.RuntimeParameters(2), profile=True,
+                                            profile_counters=True)
+    options.optimization = "none"
+    assert options.profile_counters is True
+    s = runtime.RuntimeSession(chain_model(), options)
+    x = np.linspace(-1, 1, 100000, dtype=np.float32)
+    for _ in range(3):
+        s.run_arrays([x])
+    p = s.profile()
+    status = {c["name"]: c for c in p["counters"]}
+    assert sorted(status) == sorted(COUNTERS)
+    for c in status.values():
+        assert c["available"] or c["reason"], c
+    available = sorted(n for n, c in status.items() if c["available"])
+    for n in p["nodes"]:
+        assert set(n) == NODE_KEYS | {"counters"}
+        assert sorted(n["counters"]) == available
+    if status["task_clock_ns"]["available"]:
+        assert all(n["counters"]["task_clock_ns"] > 0 for n in p["nodes"])
+    # The notebook API: InferenceSession(..., profile=True, counters=True) and Profile.counters.
+    session = onnx_light.InferenceSession(chain_model(), profile=True, counters=True)
+    session.run(None, {"x": x})
+    report = session.profile()
+    assert [c["name"] for c in report.counters] == COUNTERS
+    rows = report.to_rows()
+    if status["task_clock_ns"]["available"]:
+        assert all(r["counters.task_clock_ns"] > 0 for r in rows), rows
+
+
+def test_counters_need_the_profile_and_are_off_by_default():
+    assert runtime.RuntimeSessionOptions().profile_counters is False
+    with pytest.raises(onnx_light.InvalidValueError, match="needs profile=True"):
+        runtime.RuntimeSessionOptions(profile_counters=True)
+    with pytest.raises(onnx_light.InvalidValueError, match="needs profile=True"):
+        onnx_light.InferenceSession(chain_model(), counters=True)
+    s = session(True)
+    s.run_arrays([np.ones(8, dtype=np.float32)])
+    p = s.profile()
+    assert "counters" not in p and all("counters" not in n for n in p["nodes"])
+    assert onnx_light.InferenceSession(chain_model(), profile=True).profile().counters == []

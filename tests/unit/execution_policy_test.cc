@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include <sched.h>
 
 #include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/error.h"
@@ -170,6 +171,31 @@ TEST_CASE("physical_cores: one CPU per allowed physical core, agreeing with phys
   CHECK(effective_threads(p) == physical_core_count());
   CHECK(placement_cpus(p) == first);
   CHECK(placement_cpus(RuntimeParameters()).empty());
+}
+
+TEST_CASE("physical_cores: count and CPUs both follow an affinity narrowed after they were first asked") {
+  const std::vector<int> before = allowed_cpus();
+  const int cores_before = physical_core_count();  // asked first, as a session would at startup
+  REQUIRE(static_cast<int>(physical_core_cpus().size()) == cores_before);
+  // sched_getaffinity(0) reads the calling thread's mask: narrowing it is what taskset does to a process.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(before.front(), &one);
+  REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+  const int cores_narrowed = physical_core_count();
+  const std::vector<int> cpus_narrowed = physical_core_cpus();
+  RuntimeParameters physical;
+  physical.affinity = AffinityPolicy::physical_cores;
+  const int threads_narrowed = effective_threads(physical);
+  cpu_set_t restore;
+  CPU_ZERO(&restore);
+  for (int cpu : before) CPU_SET(cpu, &restore);
+  REQUIRE(sched_setaffinity(0, sizeof(restore), &restore) == 0);
+  CHECK(cores_narrowed == 1);
+  CHECK(cpus_narrowed == std::vector<int>{before.front()});
+  CHECK(threads_narrowed == 1);
+  CHECK(physical_core_count() == cores_before);
+  CHECK(allowed_cpus() == before);
 }
 
 TEST_CASE("pinning: every worker of a pool on --cpus N runs only on CPU N") {

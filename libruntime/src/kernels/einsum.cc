@@ -28,6 +28,7 @@
 #include "kernels/isa_requirements.h"
 #include "kernels/kernel_util.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/scratch_slots.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
@@ -206,10 +207,14 @@ class EinsumKernel final : public ThresholdKernel {
     const T* const* data = data_.data();
     const int64_t sum_count = p.sum_count;
     const int threads = admitted(p.out_count * std::max<int64_t>(1, sum_count), execution);
+    // Per-participant odometers kept across runs (sized here, outside the region).
+    walks_.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
+    for (std::size_t i = 0; i < walks_.size(); ++i) walks_[i].resize(p.out_sizes.size(), p.sum_sizes.size(), n_inputs);
     execution.parallel_for(p.out_count, 1, threads, [&](int64_t begin, int64_t end) {
       const auto& out_sizes = p.out_sizes;
       const auto& sum_sizes = p.sum_sizes;
-      std::vector<int64_t> out_index(out_sizes.size()), sum_index(sum_sizes.size()), base(n_inputs), offset(n_inputs);
+      typename ScratchSlots<Walk>::Lease walk(walks_);
+      auto& [out_index, sum_index, base, offset] = *walk;
       // The first output's multi-index, then an odometer.
       int64_t rest = begin;
       for (std::size_t k = out_sizes.size(); k-- > 0;) {
@@ -536,6 +541,17 @@ class EinsumKernel final : public ThresholdKernel {
   std::vector<const Tensor*> inputs_;  // this run's, kept to reuse their storage
   std::vector<const T*> data_;
   std::vector<int64_t> walk_index_;
+  // The generic path's multi-indices and operand offsets, one set per participant.
+  struct Walk {
+    std::vector<int64_t> out_index, sum_index, base, offset;
+    void resize(std::size_t out_labels, std::size_t sum_labels, std::size_t operands) {
+      out_index.resize(out_labels);
+      sum_index.resize(sum_labels);
+      base.resize(operands);
+      offset.resize(operands);
+    }
+  };
+  ScratchSlots<Walk> walks_;
   std::vector<float> a_, b_, c_;
   PackedBuffer packed_;
   std::string_view variant_ = "generic", batched_variant_;

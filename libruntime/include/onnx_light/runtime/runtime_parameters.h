@@ -70,10 +70,11 @@ std::vector<int> physical_core_cpus();
 // when affinity is none. Validates like validate_runtime_parameters.
 std::vector<int> placement_cpus(const RuntimeParameters& parameters);
 
-// Physical cores this process may run on, at least 1: on Linux the distinct (package, core) pairs
+// Physical cores this process may run on now, at least 1: on Linux the distinct (package, core) pairs
 // of the CPUs in its affinity mask, from sysfs topology; elsewhere, or when sysfs cannot tell,
 // cpuinfo's count. (cpuinfo alone is not trusted: on processors it does not know, e.g. AMD family
-// 26, it counts every CPU of a package as one core.)
+// 26, it counts every CPU of a package as one core.) The topology is read once; the mask on every
+// call, so a narrower affinity set after start (taskset -p) is followed, as physical_core_cpus() does.
 int physical_core_count();
 // The same over every online CPU of the machine, whatever the affinity (host descriptors).
 int machine_physical_core_count();

@@ -48,6 +48,11 @@ struct RuntimeSessionOptions {
   // RuntimeSession::profile(). Off, a run reads no clock; on, two clock reads per node and per
   // parallel block. Trace events past `profile_event_capacity` are counted, not kept.
   bool profile = false;
+  // With profile: per-node counters (hardware_counters.h) of the calling thread and the pool's
+  // workers, two read() calls per thread and node. Unavailable counters are reported, never fatal.
+  bool profile_counters = false;
+  // Opens each counter (empty: perf_event_open). Tests substitute refusals here.
+  CounterOpener counter_opener;
   std::size_t profile_event_capacity = std::size_t{1} << 16;
   // A model importing an ai.onnx opset newer than kNewestImplementedOpset (model_validation.h) is
   // refused unless this is set; it then runs with the kernels of the newest implemented opset.

@@ -11,9 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "onnx_light/runtime/hardware_counters.h"
 #include "onnx_light/runtime/tensor.h"
 
 namespace onnx_light::runtime {
+
+// One counter's total for a node ("task_clock_ns": 812345).
+struct CounterReading {
+  std::string name;
+  uint64_t value = 0;
+};
 
 // One step of the session's run loop: a graph node, or a node with the Relu fused into it.
 struct NodeProfile {
@@ -38,6 +45,10 @@ struct NodeProfile {
   // time is also in the enclosing node's, so op_types and the shares of the session's own nodes
   // leave it out; its share is of the same total.
   std::string parent;
+  // With RuntimeSessionOptions::profile_counters: the available counters (SessionProfile::counters)
+  // summed over the calls, over the calling thread and the pool's workers while the node ran
+  // (idle spinning included: it is CPU the node cost). Empty otherwise.
+  std::vector<CounterReading> counters;
 };
 
 struct OpTypeProfile {
@@ -77,13 +88,18 @@ struct SessionProfile {
   // Ordered by ts_us. Memory is bounded: past the session's capacity events are counted, not kept.
   std::vector<TraceEvent> events;
   uint64_t dropped_events = 0;
+  // With RuntimeSessionOptions::profile_counters: every counter, available or not and why (empty
+  // when counters were not asked for).
+  std::vector<CounterStatus> counters;
 };
 
 // "1x3x48x192, 16x3x3x3, -": an omitted input is "-", a rank-0 one "scalar".
 std::string format_input_shapes(const std::vector<std::optional<Shape>>& shapes);
 
 // The profile as the JSON object of `onnx-light-tune run --profile --json` "profile" and Python's
-// session.profile(): {"nodes": [...], "op_types": [...], "runs", "total_us", "nodes_us"}.
+// session.profile(): {"nodes": [...], "op_types": [...], "runs", "total_us", "nodes_us"}; with
+// counters, each node has "counters": {name: value} and the object "counters": [{"name",
+// "available", "user_space_only", "reason"}].
 std::string profile_json(const SessionProfile& profile);
 
 // Writes `profile.events` as Chrome trace-event JSON: {"traceEvents": [...]} of "ph": "X" events

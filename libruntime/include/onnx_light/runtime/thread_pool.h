@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -98,6 +99,9 @@ class ThreadPool {
   };
   // Workers currently parked (for tests and diagnostics).
   int parked_workers() const { return parked_.load(std::memory_order_relaxed); }
+  // The workers' kernel thread ids, in worker order (for per-thread counters and diagnostics);
+  // waits for any worker that has not started yet.
+  std::vector<int> worker_thread_ids() const;
 
  private:
   using Job = FunctionRef<void(int64_t, int64_t)>;
@@ -119,6 +123,7 @@ class ThreadPool {
   uint64_t id_;
   ThreadPoolOptions options_;
   std::vector<std::thread> workers_;
+  std::unique_ptr<std::atomic<int>[]> worker_tids_;  // 0 until the worker has started
   std::mutex caller_mutex_;  // one region at a time; a second caller waits for it
   // Current job. Written only while no block is claimable; read only by a thread that has
   // claimed a block, which keeps the job alive until pending_ drops to 0.

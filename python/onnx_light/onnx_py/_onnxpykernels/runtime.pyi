@@ -88,6 +88,7 @@ class RuntimeSessionOptions:
         max_memory_bytes: int = 0,
         *,
         num_threads: Optional[int] = None,
+        profile_counters: bool = False,
     ) -> None: ...
     max_memory_bytes: int
     flush_denormals: bool
@@ -96,6 +97,7 @@ class RuntimeSessionOptions:
     optimization: str
     allow_newer_opset: bool
     profile: bool
+    profile_counters: bool
     parameters: RuntimeParameters
     parallel_region_collector: Optional[ParallelRegionCollector]
 
