@@ -20,6 +20,7 @@ std::vector<std::string> CpuFeatures::names() const {
   add(avx512bw, "avx512bw");
   add(avx512vl, "avx512vl");
   add(neon, "neon");
+  add(avx512vnni, "avx512vnni");
   // Sorted so that feature sets compare equal as lists (they are part of a host's identity).
   std::sort(result.begin(), result.end());
   return result;
@@ -37,6 +38,7 @@ const CpuFeatures& host_cpu_features() {
     f.avx512f = cpuinfo_has_x86_avx512f();
     f.avx512bw = cpuinfo_has_x86_avx512bw();
     f.avx512vl = cpuinfo_has_x86_avx512vl();
+    f.avx512vnni = cpuinfo_has_x86_avx512vnni();
     f.neon = cpuinfo_has_arm_neon();
     return f;
   }();

@@ -187,6 +187,7 @@ runtime::CpuFeatures dispatch_features(const HostDescriptor& host) {
   features.avx512bw = has("avx512bw");
   features.avx512vl = has("avx512vl");
   features.neon = has("neon");
+  features.avx512vnni = has("avx512vnni");
   return features;
 }
 

@@ -47,16 +47,17 @@ inline std::set<std::string>& untested_implementations() {
   return untested;
 }
 
-// Whether this CPU and OS run `implementation` ("avx2", "avx512"), asked of the compiler's CPU
+// Whether this CPU and OS run `implementation` ("avx2", "avx512", "avx512vnni"), asked of the compiler's CPU
 // check rather than runtime::CpuFeatures; nullopt for a name it cannot judge.
 inline std::optional<bool> cpu_runs_independently(const std::string& implementation) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (implementation == "avx2") return avx2;
-  if (implementation == "avx512")
-    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512bw");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512bw");
+  if (implementation == "avx512") return avx512;
+  if (implementation == "avx512vnni") return avx512 && __builtin_cpu_supports("avx512vnni");
 #endif
   (void)implementation;
   return std::nullopt;

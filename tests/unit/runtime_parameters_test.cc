@@ -54,9 +54,9 @@ TEST_CASE("cpu features: names() maps each flag to its documented name, sorted")
   CHECK(none.names().empty());
   CpuFeatures all;
   all.sse4_2 = all.avx = all.avx2 = all.fma3 = all.f16c = true;
-  all.avx512f = all.avx512bw = all.avx512vl = all.neon = true;
-  CHECK(all.names() == std::vector<std::string>{"avx", "avx2", "avx512bw", "avx512f", "avx512vl", "f16c", "fma",
-                                                "neon", "sse4.2"});
+  all.avx512f = all.avx512bw = all.avx512vl = all.neon = all.avx512vnni = true;
+  CHECK(all.names() == std::vector<std::string>{"avx", "avx2", "avx512bw", "avx512f", "avx512vl", "avx512vnni", "f16c",
+                                                "fma", "neon", "sse4.2"});
   CpuFeatures some;
   some.fma3 = true;
   some.sse4_2 = true;
@@ -74,11 +74,13 @@ TEST_CASE("cpu features: the host's names agree with its flags and follow the IS
   CHECK(has("sse4.2") == host.sse4_2);
   CHECK(has("fma") == host.fma3);
   CHECK(has("avx512f") == host.avx512f);
+  CHECK(has("avx512vnni") == host.avx512vnni);
 #if defined(__x86_64__) || defined(__i386__)
   CHECK_FALSE(host.neon);
   // Each AVX level requires the one below it; cpuinfo must not report a gap.
   if (host.avx2) CHECK(host.avx);
   if (host.avx512f) CHECK(host.avx2);
+  if (host.avx512vnni) CHECK(host.avx512f);
   if (host.avx) CHECK(host.sse4_2);
 #endif
 #if defined(__AVX2__)

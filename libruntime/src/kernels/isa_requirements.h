@@ -19,4 +19,10 @@ inline std::string needs_avx512(const CpuFeatures& f) {
   return "needs avx512f, avx512vl and avx512bw";
 }
 
+// "avx512vnni" integer kernels use vpdpbusd (AVX-512 VNNI) on top of the "avx512" set.
+inline std::string needs_avx512_vnni(const CpuFeatures& f) {
+  if (!needs_avx512(f).empty()) return needs_avx512(f);
+  return f.avx512vnni ? std::string() : "needs avx512vnni";
+}
+
 }  // namespace onnx_light::runtime::kernels

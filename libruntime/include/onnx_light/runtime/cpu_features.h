@@ -15,9 +15,12 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool neon = false;
+  // AVX-512 VNNI: vpdpbusd, the int8 dot products of the "avx512vnni" integer GEMM.
+  bool avx512vnni = false;
   // Lower-case names of the features present, sorted (byte order). One name per field:
   // sse4_2 -> "sse4.2", avx -> "avx", avx2 -> "avx2", fma3 -> "fma", f16c -> "f16c",
-  // avx512f -> "avx512f", avx512bw -> "avx512bw", avx512vl -> "avx512vl", neon -> "neon".
+  // avx512f -> "avx512f", avx512bw -> "avx512bw", avx512vl -> "avx512vl", neon -> "neon",
+  // avx512vnni -> "avx512vnni" (the spellings of the host descriptor's feature list).
   // These strings are stored in cache files as part of a host: never rename one.
   std::vector<std::string> names() const;
 };

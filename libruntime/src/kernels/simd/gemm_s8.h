@@ -1,0 +1,51 @@
+#pragma once
+// Integer GEMM for MatMulInteger and QLinearMatMul on AVX-512 VNNI (see README.md).
+//
+// vpdpbusd multiplies unsigned bytes by signed bytes, four pairs at a time, and adds the four
+// products to an int32 lane. Both operands are brought to that form by a shift the caller undoes
+// exactly afterwards:
+//   A: int8 a -> a' = a + 128 (uint8; a byte XOR 0x80); uint8 A is used as it is.
+//   B: uint8 b -> b' = b - 128 (int8; a byte XOR 0x80); int8 B is used as it is.
+// The kernels compute the raw sums sum_k a'(i, k) * b'(k, j) in int32 with wraparound, as the
+// reference's int32 accumulation; with the row sums of A' and the column sums of B' (written by
+// the packing routines) the caller recovers sum_k (a(i, k) - a_zero) * (b(k, j) - b_zero) exactly.
+//
+// Both operands are packed over the depth rounded up to a multiple of 4 (a group), padding 0:
+//   A: panels of kGemmS8Mr rows; panel p holds, per group g, kGemmS8Mr words of four bytes,
+//      a'(p * Mr + r, 4g .. 4g + 3) for r ascending (rows past the matrix are 0).
+//   B: panels of kGemmS8Nr columns; panel q holds, per group g, kGemmS8Nr words,
+//      b'(4g .. 4g + 3, q * Nr + j) for j ascending (columns past the matrix are 0).
+// Padding pairs a byte with a 0 of the other operand, so it adds nothing.
+#include <cstddef>
+#include <cstdint>
+
+namespace onnx_light::runtime::kernels::simd {
+
+inline constexpr int kGemmS8Mr = 6;   // rows of C per micro-kernel call (12 accumulators)
+inline constexpr int kGemmS8Nr = 32;  // columns per B panel (two 16-lane accumulators per row)
+
+// Bytes of packed A for m x k and of packed B for k x n (multiples of 4 and of 128).
+int64_t gemm_s8_packed_a_bytes(int64_t m, int64_t k);
+int64_t gemm_s8_packed_b_bytes(int64_t k, int64_t n);
+
+// Packs rows [0, m) of a(i, kk) = a[i * lda + kk] (int8 when a_signed, else uint8) into `packed`
+// (gemm_s8_packed_a_bytes(m, k) bytes) and writes row_sums[i] = sum_k a'(i, k).
+void gemm_s8_pack_a_avx512vnni(const uint8_t* a, int64_t lda, int a_signed, int64_t m, int64_t k, uint8_t* packed,
+                               int32_t* row_sums);
+
+// Packs b(kk, j) = b[kk * ldb + j] (uint8 when b_unsigned, else int8) into `packed`
+// (gemm_s8_packed_b_bytes bytes) and writes col_sums[j] = sum_k b'(k, j) for j < n.
+void gemm_s8_pack_b_avx512vnni(const uint8_t* b, int64_t ldb, int b_unsigned, int64_t k, int64_t n, int8_t* packed,
+                               int32_t* col_sums);
+
+// c[i * ldc + j] = sum_k a'(i, k) * b'(k, j) for i < m, j < n, both operands packed as above
+// (packed_a for these m rows, packed_b for the whole k x n).
+void gemm_u8s8_avx512vnni(const uint8_t* packed_a, int64_t m, int64_t k, const int8_t* packed_b, int64_t n, int32_t* c,
+                          int64_t ldc);
+
+// QLinearMatMul's requantization of n products: y = saturate(nearbyint(float(x) * multiplier) + zero),
+// bit for bit the portable kernel's expression.
+void requantize_s32_u8_avx512vnni(const int32_t* x, int64_t n, float multiplier, float zero, uint8_t* y);
+void requantize_s32_s8_avx512vnni(const int32_t* x, int64_t n, float multiplier, float zero, int8_t* y);
+
+}  // namespace onnx_light::runtime::kernels::simd

@@ -1,0 +1,191 @@
+// Integer GEMM on AVX-512 VNNI: vpdpbusd over A packed in 6-row panels and B in 32-column panels
+// (gemm_s8.h), so the micro-kernel reads both as two forward streams.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/simd/gemm_s8.h"
+
+namespace onnx_light::runtime::kernels::simd {
+
+namespace {
+
+int64_t depth_groups(int64_t k) { return (k + 3) / 4; }
+
+inline __mmask16 lanes(int64_t count) {
+  if (count >= 16) return static_cast<__mmask16>(0xFFFF);
+  if (count <= 0) return 0;
+  return static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// acc += dot4(a, b) per lane. Written as asm because GCC 12 copies every accumulator through a
+// spare register around _mm512_dpbusd_epi32 (two extra moves per product: half the throughput).
+// A macro, not a function: the accumulators are register variables, whose address is never taken.
+#define ONNX_LIGHT_DPBUSD(acc, a, b) asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b))
+
+// Four bytes of A broadcast to every lane, straight from memory.
+inline __m512i broadcast_word(const uint8_t* p) {
+  int word;
+  __builtin_memcpy(&word, p, 4);
+  return _mm512_set1_epi32(word);
+}
+
+// One tile: one 6-row A panel by one B panel; `rows` rows and `n` columns stored (the panel's
+// padding rows are 0, so computing them is harmless). Twelve named accumulators rather than an
+// array: with the asm above, an array would live in memory.
+void tile(const uint8_t* pa, int64_t groups, const int8_t* pb, int32_t* c, int64_t ldc, int64_t rows, int64_t n) {
+  static_assert(kGemmS8Mr == 6, "the tile below is written out for six rows");
+  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m512i c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m512i b0 = _mm512_loadu_si512(pb);
+    const __m512i b1 = _mm512_loadu_si512(pb + 64);
+    pb += kGemmS8Nr * 4;
+    __m512i a = broadcast_word(pa);
+    ONNX_LIGHT_DPBUSD(c00, a, b0);
+    ONNX_LIGHT_DPBUSD(c01, a, b1);
+    a = broadcast_word(pa + 4);
+    ONNX_LIGHT_DPBUSD(c10, a, b0);
+    ONNX_LIGHT_DPBUSD(c11, a, b1);
+    a = broadcast_word(pa + 8);
+    ONNX_LIGHT_DPBUSD(c20, a, b0);
+    ONNX_LIGHT_DPBUSD(c21, a, b1);
+    a = broadcast_word(pa + 12);
+    ONNX_LIGHT_DPBUSD(c30, a, b0);
+    ONNX_LIGHT_DPBUSD(c31, a, b1);
+    a = broadcast_word(pa + 16);
+    ONNX_LIGHT_DPBUSD(c40, a, b0);
+    ONNX_LIGHT_DPBUSD(c41, a, b1);
+    a = broadcast_word(pa + 20);
+    ONNX_LIGHT_DPBUSD(c50, a, b0);
+    ONNX_LIGHT_DPBUSD(c51, a, b1);
+    pa += kGemmS8Mr * 4;
+  }
+  const __mmask16 m0 = lanes(n), m1 = lanes(n - 16);
+  const __m512i lo[kGemmS8Mr] = {c00, c10, c20, c30, c40, c50};
+  const __m512i hi[kGemmS8Mr] = {c01, c11, c21, c31, c41, c51};
+  for (int64_t r = 0; r < rows; ++r) {
+    _mm512_mask_storeu_epi32(c + r * ldc, m0, lo[r]);
+    _mm512_mask_storeu_epi32(c + r * ldc + 16, m1, hi[r]);
+  }
+}
+
+#undef ONNX_LIGHT_DPBUSD
+
+}  // namespace
+
+int64_t gemm_s8_packed_a_bytes(int64_t m, int64_t k) {
+  const int64_t panels = (m + kGemmS8Mr - 1) / kGemmS8Mr;
+  return panels * depth_groups(k) * kGemmS8Mr * 4;
+}
+
+int64_t gemm_s8_packed_b_bytes(int64_t k, int64_t n) {
+  const int64_t panels = (n + kGemmS8Nr - 1) / kGemmS8Nr;
+  return panels * depth_groups(k) * kGemmS8Nr * 4;
+}
+
+void gemm_s8_pack_a_avx512vnni(const uint8_t* a, int64_t lda, int a_signed, int64_t m, int64_t k, uint8_t* packed,
+                               int32_t* row_sums) {
+  const uint32_t flip = a_signed ? 0x80808080u : 0u;
+  const int64_t groups = depth_groups(k);
+  const int64_t full = k / 4;
+  const int64_t panels = (m + kGemmS8Mr - 1) / kGemmS8Mr;
+  for (int64_t p = 0; p < panels; ++p) {
+    uint8_t* panel = packed + p * groups * kGemmS8Mr * 4;
+    for (int64_t r = 0; r < kGemmS8Mr; ++r) {
+      const int64_t i = p * kGemmS8Mr + r;
+      uint8_t* out = panel + r * 4;
+      if (i >= m) {
+        for (int64_t g = 0; g < groups; ++g) __builtin_memset(out + g * kGemmS8Mr * 4, 0, 4);
+        continue;
+      }
+      const uint8_t* row = a + i * lda;
+      // Whole words, shifted four bytes at a time; the last partial word padded with 0.
+      for (int64_t g = 0; g < full; ++g) {
+        uint32_t word;
+        __builtin_memcpy(&word, row + g * 4, 4);
+        word ^= flip;
+        __builtin_memcpy(out + g * kGemmS8Mr * 4, &word, 4);
+      }
+      if (full < groups) {
+        uint8_t last[4] = {0, 0, 0, 0};
+        for (int64_t kk = full * 4; kk < k; ++kk) last[kk - full * 4] = static_cast<uint8_t>(row[kk] ^ (flip & 0xFF));
+        __builtin_memcpy(out + full * kGemmS8Mr * 4, last, 4);
+      }
+      // The row sum of A' (the shifted bytes), for the caller's correction.
+      uint32_t sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk) sum += static_cast<uint8_t>(row[kk] ^ (flip & 0xFF));
+      row_sums[i] = static_cast<int32_t>(sum);
+    }
+  }
+}
+
+void gemm_s8_pack_b_avx512vnni(const uint8_t* b, int64_t ldb, int b_unsigned, int64_t k, int64_t n, int8_t* packed,
+                               int32_t* col_sums) {
+  const uint8_t flip = b_unsigned ? 0x80 : 0x00;
+  const int64_t groups = depth_groups(k);
+  const int64_t panels = (n + kGemmS8Nr - 1) / kGemmS8Nr;
+  for (int64_t j = 0; j < n; ++j) col_sums[j] = 0;
+  for (int64_t q = 0; q < panels; ++q) {
+    int8_t* panel = packed + q * groups * kGemmS8Nr * 4;
+    for (int64_t g = 0; g < groups; ++g) {
+      int8_t* group = panel + g * kGemmS8Nr * 4;
+      for (int64_t d = 0; d < 4; ++d) {
+        const int64_t kk = g * 4 + d;
+        for (int64_t jj = 0; jj < kGemmS8Nr; ++jj) {
+          const int64_t j = q * kGemmS8Nr + jj;
+          int8_t value = 0;
+          if (j < n && kk < k) {
+            value = static_cast<int8_t>(static_cast<uint8_t>(b[kk * ldb + j] ^ flip));
+            col_sums[j] += value;
+          }
+          group[jj * 4 + d] = value;
+        }
+      }
+    }
+  }
+}
+
+void gemm_u8s8_avx512vnni(const uint8_t* packed_a, int64_t m, int64_t k, const int8_t* packed_b, int64_t n, int32_t* c,
+                          int64_t ldc) {
+  const int64_t groups = depth_groups(k);
+  const int64_t a_panel = groups * kGemmS8Mr * 4;
+  const int64_t b_panel = groups * kGemmS8Nr * 4;
+  // Panel by panel of B: one (k * 32 bytes) stays in L1/L2 while the A panels stream past it.
+  for (int64_t q = 0; q * kGemmS8Nr < n; ++q) {
+    const int64_t j0 = q * kGemmS8Nr;
+    const int64_t cols = n - j0 < kGemmS8Nr ? n - j0 : kGemmS8Nr;
+    for (int64_t i = 0; i < m; i += kGemmS8Mr) {
+      const int64_t rows = m - i < kGemmS8Mr ? m - i : kGemmS8Mr;
+      tile(packed_a + (i / kGemmS8Mr) * a_panel, groups, packed_b + q * b_panel, c + i * ldc + j0, ldc, rows, cols);
+    }
+  }
+}
+
+namespace {
+
+template <bool kSigned, typename Q>
+void requantize(const int32_t* x, int64_t n, float multiplier, float zero, Q* y) {
+  const __m512 vm = _mm512_set1_ps(multiplier), vz = _mm512_set1_ps(zero);
+  const __m512 lo = _mm512_set1_ps(kSigned ? -128.0f : 0.0f), hi = _mm512_set1_ps(kSigned ? 127.0f : 255.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lanes(n - i);
+    const __m512 product = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, x + i)), vm);
+    const __m512 r = _mm512_add_ps(_mm512_roundscale_ps(product, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
+    // MAXPS returns its second operand for a NaN first one: NaN saturates low, as in the portable code.
+    _mm512_mask_cvtepi32_storeu_epi8(y + i, m, _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi)));
+  }
+}
+
+}  // namespace
+
+void requantize_s32_u8_avx512vnni(const int32_t* x, int64_t n, float multiplier, float zero, uint8_t* y) {
+  requantize<false>(x, n, multiplier, zero, y);
+}
+
+void requantize_s32_s8_avx512vnni(const int32_t* x, int64_t n, float multiplier, float zero, int8_t* y) {
+  requantize<true>(x, n, multiplier, zero, y);
+}
+
+}  // namespace onnx_light::runtime::kernels::simd
