@@ -246,6 +246,26 @@ TEST_CASE("vnni_qlinear_matmul_matches_the_reference_bit_for_bit") {
       CHECK(ran == "avx512vnni");
       CHECK(same_bytes(y, expected));
     }
+    // B as a constant (input 3 of QLinearMatMul): packed once at creation, same bytes.
+    test::NamedTensors without_b;
+    Tensor b_value;
+    for (const auto& [name, value] : feeds) {
+      if (name == "b") b_value = value;
+      else without_b.push_back({name, value});
+    }
+    const Model constant_b = with_initializers(model, {{"b", b_value}});
+    RuntimeSessionOptions options;
+    options.parameters = RuntimeParameters(2);
+    options.registry = &test::threshold_one_registry();
+    options.kernels = &table_for("avx512vnni");
+    RuntimeSession session(constant_b, options);
+    for (int run_index = 0; run_index < 2; ++run_index) {
+      RuntimeContext context;
+      for (const auto& [name, value] : without_b) context.set(name, value);
+      session.run(context);
+      CAPTURE(q);
+      CHECK(same_bytes(context.get("y"), expected));
+    }
   }
 }
 

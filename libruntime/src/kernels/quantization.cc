@@ -242,8 +242,9 @@ constexpr const char* impl_name(IntegerImpl impl) { return impl == IntegerImpl::
 // the reference's accumulation. B is packed once at creation when it is a constant 2-D weight.
 class VnniIntegerProduct {
  public:
-  explicit VnniIntegerProduct(const KernelCreateInfo& info) {
-    const Tensor* b = info.constant_inputs.size() > 1 ? info.constant_inputs[1] : nullptr;
+  // b_input: B's index among the node's inputs (MatMulInteger 1, QLinearMatMul 3).
+  VnniIntegerProduct(const KernelCreateInfo& info, std::size_t b_input) {
+    const Tensor* b = info.constant_inputs.size() > b_input ? info.constant_inputs[b_input] : nullptr;
     if (b == nullptr || b->rank() != 2 || b->element_count() == 0) return;
     if (b->element_type() != ElementType::uint8 && b->element_type() != ElementType::int8) return;
     pack(*b, 0, b->shape()[0], b->shape()[1], constant_packed_, constant_col_sums_);
@@ -323,12 +324,13 @@ class VnniIntegerProduct {
 template <IntegerImpl kImpl>
 class IntegerProduct {
  public:
-  explicit IntegerProduct(const KernelCreateInfo& info)
+  IntegerProduct(const KernelCreateInfo& info, std::size_t b_input)
 #if defined(ONNX_LIGHT_X86_SIMD)
-      : vnni_(info)
+      : vnni_(info, b_input)
 #endif
   {
     (void)info;
+    (void)b_input;
   }
   void run(KernelExecution& execution, const Tensor& a, const Tensor& b, const IntegerMatmulShape& s,
            const IntegerZeroPoints& z, int threads, int32_t* out) {
@@ -360,7 +362,7 @@ void check_b_type(const Tensor& b, const std::string& label) {
 template <IntegerImpl kImpl>
 class MatMulIntegerKernel final : public ThresholdKernel {
  public:
-  explicit MatMulIntegerKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements), product_(info) {
+  explicit MatMulIntegerKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements), product_(info, 1) {
     check_attributes(info, {});
   }
   void run(KernelExecution& execution) override {
@@ -381,7 +383,7 @@ class MatMulIntegerKernel final : public ThresholdKernel {
 template <typename Q, IntegerImpl kImpl>
 class QLinearMatMulKernel final : public ThresholdKernel {
  public:
-  explicit QLinearMatMulKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements), product_(info) {
+  explicit QLinearMatMulKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements), product_(info, 3) {
     check_attributes(info, {});
   }
   void run(KernelExecution& execution) override {
