@@ -108,8 +108,8 @@ void print_counters(std::ostream& out, const runtime::SessionProfile& profile, i
   std::vector<const runtime::CounterStatus*> available;
   for (const auto& c : profile.counters)
     if (c.available) available.push_back(&c);
-  out << fmt::format("counters ({} of {} available; per node, summed over the timed runs, the calling thread and the "
-                     "pool's workers):\n",
+  out << fmt::format("counters ({} of {} available; per node, summed over the timed runs: the calling thread, and "
+                     "the pool's workers in the node's blocks):\n",
                      available.size(), profile.counters.size());
   if (!available.empty()) {
     std::size_t name_width = 4;

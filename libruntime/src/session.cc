@@ -184,9 +184,16 @@ struct RuntimeSession::Impl {
         return used;
       }
       auto timed = [&](int64_t begin, int64_t end) {
+        const int tid = current_pool_thread_index();
+        // A worker counts its own block (the caller's blocks are inside its node-wide count).
+        const bool count = tid > 0 && profiler.counting();
+        CounterValues before;
+        if (count) profiler.read_worker_counters(tid, before);
         const int64_t start = SessionProfiler::now_ns();
         fn(begin, end);
-        profiler.record_block(index, current_pool_thread_index(), start, SessionProfiler::now_ns());
+        const int64_t stop = SessionProfiler::now_ns();
+        if (count) profiler.add_worker_block(index, tid, before);
+        profiler.record_block(index, tid, start, stop);
       };
       const int64_t start = SessionProfiler::now_ns();
       const int used = impl_.pool->parallel_for(n, grain, admitted, timed);

@@ -40,6 +40,21 @@ void SessionProfiler::enable_counters(const std::vector<int>& worker_tids, Count
   opener_ = std::move(opener);
   worker_counters_.reserve(worker_tids.size());
   for (int tid : worker_tids) worker_counters_.emplace_back(tid, opener_);
+  worker_counts_ = std::make_unique<std::atomic<uint64_t>[]>(steps_.size() * kCounterCount);
+  for (std::size_t i = 0; i < steps_.size() * kCounterCount; ++i) worker_counts_[i].store(0, std::memory_order_relaxed);
+}
+
+void SessionProfiler::read_worker_counters(int tid, CounterValues& out) const {
+  out.fill(0);
+  if (tid >= 1 && static_cast<std::size_t>(tid) <= worker_counters_.size())
+    worker_counters_[static_cast<std::size_t>(tid) - 1].add_to(out);
+}
+
+void SessionProfiler::add_worker_block(std::size_t step, int tid, const CounterValues& before) {
+  CounterValues after{};
+  read_worker_counters(tid, after);
+  for (std::size_t c = 0; c < kCounterCount; ++c)
+    worker_counts_[step * kCounterCount + c].fetch_add(after[c] - before[c], std::memory_order_relaxed);
 }
 
 void SessionProfiler::begin_run() {
@@ -59,10 +74,9 @@ void SessionProfiler::begin_run() {
   run_begin_ns_ = now_ns();
 }
 
-void SessionProfiler::read_counters(CounterValues& out) const {
+void SessionProfiler::read_caller_counters(CounterValues& out) const {
   out.fill(0);
   if (caller_ != nullptr) caller_->add_to(out);
-  for (const auto& w : worker_counters_) w.add_to(out);
 }
 
 void SessionProfiler::end_run() {
@@ -82,7 +96,7 @@ int64_t SessionProfiler::begin_step(std::size_t step, const KernelExecution& exe
     else
       shapes[k] = input->shape();
   }
-  if (counting_) read_counters(step_begin_counters_);
+  if (counting_) read_caller_counters(step_begin_counters_);
   return now_ns();
 }
 
@@ -91,7 +105,7 @@ void SessionProfiler::end_step(std::size_t step, int64_t begin_ns, std::string_v
   Accumulator& a = steps_[step];
   if (counting_) {
     CounterValues end{};
-    read_counters(end);
+    read_caller_counters(end);
     for (std::size_t c = 0; c < kCounterCount; ++c) a.counters[c] += end[c] - step_begin_counters_[c];
   }
   ++a.calls;
@@ -120,6 +134,8 @@ void SessionProfiler::reset() {
     a.threshold_work = -1;
     a.counters.fill(0);
   }
+  if (worker_counts_)
+    for (std::size_t i = 0; i < steps_.size() * kCounterCount; ++i) worker_counts_[i].store(0, std::memory_order_relaxed);
   next_event_.store(0, std::memory_order_relaxed);
   dropped_.store(0, std::memory_order_relaxed);
   runs_ = 0;
@@ -158,9 +174,12 @@ SessionProfile SessionProfiler::profile() const {
     n.parallel_regions = a.regions;
     n.parallel_threads = a.threads;
     n.threshold_work = a.threshold_work;
-    for (const auto& status : counter_status_)
-      if (status.available)
-        n.counters.push_back(CounterReading{status.name, a.counters[static_cast<std::size_t>(status.counter)]});
+    for (const auto& status : counter_status_) {
+      if (!status.available) continue;
+      const auto c = static_cast<std::size_t>(status.counter);
+      const uint64_t workers = worker_counts_ ? worker_counts_[order[i] * kCounterCount + c].load(std::memory_order_relaxed) : 0;
+      n.counters.push_back(CounterReading{status.name, a.counters[c] + workers});
+    }
     p.nodes.push_back(std::move(n));
   }
 

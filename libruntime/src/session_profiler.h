@@ -36,10 +36,16 @@ class SessionProfiler {
         .count();
   }
 
-  // Per-node counters from here on, over the calling thread of each run and these workers (the
-  // session's pool): opened now, so a session without counters opens nothing.
+  // Per-node counters from here on: the calling thread of each run over the node, and each pool
+  // worker over the blocks it runs for the node (worker_tids[i - 1] is pool thread i). Each
+  // thread reads only its own counters: reading another thread's while it runs on another CPU
+  // costs an inter-processor interrupt. Opened now, so a session without counters opens nothing.
   void enable_counters(const std::vector<int>& worker_tids, CounterOpener opener);
   bool counting() const { return counting_; }
+  // From pool thread `tid` (>= 1) around a block of `step`: its counts before the block, then the
+  // block's share added to the step. Thread-safe and allocation-free.
+  void read_worker_counters(int tid, CounterValues& out) const;
+  void add_worker_block(std::size_t step, int tid, const CounterValues& before);
 
   void begin_run();
   // A run whose every step completed; a failed run's completed steps stay counted.
@@ -88,8 +94,8 @@ class SessionProfiler {
     int64_t end_ns;
   };
   void push(const RawEvent& event);
-  // Counts so far over the workers and this run's caller.
-  void read_counters(CounterValues& out) const;
+  // This run's caller's counts so far.
+  void read_caller_counters(CounterValues& out) const;
 
   std::vector<Accumulator> steps_;
   std::size_t capacity_;
@@ -107,6 +113,8 @@ class SessionProfiler {
   const ThreadCounters* caller_ = nullptr;       // this run's
   std::vector<CounterStatus> counter_status_;
   CounterValues step_begin_counters_{};
+  // Workers' block counts per step and counter (steps x kCounterCount), added concurrently.
+  std::unique_ptr<std::atomic<uint64_t>[]> worker_counts_;
 };
 
 }  // namespace onnx_light::runtime

@@ -48,8 +48,9 @@ struct RuntimeSessionOptions {
   // RuntimeSession::profile(). Off, a run reads no clock; on, two clock reads per node and per
   // parallel block. Trace events past `profile_event_capacity` are counted, not kept.
   bool profile = false;
-  // With profile: per-node counters (hardware_counters.h) of the calling thread and the pool's
-  // workers, two read() calls per thread and node. Unavailable counters are reported, never fatal.
+  // With profile: per-node counters (hardware_counters.h) of the calling thread over each node and
+  // of the pool's workers over the node's blocks; each thread reads its own (two read() calls per
+  // node and per block). Unavailable counters are reported, never fatal.
   bool profile_counters = false;
   // Opens each counter (empty: perf_event_open). Tests substitute refusals here.
   CounterOpener counter_opener;

@@ -46,8 +46,8 @@ struct NodeProfile {
   // leave it out; its share is of the same total.
   std::string parent;
   // With RuntimeSessionOptions::profile_counters: the available counters (SessionProfile::counters)
-  // summed over the calls, over the calling thread and the pool's workers while the node ran
-  // (idle spinning included: it is CPU the node cost). Empty otherwise.
+  // summed over the calls: the calling thread over the node, each pool worker over the node's
+  // parallel blocks it ran (not its idle spinning). Empty otherwise.
   std::vector<CounterReading> counters;
 };
 
