@@ -39,7 +39,7 @@ void print_profiles(std::ostream& out, const std::vector<tune::InspectedProfile>
     table.add({std::to_string(p.index), p.profile.key.kernel.empty() ? "(unreadable)" : p.profile.key.kernel,
                element_type_label(p.profile.key.element_type), p.profile.key.implementation,
                std::to_string(p.profile.key.tuning_abi), std::to_string(h.effective_threads),
-               fmt::format("{} {}{}", h.architecture, h.vendor, h.microarchitecture.empty() ? "" : " " + h.microarchitecture),
+               host_label(h),
                p.profile.provenance.hostname.empty() ? "-" : p.profile.provenance.hostname,
                std::string(tune::profile_class_name(p.classification)), p.profile.provenance.source});
   }

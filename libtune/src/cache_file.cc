@@ -44,6 +44,29 @@ bool same_profile_identity(const CacheProfile& a, const CacheProfile& b) {
   return a.readable() && b.readable() && a.key == b.key && a.host == b.host;
 }
 
+std::size_t profile_identity_hash(const CacheProfile& p) {
+  std::size_t h = runtime::TuningKeyHash{}(p.key);
+  auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  const std::hash<std::string> text;
+  const std::hash<int64_t> number;
+  const HostDescriptor& host = p.host;
+  mix(text(host.architecture));
+  mix(text(host.vendor));
+  mix(number(host.family));
+  mix(number(host.model));
+  mix(number(host.stepping));
+  mix(text(host.microarchitecture));
+  for (const auto& feature : host.features) mix(text(feature));
+  mix(host.features.size());
+  mix(number(host.l1d_cache_bytes));
+  mix(number(host.l2_cache_bytes));
+  mix(number(host.l3_cache_bytes));
+  mix(number(host.physical_cores));
+  mix(number(host.logical_cores));
+  mix(number(host.effective_threads));
+  return h;
+}
+
 std::string utc_timestamp_now() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};

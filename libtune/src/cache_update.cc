@@ -207,6 +207,7 @@ class UpdateScope {
   const fs::path& target() const { return target_; }
   const fs::path& directory() const { return directory_; }
   void succeed() { succeeded_ = true; }
+  bool created_lock() const { return created_lock_; }
   // Also drop the lock file on success (nothing was written and there is no cache).
   void forget_lock_on_success() { remove_lock_always_ = true; }
   void finish() {
@@ -381,43 +382,9 @@ class UpdateScope {
 };
 
 void check_writable_profile(const CacheProfile& profile) {
-  if (!profile.readable()) {
-    throw InvalidValueError(fmt::format("cannot write profile {}: it has unreadable fields ({})",
-                                        profile.key.to_string(), profile.problems.front().message));
+  if (auto problem = profile_write_problem(profile)) {
+    throw InvalidValueError(fmt::format("cannot write profile {}: {}", profile.key.to_string(), problem->message));
   }
-  auto check = [&](std::string_view what, std::string_view text) {
-    if (!is_valid_utf8(text)) {
-      throw InvalidValueError(fmt::format("cannot write profile {}: {} is not valid UTF-8", profile.key.to_string(), what));
-    }
-  };
-  const auto& key = profile.key;
-  if (key.kernel.empty() || key.implementation.empty() || key.library.empty()) {
-    throw InvalidValueError(fmt::format("cannot write profile {}: library, kernel and implementation must be set",
-                                        key.to_string()));
-  }
-  if (key.tuning_abi < 1) {
-    throw InvalidValueError(fmt::format("cannot write profile {}: tuning_abi must be positive", key.to_string()));
-  }
-  if (profile.host.effective_threads < 1) {
-    throw InvalidValueError(fmt::format("cannot write profile {}: host.effective_threads must be positive",
-                                        key.to_string()));
-  }
-  check("library", key.library);
-  check("kernel", key.kernel);
-  check("implementation", key.implementation);
-  check("host.architecture", profile.host.architecture);
-  check("host.vendor", profile.host.vendor);
-  check("host.microarchitecture", profile.host.microarchitecture);
-  for (const auto& feature : profile.host.features) check("host.features", feature);
-  for (const auto& [name, value] : profile.values) {
-    if (name.empty()) throw InvalidValueError(fmt::format("cannot write profile {}: empty parameter name", key.to_string()));
-    check("a parameter name", name);
-    if (const auto* text = std::get_if<std::string>(&value)) check(fmt::format("values.{}", name), *text);
-  }
-  check("provenance.source", profile.provenance.source);
-  check("provenance.written", profile.provenance.written);
-  check("provenance.tool_version", profile.provenance.tool_version);
-  check("provenance.hostname", profile.provenance.hostname);
 }
 
 UpdateResult failed(UpdateResult result, Failure failure) {
@@ -429,6 +396,43 @@ UpdateResult failed(UpdateResult result, Failure failure) {
 }
 
 }  // namespace
+
+std::optional<ProfileProblem> profile_write_problem(const CacheProfile& profile) {
+  if (!profile.readable()) {
+    return ProfileProblem{profile.problems.front().field,
+                          fmt::format("it has unreadable fields ({})", profile.problems.front().message)};
+  }
+  const auto& key = profile.key;
+  if (key.kernel.empty() || key.implementation.empty() || key.library.empty()) {
+    return ProfileProblem{key.kernel.empty() ? "kernel" : key.implementation.empty() ? "implementation" : "library",
+                          "library, kernel and implementation must be set"};
+  }
+  if (key.tuning_abi < 1) return ProfileProblem{"tuning_abi", "tuning_abi must be positive"};
+  if (profile.host.effective_threads < 1) {
+    return ProfileProblem{"host.effective_threads", "host.effective_threads must be positive"};
+  }
+  std::optional<ProfileProblem> problem;
+  auto check = [&](std::string field, std::string_view text) {
+    if (!problem && !is_valid_utf8(text)) problem = ProfileProblem{field, fmt::format("{} is not valid UTF-8", field)};
+  };
+  check("library", key.library);
+  check("kernel", key.kernel);
+  check("implementation", key.implementation);
+  check("host.architecture", profile.host.architecture);
+  check("host.vendor", profile.host.vendor);
+  check("host.microarchitecture", profile.host.microarchitecture);
+  for (const auto& feature : profile.host.features) check("host.features", feature);
+  for (const auto& [name, value] : profile.values) {
+    if (name.empty()) return ProfileProblem{"values", "empty parameter name"};
+    if (!is_valid_utf8(name)) return ProfileProblem{"values", "a parameter name is not valid UTF-8"};
+    if (const auto* text = std::get_if<std::string>(&value)) check(fmt::format("values.{}", name), *text);
+  }
+  check("provenance.source", profile.provenance.source);
+  check("provenance.written", profile.provenance.written);
+  check("provenance.tool_version", profile.provenance.tool_version);
+  check("provenance.hostname", profile.provenance.hostname);
+  return problem;
+}
 
 UpdateResult check_cache_writable(const fs::path& path) {
   UpdateResult result;
@@ -485,7 +489,7 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
   next.reserve(current.profiles.size() + change.upserts.size());
   for (auto& profile : current.profiles) {
     if (profile.readable() && upsert_index.contains(&profile)) continue;  // replaced
-    if (change.erase && change.erase(profile)) {
+    if (change.replace_all || (change.erase && change.erase(profile))) {
       result.removed.push_back(std::move(profile));
     } else if (schemas && profile.readable() && schemas->is_stale(profile.key)) {
       result.pruned.push_back(std::move(profile));
@@ -499,7 +503,9 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
     next.push_back(change.upserts[index]);
   }
 
-  if (result.updated.empty() && result.removed.empty() && result.pruned.empty()) {
+  if (change.replace_all && scope.created_lock()) scope.forget_lock_on_success();
+  const bool create_empty = change.replace_all && current.status == FileStatus::not_found;
+  if (result.updated.empty() && result.removed.empty() && result.pruned.empty() && !create_empty) {
     result.status = UpdateStatus::updated;  // nothing to change: keep the file as it is
     scope.succeed();
     if (current.status == FileStatus::not_found) scope.forget_lock_on_success();
@@ -515,6 +521,7 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
   }
   result.status = UpdateStatus::updated;
   scope.succeed();
+  scope.finish();
   return result;
 }
 

@@ -122,19 +122,28 @@ nlohmann::json SetReport::to_json() const {
                         {"load", load ? load->to_json() : nlohmann::json(nullptr)}};
 }
 
-nlohmann::json InspectedProfile::to_json() const {
+nlohmann::json provenance_to_json(const Provenance& provenance) {
+  return nlohmann::json{{"source", provenance.source},
+                        {"written", provenance.written},
+                        {"tool_version", provenance.tool_version},
+                        {"hostname", provenance.hostname}};
+}
+
+nlohmann::json profile_to_json(const CacheProfile& profile) {
   nlohmann::json object = key_to_json(profile.key);
   profile.host.to_json(object);
   object["values"] = values_to_json(profile.values);
+  object["provenance"] = provenance_to_json(profile.provenance);
+  return object;
+}
+
+nlohmann::json InspectedProfile::to_json() const {
+  nlohmann::json object = profile_to_json(profile);
   object["local"] = local;
   object["classification"] = profile_class_name(classification);
   object["layer"] = cache_layer_name(layer);
   object["index"] = index;
   object["shadowed"] = shadowed;
-  object["provenance"] = nlohmann::json{{"source", profile.provenance.source},
-                                        {"written", profile.provenance.written},
-                                        {"tool_version", profile.provenance.tool_version},
-                                        {"hostname", profile.provenance.hostname}};
   return object;
 }
 
