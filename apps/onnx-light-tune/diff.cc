@@ -37,7 +37,8 @@ int diff_verb(const DiffVerbOptions& options, AppContext& context) {
   }
   const int status = options.exit_code && !report.identical() ? kExitFailed : kExitOk;
   if (options.json) {
-    print_json(*context.out, report.to_json());
+    report.write_json(*context.out);  // the bytes of to_json().dump(2), streamed
+    *context.out << '\n';
     return status;
   }
   const bool color = stdout_color(context);

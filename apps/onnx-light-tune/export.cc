@@ -57,7 +57,8 @@ int export_verb(ExportVerbOptions& options, AppContext& context) {
     return kExitOk;
   }
   if (options.filters.json) {
-    print_json(*context.out, report.to_json());
+    report.write_json(*context.out);  // the bytes of to_json().dump(2), streamed
+    *context.out << '\n';
     return ok ? kExitOk : kExitFailed;
   }
   const bool color = stdout_color(context);

@@ -29,7 +29,8 @@ int import_verb(const ImportVerbOptions& options, AppContext& context) {
   importing.on_conflict = tune::parse_conflict_policy(options.on_conflict);
   const tune::ImportReport report = tune::import_kernel_tuning_cache(importing, operation_context(context));
   if (options.json) {
-    print_json(*context.out, report.to_json());
+    report.write_json(*context.out);  // the bytes of to_json().dump(2), streamed
+    *context.out << '\n';
     return report.ok() ? kExitOk : kExitFailed;
   }
   const bool color = stdout_color(context);

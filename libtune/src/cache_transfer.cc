@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <ostream>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -17,6 +17,7 @@
 #include "onnx_light/tune/classification.h"
 #include "onnx_light/tune/reports.h"
 #include "operation_support.h"
+#include "pretty_json.h"
 
 namespace onnx_light::tune {
 
@@ -163,21 +164,24 @@ class ProfileFold {
   // base_is_cache: source 0 is the cache being imported into; its profile stays when an input
   // brings the same values (nothing to write), and its repeated profiles are not conflicts.
   ProfileFold(ConflictPolicy policy, bool base_is_cache, std::vector<std::string> sources)
-      : policy_(policy), base_is_cache_(base_is_cache), sources_(std::move(sources)) {}
+      : policy_(policy), base_is_cache_(base_is_cache), sources_(std::move(sources)), slots_(sources_.size()) {}
 
+  // Adds the profiles of source `source` (each source once, in order).
   void add(const CacheFile& file, std::size_t source) {
-    winners_.reserve(winners_.size() + file.profiles.size());
+    slot_of_.reserve(slot_of_.size() + file.profiles.size());
+    std::vector<std::size_t>& slots = slots_.at(source);
+    slots.assign(file.profiles.size(), kNoSlot);
     for (std::size_t i = 0; i < file.profiles.size(); ++i) {
       const CacheProfile& profile = file.profiles[i];
       if (!profile.readable()) continue;  // only in the cache (inputs are validated): kept as written
       const Candidate candidate{&profile, source, i};
-      auto [it, inserted] = winners_.try_emplace(&profile, Winner{candidate, base_is_cache_ && source == 0});
+      const auto [it, inserted] = slot_of_.try_emplace(&profile, winners_.size());
+      slots[i] = it->second;
       if (inserted) {
-        order_.push_back(&profile);
-        continue;
+        winners_.push_back(Winner{candidate, base_is_cache_ && source == 0});
+      } else if (!(base_is_cache_ && source == 0)) {  // a repeated profile of the cache: the first is used
+        consider(winners_[it->second], candidate);
       }
-      if (base_is_cache_ && source == 0) continue;  // a repeated profile of the cache: the first is used
-      consider(it->second, candidate);
     }
   }
 
@@ -187,23 +191,27 @@ class ProfileFold {
   // The winning profile of every identity, in the order identities were first seen.
   std::vector<Candidate> winners() const {
     std::vector<Candidate> result;
-    result.reserve(order_.size());
-    for (const CacheProfile* first : order_) result.push_back(winners_.at(first).current);
+    result.reserve(winners_.size());
+    for (const Winner& winner : winners_) result.push_back(winner.current);
     return result;
   }
-  bool in_base(const CacheProfile& profile) const {
-    const auto it = winners_.find(&profile);
-    return it != winners_.end() && it->second.in_base;
+  // Whether profile `index` of source `source` won its identity, and whether the cache (source
+  // 0) had that identity: known from the add, no lookup.
+  bool is_winner(std::size_t source, std::size_t index) const {
+    const std::size_t slot = slots_.at(source).at(index);
+    return slot != kNoSlot && winners_[slot].current.source == source && winners_[slot].current.index == index;
   }
-  bool is_winner(const CacheProfile& profile) const {
-    const auto it = winners_.find(&profile);
-    return it != winners_.end() && it->second.current.profile == &profile;
+  bool in_base(std::size_t source, std::size_t index) const {
+    const std::size_t slot = slots_.at(source).at(index);
+    return slot != kNoSlot && winners_[slot].in_base;
   }
   SourcedProfile sourced(const Candidate& candidate) const {
     return SourcedProfile{*candidate.profile, sources_[candidate.source], candidate.index};
   }
 
  private:
+  static constexpr std::size_t kNoSlot = std::numeric_limits<std::size_t>::max();
+
   struct Winner {
     Candidate current;
     bool in_base = false;  // the identity is in the cache (source 0 of an import)
@@ -241,8 +249,9 @@ class ProfileFold {
   ConflictPolicy policy_;
   bool base_is_cache_;
   std::vector<std::string> sources_;
-  std::unordered_map<const CacheProfile*, Winner, ProfileIdentityHash, ProfileIdentityEqual> winners_;
-  std::vector<const CacheProfile*> order_;
+  std::vector<Winner> winners_;  // one per identity, in the order first seen
+  std::unordered_map<const CacheProfile*, std::size_t, ProfileIdentityHash, ProfileIdentityEqual> slot_of_;
+  std::vector<std::vector<std::size_t>> slots_;  // per source, per profile: its identity's winner
   std::vector<ProfileConflict> conflicts_;
 };
 
@@ -286,20 +295,28 @@ nlohmann::json ChangedProfile::to_json() const {
   return object;
 }
 
+namespace {
+
+// An export's "host": the descriptor without effective_threads (every thread count of that host),
+// or null for every host.
+nlohmann::json exported_host_json(const std::optional<HostDescriptor>& host) {
+  if (!host) return nullptr;
+  nlohmann::json described = nlohmann::json::object();
+  host->to_json(described);
+  described.erase("effective_threads");
+  return described;
+}
+
+}  // namespace
+
 nlohmann::json ExportReport::to_json() const {
-  nlohmann::json described;
-  if (host) {
-    described = nlohmann::json::object();
-    host->to_json(described);
-    described.erase("effective_threads");  // every thread count of that host
-  }
   nlohmann::json exported = nlohmann::json::array();
   for (const auto& profile : profiles) exported.push_back(profile_to_json(profile));
   return nlohmann::json{{"status", status},
                         {"path", path},
                         {"output", output},
                         {"all_hosts", !host.has_value()},
-                        {"host", std::move(described)},
+                        {"host", exported_host_json(host)},
                         {"profiles", std::move(exported)},
                         {"exported_count", profiles.size()},
                         {"skipped_count", skipped},
@@ -345,6 +362,102 @@ nlohmann::json DiffReport::to_json() const {
                         {"changed_count", changed.size()},
                         {"unchanged_count", unchanged},
                         {"diagnostics", diagnostics_to_json(diagnostics)}};
+}
+
+namespace {
+
+using detail::PrettyJson;
+using Drain = std::function<void()>;
+
+void write_sourced(PrettyJson& w, const SourcedProfile& sourced) {
+  detail::write_profile_object(w, sourced.profile, [&](detail::JsonMembers& m) {
+    m.add("index", [&] { w.integer(static_cast<int64_t>(sourced.index)); });
+    m.add("source", [&] { w.string(sourced.source); });
+  });
+}
+
+// `key`: [items...], each written by write(item), with a drain after each.
+template <typename Items, typename Write>
+void write_array(PrettyJson& w, std::string_view key, const Items& items, const Drain& drain, Write write) {
+  w.key(key);
+  w.open('[');
+  for (const auto& item : items) {
+    w.item();
+    write(item);
+    drain();
+  }
+  w.close(']');
+}
+
+void write_count(PrettyJson& w, std::string_view key, std::size_t count) {
+  w.key(key), w.integer(static_cast<int64_t>(count));
+}
+
+void write_diagnostics(PrettyJson& w, const std::vector<Diagnostic>& diagnostics, const Drain& drain) {
+  write_array(w, "diagnostics", diagnostics, drain, [&](const Diagnostic& d) { detail::write_diagnostic(w, d); });
+}
+
+}  // namespace
+
+// Keys in sorted order, as nlohmann writes to_json(); tests compare the two.
+void ExportReport::write_json(std::ostream& out) const {
+  detail::write_in_chunks(out, [this](std::string& text, const Drain& drain) {
+    PrettyJson w(text);
+    w.open('{');
+    w.key("all_hosts"), w.boolean(!host.has_value());
+    write_diagnostics(w, diagnostics, drain);
+    write_count(w, "exported_count", profiles.size());
+    w.key("host"), w.any(exported_host_json(host));
+    w.key("output"), w.string(output);
+    w.key("path"), w.string(path);
+    write_array(w, "profiles", profiles, drain,
+                [&](const CacheProfile& p) { detail::write_profile_object(w, p, [](detail::JsonMembers&) {}); });
+    write_count(w, "skipped_count", skipped);
+    w.key("status"), w.string(status);
+    w.close('}');
+  });
+}
+
+void ImportReport::write_json(std::ostream& out) const {
+  detail::write_in_chunks(out, [this](std::string& text, const Drain& drain) {
+    PrettyJson w(text);
+    auto sourced = [&](const SourcedProfile& p) { write_sourced(w, p); };
+    w.open('{');
+    write_array(w, "added", added, drain, sourced);
+    write_count(w, "added_count", added.size());
+    write_count(w, "conflict_count", conflicts.size());
+    write_array(w, "conflicts", conflicts, drain, [&](const ProfileConflict& c) { w.any(c.to_json()); });
+    write_diagnostics(w, diagnostics, drain);
+    w.key("files"), w.any(inputs_to_json(files));
+    write_array(w, "kept", kept, drain, sourced);
+    write_count(w, "kept_count", kept.size());
+    w.key("on_conflict"), w.string(conflict_policy_name(on_conflict));
+    w.key("path"), w.string(path);
+    write_array(w, "replaced", replaced, drain, sourced);
+    write_count(w, "replaced_count", replaced.size());
+    w.key("status"), w.string(status);
+    w.close('}');
+  });
+}
+
+void DiffReport::write_json(std::ostream& out) const {
+  detail::write_in_chunks(out, [this](std::string& text, const Drain& drain) {
+    PrettyJson w(text);
+    auto sourced = [&](const SourcedProfile& p) { write_sourced(w, p); };
+    w.open('{');
+    w.key("a"), w.any({{"path", a.path}, {"profiles", a.profiles}});
+    write_array(w, "added", added, drain, sourced);
+    write_count(w, "added_count", added.size());
+    w.key("b"), w.any({{"path", b.path}, {"profiles", b.profiles}});
+    write_array(w, "changed", changed, drain, [&](const ChangedProfile& c) { w.any(c.to_json()); });
+    write_count(w, "changed_count", changed.size());
+    write_diagnostics(w, diagnostics, drain);
+    w.key("identical"), w.boolean(identical());
+    write_array(w, "removed", removed, drain, sourced);
+    write_count(w, "removed_count", removed.size());
+    write_count(w, "unchanged_count", unchanged);
+    w.close('}');
+  });
 }
 
 // ---- operations ---------------------------------------------------------------------------------
@@ -404,9 +517,13 @@ ImportReport import_kernel_tuning_cache(const ImportOptions& options, const Oper
   const fs::path path = resolve_cache_path(options.path);
   report.path = path.string();
   const SchemaIndex schemas(environment.kernels);
-  const std::vector<CacheFile> files = read_valid_inputs(options.files, schemas, "import");
+  std::vector<CacheFile> files = read_valid_inputs(options.files, schemas, "import");
   report.files = summarize(files);
 
+  // What became of each profile of the files, decided under the lock; the report's lists are
+  // filled afterwards by moving the profiles out of the files.
+  enum class Outcome : uint8_t { kept, added, replaced };
+  std::vector<std::vector<Outcome>> outcomes;
   bool unresolved = false;
   const UpdateResult update = update_cache(
       path,
@@ -417,33 +534,37 @@ ImportReport import_kernel_tuning_cache(const ImportOptions& options, const Oper
         ProfileFold fold(options.on_conflict, /*base_is_cache=*/true, std::move(sources));
         fold.add(current, 0);
         for (std::size_t f = 0; f < files.size(); ++f) fold.add(files[f], f + 1);
-        report.added.clear();
-        report.replaced.clear();
-        report.kept.clear();
         report.conflicts = fold.conflicts();
         unresolved = fold.unresolved();
         CacheEdit edit;
+        outcomes.assign(files.size(), {});
         for (std::size_t f = 0; f < files.size(); ++f) {
+          outcomes[f].reserve(files[f].profiles.size());
           for (std::size_t i = 0; i < files[f].profiles.size(); ++i) {
-            const CacheProfile& profile = files[f].profiles[i];
-            SourcedProfile sourced{profile, files[f].path.string(), i};
-            if (unresolved || !fold.is_winner(profile)) {
-              report.kept.push_back(std::move(sourced));
-            } else {
-              (fold.in_base(profile) ? report.replaced : report.added).push_back(std::move(sourced));
-              edit.upserts.push_back(profile);
+            Outcome outcome = Outcome::kept;
+            if (!unresolved && fold.is_winner(f + 1, i)) {
+              outcome = fold.in_base(f + 1, i) ? Outcome::replaced : Outcome::added;
+              edit.upserts.push_back(files[f].profiles[i]);
             }
+            outcomes[f].push_back(outcome);
           }
         }
         return edit;
       },
       detail::update_options_for(context, environment.kernels));
+  if (update.ok()) {
+    for (std::size_t f = 0; f < outcomes.size(); ++f) {
+      for (std::size_t i = 0; i < outcomes[f].size(); ++i) {
+        auto& list = outcomes[f][i] == Outcome::added      ? report.added
+                     : outcomes[f][i] == Outcome::replaced ? report.replaced
+                                                           : report.kept;
+        list.push_back({std::move(files[f].profiles[i]), files[f].path.string(), i});
+      }
+    }
+  }
   report.diagnostics = update.diagnostics;
   if (!update.ok()) {
-    report.status = update_status_name(update.status);
-    report.added.clear();  // nothing was written
-    report.replaced.clear();
-    report.kept.clear();
+    report.status = update_status_name(update.status);  // nothing was written; the lists stay empty
   } else if (unresolved) {
     report.status = "conflict";
     report.diagnostics.push_back(note(fmt::format(
@@ -462,7 +583,7 @@ MergeReport merge_kernel_tuning_caches(const MergeOptions& options, const Operat
   report.output = options.output;
   report.on_conflict = options.on_conflict;
   const SchemaIndex schemas(environment.kernels);
-  const std::vector<CacheFile> files = read_valid_inputs(options.files, schemas, "merge");
+  std::vector<CacheFile> files = read_valid_inputs(options.files, schemas, "merge");
   report.inputs = summarize(files);
   std::vector<std::string> sources;
   for (const auto& file : files) sources.push_back(file.path.string());
@@ -477,8 +598,11 @@ MergeReport merge_kernel_tuning_caches(const MergeOptions& options, const Operat
         report.conflicts.size(), report.conflicts.size() == 1 ? "" : "s")));
     return report;
   }
+  // Moved out of the inputs (the fold is done with them): no copy of a fleet's profiles.
+  const std::vector<ProfileFold::Candidate> winners = fold.winners();
   std::vector<CacheProfile> merged;
-  for (const auto& winner : fold.winners()) merged.push_back(*winner.profile);
+  merged.reserve(winners.size());
+  for (const auto& winner : winners) merged.push_back(std::move(files[winner.source].profiles[winner.index]));
   report.profile_count = merged.size();
   if (options.output == "-") {
     report.text = serialize_cache(std::move(merged));

@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
@@ -16,10 +17,12 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "cache_text.h"
+#include "sorted_runs.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/tune/cache_path.h"
 #include "onnx_light/tune/kernel_selection.h"
@@ -412,8 +415,10 @@ std::optional<ProfileProblem> profile_write_problem(const CacheProfile& profile)
     return ProfileProblem{"host.effective_threads", "host.effective_threads must be positive"};
   }
   std::optional<ProfileProblem> problem;
-  auto check = [&](std::string field, std::string_view text) {
-    if (!problem && !is_valid_utf8(text)) problem = ProfileProblem{field, fmt::format("{} is not valid UTF-8", field)};
+  auto check = [&](std::string_view field, std::string_view text) {
+    if (!problem && !is_valid_utf8(text)) {
+      problem = ProfileProblem{std::string(field), fmt::format("{} is not valid UTF-8", field)};
+    }
   };
   check("library", key.library);
   check("kernel", key.kernel);
@@ -425,7 +430,9 @@ std::optional<ProfileProblem> profile_write_problem(const CacheProfile& profile)
   for (const auto& [name, value] : profile.values) {
     if (name.empty()) return ProfileProblem{"values", "empty parameter name"};
     if (!is_valid_utf8(name)) return ProfileProblem{"values", "a parameter name is not valid UTF-8"};
-    if (const auto* text = std::get_if<std::string>(&value)) check(fmt::format("values.{}", name), *text);
+    if (const auto* text = std::get_if<std::string>(&value); text != nullptr && !is_valid_utf8(*text)) {
+      check(fmt::format("values.{}", name), *text);
+    }
   }
   check("provenance.source", profile.provenance.source);
   check("provenance.written", profile.provenance.written);
@@ -477,16 +484,23 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
   for (const auto& profile : change.upserts) check_writable_profile(profile);
 
   // Merge by (key, host): an upsert replaces every profile of its identity; the last upsert of
-  // one identity wins.
-  auto less = [](const CacheProfile* a, const CacheProfile* b) { return profile_less(*a, *b); };
-  std::map<const CacheProfile*, std::size_t, decltype(less)> upsert_index(less);
-  for (std::size_t i = 0; i < change.upserts.size(); ++i) upsert_index[&change.upserts[i]] = i;
+  // one identity wins. Hashed by identity: an import brings tens of thousands.
+  std::unordered_map<const CacheProfile*, std::size_t, ProfileIdentityHash, ProfileIdentityEqual> upsert_index;
+  upsert_index.reserve(change.upserts.size());
+  std::vector<bool> superseded(change.upserts.size(), false);
+  for (std::size_t i = 0; i < change.upserts.size(); ++i) {
+    const auto [it, inserted] = upsert_index.try_emplace(&change.upserts[i], i);
+    if (!inserted) {
+      superseded[it->second] = true;
+      it->second = i;
+    }
+  }
   std::unique_ptr<SchemaIndex> schemas;
   if (options.prune_stale) {
     schemas = std::make_unique<SchemaIndex>(options.kernels != nullptr ? *options.kernels : runtime::cpu_kernel_table());
   }
-  std::vector<CacheProfile> next;
-  next.reserve(current.profiles.size() + change.upserts.size());
+  // The profiles are moved into the result, and the file is written from there: no copies (a
+  // fleet's cache holds tens of thousands).
   for (auto& profile : current.profiles) {
     if (profile.readable() && upsert_index.contains(&profile)) continue;  // replaced
     if (change.replace_all || (change.erase && change.erase(profile))) {
@@ -494,14 +508,24 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
     } else if (schemas && profile.readable() && schemas->is_stale(profile.key)) {
       result.pruned.push_back(std::move(profile));
     } else {
-      result.preserved.push_back(profile);
-      next.push_back(std::move(profile));
+      result.preserved.push_back(std::move(profile));
     }
   }
-  for (const auto& [profile, index] : upsert_index) {
-    result.updated.push_back(change.upserts[index]);
-    next.push_back(change.upserts[index]);
+  // The last upsert of each identity, in the order given (sorted files stay sorted runs), then
+  // sorted as the file stores them.
+  std::vector<std::size_t> winners;
+  winners.reserve(upsert_index.size());
+  for (std::size_t i = 0; i < change.upserts.size(); ++i) {
+    if (!superseded[i]) winners.push_back(i);
   }
+  sort_by_runs(winners.begin(), winners.end(),
+               [&](std::size_t a, std::size_t b) { return profile_less(change.upserts[a], change.upserts[b]); });
+  result.updated.reserve(winners.size());
+  for (const std::size_t index : winners) result.updated.push_back(std::move(change.upserts[index]));
+  std::vector<const CacheProfile*> next;  // preserved in file order, then the upserts
+  next.reserve(result.preserved.size() + result.updated.size());
+  for (const auto& profile : result.preserved) next.push_back(&profile);
+  for (const auto& profile : result.updated) next.push_back(&profile);
 
   if (change.replace_all && scope.created_lock()) scope.forget_lock_on_success();
   const bool create_empty = change.replace_all && current.status == FileStatus::not_found;
@@ -513,7 +537,7 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
     return result;
   }
   scope.remove_orphaned_temporaries();
-  if (auto failure = scope.write_and_rename(serialize_cache(std::move(next)), existing, result.diagnostics)) {
+  if (auto failure = scope.write_and_rename(serialize_profiles(std::move(next)), existing, result.diagnostics)) {
     result.updated.clear();
     result.removed.clear();
     result.pruned.clear();

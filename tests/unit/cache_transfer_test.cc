@@ -3,6 +3,7 @@
 // policy, and inputs that must change nothing.
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -518,6 +519,50 @@ TEST_CASE("merge_and_import_stay_linear_for_a_fleet_of_near_identical_hosts") {
   CHECK(imported.added.size() == kCount / 2);
   CHECK(imported.kept.size() == kCount / 2);
   CHECK(read_text(a) == read_text(merging.output));
+}
+
+TEST_CASE("the_streamed_json_reports_are_to_json_dump_2_byte_for_byte") {
+  Fixture f;
+  // Every value type, a string with quotes and a backslash, a hostname with a control character.
+  CacheProfile rich = alpha(f, 2, 3000);
+  rich.values["split.ratio"] = 0.1;
+  rich.values["vector.enabled"] = false;
+  rich.values["mode"] = std::string("careful \"quoted\"");
+  rich.provenance.hostname = "build\\07\t";
+  const fs::path a = write_cache(f.dir / "a.cache", {alpha(f, 1, 100), rich, beta(f, 2, 64)});
+  CacheProfile changed = rich;
+  changed.values["split.ratio"] = 0.75;
+  const fs::path b = write_cache(f.dir / "b.cache", {changed, on_host(beta(f, 4, 16), other_machine(f, 9))});
+  auto same = [](const auto& report) {
+    std::ostringstream streamed;
+    report.write_json(streamed);
+    CHECK(streamed.str() == report.to_json().dump(2));
+  };
+  ExportOptions exporting;
+  exporting.path = a.string();
+  exporting.output = (f.dir / "out.cache").string();
+  same(export_kernel_tuning_cache(exporting, f.context()));
+  exporting.all_hosts = true;
+  exporting.threads = 16;  // nothing: an empty list and a diagnostic
+  same(export_kernel_tuning_cache(exporting, f.context()));
+  ImportOptions importing;
+  importing.files = {b.string(), a.string()};
+  importing.path = (f.dir / "cache").string();
+  write_cache(importing.path, {alpha(f, 2, 5)});
+  const ImportReport imported = import_kernel_tuning_cache(importing, f.context());
+  CHECK(imported.conflicts.size() == 2);
+  CHECK(!imported.added.empty());
+  CHECK(!imported.kept.empty());
+  same(imported);
+  importing.on_conflict = ConflictPolicy::replace;
+  same(import_kernel_tuning_cache(importing, f.context()));
+  const DiffReport diff = diff_kernel_tuning_caches({a.string(), b.string()});
+  CHECK(!diff.added.empty());
+  CHECK(!diff.removed.empty());
+  CHECK(!diff.changed.empty());
+  same(diff);
+  write_text(f.dir / "repeated.cache", read_text(a) + read_text(a).substr(read_text(a).find("[[profile]]")));
+  same(diff_kernel_tuning_caches({(f.dir / "repeated.cache").string(), a.string()}));  // with diagnostics
 }
 
 TEST_CASE("conflict_policy_names_round_trip") {

@@ -74,6 +74,8 @@ CacheFile read_cache_file(const std::filesystem::path& path);
 // The file text for `profiles`: a header comment, then readable profiles sorted by (key, host),
 // then unreadable ones verbatim in their given order.
 std::string serialize_cache(std::vector<CacheProfile> profiles);
+// The same for profiles held elsewhere, without copying them (a fleet's cache is large).
+std::string serialize_profiles(std::vector<const CacheProfile*> profiles);
 
 // Orders profiles the way the file stores them; also the identity for merging: (key, host).
 bool profile_less(const CacheProfile& a, const CacheProfile& b);

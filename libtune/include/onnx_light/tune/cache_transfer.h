@@ -19,6 +19,7 @@
 // not an exception: the report's status says so, as for `set`.
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,6 +98,9 @@ struct ExportReport {
   // {status, path, output, all_hosts, host (descriptor without effective_threads, or null),
   // profiles (profile_to_json), exported_count, skipped_count, diagnostics}.
   nlohmann::json to_json() const;
+  // Exactly to_json().dump(2), written without building the document, in chunks: what --json
+  // prints (a report of a fleet's files lists tens of thousands of profiles).
+  void write_json(std::ostream& out) const;
 };
 
 // The selected profiles as a standalone cache file of this format version. The source cache must
@@ -131,6 +135,9 @@ struct ImportReport {
   // {status, path, files [{path, profiles}], on_conflict, added, replaced, kept (SourcedProfile),
   // conflicts, added_count, replaced_count, kept_count, conflict_count, diagnostics}.
   nlohmann::json to_json() const;
+  // Exactly to_json().dump(2), written without building the document, in chunks: what --json
+  // prints (a report of a fleet's files lists tens of thousands of profiles).
+  void write_json(std::ostream& out) const;
 };
 
 // Reads and validates every profile of every file first (any problem: InvalidValueError listing
@@ -196,6 +203,9 @@ struct DiffReport {
   // {a {path, profiles}, b {path, profiles}, identical, added, removed, changed, added_count,
   // removed_count, changed_count, unchanged_count, diagnostics}; lists sorted by key, then host.
   nlohmann::json to_json() const;
+  // Exactly to_json().dump(2), written without building the document, in chunks: what --json
+  // prints (a report of a fleet's files lists tens of thousands of profiles).
+  void write_json(std::ostream& out) const;
 };
 
 // Compares the profiles of two cache files by key and host. Read-only. Unreadable or repeated
