@@ -7,6 +7,7 @@
 
 #include <fmt/color.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "onnx_light/runtime/element_type.h"
@@ -287,6 +288,14 @@ void add_conflict_option(CLI::App& verb, std::string& policy, const std::string&
       ->check(one_of(conflict_policy_names()))
       ->type_name("POLICY")
       ->default_val(fallback);
+}
+
+std::string plural(std::size_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+
+std::string describe_inputs(const std::vector<tune::TransferInput>& inputs) {
+  std::vector<std::string> parts;
+  for (const auto& input : inputs) parts.push_back(fmt::format("{} ({})", input.path, plural(input.profiles, "profile")));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 void print_conflicts(std::ostream& out, const std::vector<tune::ProfileConflict>& conflicts, bool color) {

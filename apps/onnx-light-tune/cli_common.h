@@ -119,6 +119,10 @@ std::string host_label(const tune::HostDescriptor& host);
 void add_conflict_option(CLI::App& verb, std::string& policy, const std::string& fallback);
 // The values of --on-conflict, in the order help, man pages and completions show them.
 const std::vector<std::string>& conflict_policy_names();
+// "1 profile", "2 profiles".
+std::string plural(std::size_t n, const char* word);
+// "a.cache (2 profiles), b.cache (1 profile)": the inputs of import and merge.
+std::string describe_inputs(const std::vector<tune::TransferInput>& inputs);
 // One row per conflict: the key and host, the resolution, and both sides' values and provenance.
 void print_conflicts(std::ostream& out, const std::vector<tune::ProfileConflict>& conflicts, bool color);
 

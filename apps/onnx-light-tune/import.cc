@@ -2,7 +2,6 @@
 // `merge`) into the cache (issue 21). Every profile of every file is checked before anything is
 // written; the merge is one locked, atomic update; conflicts are resolved by --on-conflict.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "cli_common.h"
 #include "cli_usage.h"
@@ -19,8 +18,6 @@ struct ImportVerbOptions {
   bool json = false;
 };
 
-std::string plural(std::size_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
-
 int import_verb(const ImportVerbOptions& options, AppContext& context) {
   log_cache_paths(context.cache_path);
   tune::ImportOptions importing;
@@ -35,8 +32,6 @@ int import_verb(const ImportVerbOptions& options, AppContext& context) {
   }
   const bool color = stdout_color(context);
   auto& out = *context.out;
-  std::vector<std::string> files;
-  for (const auto& file : report.files) files.push_back(fmt::format("{} ({})", file.path, plural(file.profiles, "profile")));
   if (report.ok()) {
     out << fmt::format("{} {}: {} added, {} replaced, {} kept, {}\n",
                        paint(report.status, report.status == "imported" ? Tone::good : Tone::plain, color),
@@ -45,7 +40,7 @@ int import_verb(const ImportVerbOptions& options, AppContext& context) {
   } else {
     out << fmt::format("{}: {} was not changed\n", paint(report.status, Tone::bad, color), report.path);
   }
-  if (!files.empty()) out << fmt::format("  from {}\n", fmt::join(files, ", "));
+  if (!report.files.empty()) out << fmt::format("  from {}\n", describe_inputs(report.files));
   print_conflicts(out, report.conflicts, color);
   print_diagnostics(out, report.diagnostics, color);
   return report.ok() ? kExitOk : kExitFailed;

@@ -2,7 +2,6 @@
 // one profile per key and host, sorted (issue 21). Touches no cache but OUT; without conflicts the
 // output's bytes do not depend on the order of the inputs. Conflicts fail by default.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "cli_common.h"
 #include "cli_usage.h"
@@ -38,20 +37,16 @@ int merge_verb(const MergeVerbOptions& options, AppContext& context) {
   auto& out = to_stdout ? *context.err : *context.out;
   const bool color = to_stdout ? false : stdout_color(context);
   if (to_stdout && report.ok()) *context.out << report.text;
-  std::vector<std::string> inputs;
-  for (const auto& input : report.inputs) {
-    inputs.push_back(fmt::format("{} ({} profile{})", input.path, input.profiles, input.profiles == 1 ? "" : "s"));
-  }
+  const std::string inputs = describe_inputs(report.inputs);
   if (report.ok()) {
     if (!to_stdout) {
-      out << fmt::format("{} {} into {}: {} profile{}, {} conflict{} ({})\n", paint("merged", Tone::good, color),
-                         fmt::join(inputs, ", "), report.output, report.profile_count,
-                         report.profile_count == 1 ? "" : "s", report.conflicts.size(),
-                         report.conflicts.size() == 1 ? "" : "s", tune::conflict_policy_name(report.on_conflict));
+      out << fmt::format("{} {} into {}: {}, {} ({})\n", paint("merged", Tone::good, color), inputs, report.output,
+                         plural(report.profile_count, "profile"), plural(report.conflicts.size(), "conflict"),
+                         tune::conflict_policy_name(report.on_conflict));
     }
   } else {
     out << fmt::format("{}: {} was not written ({})\n", paint(report.status, Tone::bad, color), report.output,
-                       fmt::join(inputs, ", "));
+                       inputs);
   }
   print_conflicts(out, report.conflicts, color);
   print_diagnostics(out, report.diagnostics, color);

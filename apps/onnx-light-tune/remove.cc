@@ -28,8 +28,6 @@ struct RemoveVerbOptions {
   bool yes = false;
 };
 
-std::string plural(std::size_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
-
 // One row per profile: what it is for, which machine wrote it, and why it is what it is.
 void print_profiles(std::ostream& out, const std::vector<tune::InspectedProfile>& profiles, bool color) {
   if (profiles.empty()) return;

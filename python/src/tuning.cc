@@ -102,6 +102,13 @@ rt::TuningValues tuning_values(const py::dict& values) {
   return result;
 }
 
+// export and merge write a file; the CLI's "-o -" (standard output) has no Python form.
+void check_output(const std::string& output) {
+  if (output.empty() || output == "-") {
+    throw InvalidValueError("output must name the file to write (the CLI's '-o -' has no Python form)");
+  }
+}
+
 }  // namespace
 
 void bind_tuning(py::module_& m) {
@@ -257,9 +264,7 @@ void bind_tuning(py::module_& m) {
       [](std::string output, std::string path, std::vector<std::string> kernels, std::vector<int32_t> element_types,
          std::string implementation, std::string library, std::optional<int32_t> device,
          std::optional<int64_t> num_threads, bool all_hosts, std::string as_host) {
-        if (output.empty() || output == "-") {
-          throw InvalidValueError("output must name the file to write (the CLI's '-o -' has no Python form)");
-        }
+        check_output(output);
         tune::ExportOptions options;
         options.output = std::move(output);
         options.path = std::move(path);
@@ -293,9 +298,7 @@ void bind_tuning(py::module_& m) {
   m.def(
       "merge_kernel_tuning_caches",
       [](std::vector<std::string> files, std::string output, const std::string& on_conflict) {
-        if (output.empty() || output == "-") {
-          throw InvalidValueError("output must name the file to write (the CLI's '-o -' has no Python form)");
-        }
+        check_output(output);
         tune::MergeOptions options;
         options.files = std::move(files);
         options.output = std::move(output);
