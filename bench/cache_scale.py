@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
-"""Scale of the read verbs on a fleet-shaped cache (issue 21, "Scale").
+"""Scale of the read verbs, and of import and merge, on fleet-shaped caches (issue 21, "Scale").
 
 Makes caches of N profiles of one key whose hosts differ only in stepping and thread count (the
-shape a fleet's merged cache takes: all of them foreign to this machine), then times each read
-verb as a whole process, start-up included, and prints a markdown table of medians with the
-spread (min-max) and the time per profile, which stays flat when a verb is linear.
+shape a fleet's merged cache takes: all of them foreign to this machine), then times each verb
+as a whole process, start-up included, and prints a markdown table of medians with the spread
+(min-max) and the time per profile, which stays flat when a verb is linear.
+
+The transfer verbs work on two such files of N profiles each, the second shifted by N/2 hosts
+(half of its profiles are the first file's, half are new): `merge A B -o OUT` (OUT removed before
+each run), `import A B` into an empty cache (removed before each run), with and without --json,
+`import B` into a cache holding A (restored before each run), and `diff A B --json`. Their time
+per profile is per input profile (2N).
 
 Usage:
   /usr/bin/python3 bench/cache_scale.py build-test/apps/onnx-light-tune/onnx-light-tune \
       [--sizes 10000,20000,40000,100000] [--runs 5] [--work DIR] [--verbs inspect-json,list-json]
+  /usr/bin/python3 bench/cache_scale.py TOOL --sizes 40000 \
+      --verbs merge,merge-json,import,import-json,import-into,diff-json
 """
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,14 +51,15 @@ def template_profile(tool, work, env):
         return tomllib.load(f)["profile"][0]
 
 
-def make_cache(template, count, path):
-    """`count` profiles of the template's key; profile i runs at THREADS[i % 4] threads on a CPU of
-    stepping 1000 + i // 4 (no real CPU has such a stepping: every profile is foreign)."""
+def make_cache(template, count, path, first=0):
+    """`count` profiles of the template's key; profile i (from `first`) runs at THREADS[i % 4]
+    threads on a CPU of stepping 1000 + i // 4 (no real CPU has such a stepping: every profile is
+    foreign)."""
     key = [f"{f} = {literal(template[f])}"
            for f in ("library", "kernel", "implementation", "element_type", "device", "tuning_abi")]
     values = [f"{json.dumps(k)} = {literal(v)}" for k, v in template["values"].items()]
     out = ['format = "onnx-light-kernel-tuning"', "format_version = 1"]
-    for i in range(count):
+    for i in range(first, first + count):
         host = dict(template["host"], stepping=1000 + i // len(THREADS), effective_threads=THREADS[i % len(THREADS)])
         out.append("\n[[profile]]")
         out += key
@@ -72,7 +82,23 @@ VERBS = {
 }
 
 
-def time_run(command, env):
+# Verbs over two files A and B: (arguments after the tool, OUT's content before each run: None
+# for no file, else the file to copy there).
+TRANSFER = {
+    "merge": lambda a, b, out: (["merge", a, b, "-o", out], None),
+    "merge-json": lambda a, b, out: (["merge", a, b, "-o", out, "--json"], None),
+    "import": lambda a, b, out: (["--cache", out, "import", a, b], None),
+    "import-json": lambda a, b, out: (["--cache", out, "import", a, b, "--json"], None),
+    "import-into": lambda a, b, out: (["--cache", out, "import", b], a),  # B into a cache holding A
+    "diff-json": lambda a, b, out: (["diff", a, b, "--json"], None),
+}
+
+
+def time_run(command, env, fresh=None, start_from=None):
+    if fresh and os.path.exists(fresh):
+        os.remove(fresh)
+    if fresh and start_from:
+        shutil.copyfile(start_from, fresh)
     start = time.perf_counter()
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     elapsed = time.perf_counter() - start
@@ -102,12 +128,27 @@ def main():
     print("| verb | " + " | ".join(f"{n:,} profiles" for n in sizes) + " |")
     print("|:---|" + "---:|" * len(sizes))
     caches = {}
+    shifted = {}
     for n in sizes:
         caches[n] = os.path.join(work, f"scale-{n}.cache")
         if not os.path.exists(caches[n]):
             make_cache(template, n, caches[n])
+        if any(v in TRANSFER for v in verbs):
+            shifted[n] = os.path.join(work, f"scale-{n}-shifted.cache")
+            if not os.path.exists(shifted[n]):
+                make_cache(template, n, shifted[n], first=n // 2)
     for verb in verbs:
         cells = []
+        if verb in TRANSFER:
+            for n in sizes:
+                out = os.path.join(work, f"out-{n}.cache")
+                arguments, start_from = TRANSFER[verb](caches[n], shifted[n], out)
+                times = sorted(time_run([tool] + arguments, env, out, start_from) for _ in range(args.runs))
+                median = statistics.median(times)
+                cells.append(f"{median:.3f} [{times[0]:.3f}-{times[-1]:.3f}] ({median / (2 * n) * 1e6:.1f} us)")
+                print(f"  {verb} {n}: {cells[-1]}", file=sys.stderr, flush=True)
+            print(f"| `{' '.join(TRANSFER[verb]('A', 'B', 'OUT')[0])}` | " + " | ".join(cells) + " |", flush=True)
+            continue
         for n in sizes:
             command = [tool, "--cache", caches[n]] + VERBS[verb]
             if args.as_host and verb.split("-")[0] in ("inspect", "list", "propose", "load"):

@@ -7,6 +7,7 @@
 
 #include <fmt/color.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "onnx_light/runtime/element_type.h"
@@ -181,10 +182,7 @@ void AsHostFlag::add(CLI::App& verb) {
 void AsHostFlag::apply(tune::OperationContext& operation) {
   if (path.empty()) return;
   host = tune::read_host_file(path);
-  features = tune::dispatch_features(*host);
-  operation.machine = *host;
-  operation.machine_threads = host->effective_threads;
-  operation.features = &features;
+  tune::work_as_host(operation, *host, features);
   spdlog::info("as host {}: {}", path, host->summary());
 }
 
@@ -265,6 +263,62 @@ std::string format_values(const runtime::TuningValues& values) {
 std::string key_label(const runtime::TuningKey& key) {
   return fmt::format("{} {} {} (abi {})", key.kernel, element_type_label(key.element_type), key.implementation,
                      key.tuning_abi);
+}
+
+std::string host_label(const tune::HostDescriptor& h) {
+  return fmt::format("{} {}{}", h.architecture, h.vendor, h.microarchitecture.empty() ? "" : " " + h.microarchitecture);
+}
+
+const std::vector<std::string>& conflict_policy_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> list;
+    for (auto policy : {tune::ConflictPolicy::fail, tune::ConflictPolicy::keep, tune::ConflictPolicy::replace,
+                        tune::ConflictPolicy::newest}) {
+      list.emplace_back(tune::conflict_policy_name(policy));
+    }
+    return list;
+  }();
+  return names;
+}
+
+void add_conflict_option(CLI::App& verb, std::string& policy, const std::string& fallback) {
+  verb.add_option("--on-conflict", policy,
+                  "A profile of the same key, host and threads with other values: fail (write nothing), keep "
+                  "(the one already there), replace (the later one) or newest (the later provenance.written)")
+      ->check(one_of(conflict_policy_names()))
+      ->type_name("POLICY")
+      ->default_val(fallback);
+}
+
+std::string plural(std::size_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+
+std::string describe_inputs(const std::vector<tune::TransferInput>& inputs) {
+  std::vector<std::string> parts;
+  for (const auto& input : inputs) parts.push_back(fmt::format("{} ({})", input.path, plural(input.profiles, "profile")));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+void print_conflicts(std::ostream& out, const std::vector<tune::ProfileConflict>& conflicts, bool color) {
+  if (conflicts.empty()) return;
+  out << paint(fmt::format("{} conflict{}:", conflicts.size(), conflicts.size() == 1 ? "" : "s"), Tone::warn, color)
+      << "\n";
+  auto origin = [](const tune::SourcedProfile& side) {
+    const auto& p = side.profile.provenance;
+    return fmt::format("{} #{} ({} {}{})", side.source, side.index, p.source.empty() ? "-" : p.source,
+                       p.written.empty() ? "-" : p.written, p.hostname.empty() ? "" : " on " + p.hostname);
+  };
+  Table table({"KERNEL", "TYPE", "IMPLEMENTATION", "ABI", "THREADS", "HOST", "RESOLUTION", "EXISTING", "FROM",
+               "INCOMING", "FROM"});
+  for (const auto& c : conflicts) {
+    const auto& key = c.existing.profile.key;
+    const auto& host = c.existing.profile.host;
+    table.add({key.kernel, element_type_label(key.element_type), key.implementation, std::to_string(key.tuning_abi),
+               std::to_string(host.effective_threads), host_label(host),
+               paint(c.resolution, c.resolution == "unresolved" ? Tone::bad : Tone::warn, color),
+               format_values(c.existing.profile.values), origin(c.existing), format_values(c.incoming.profile.values),
+               origin(c.incoming)});
+  }
+  table.print(out, color, 2);
 }
 
 void print_diagnostics(std::ostream& out, const std::vector<tune::Diagnostic>& diagnostics, bool color,

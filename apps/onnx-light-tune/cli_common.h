@@ -14,6 +14,7 @@
 #include "onnx_light/runtime/runtime_parameters.h"
 #include "onnx_light/runtime/tuning_key.h"
 #include "onnx_light/runtime/tuning_value.h"
+#include "onnx_light/tune/cache_transfer.h"
 #include "onnx_light/tune/cache_update.h"
 #include "onnx_light/tune/diagnostic.h"
 #include "onnx_light/tune/host.h"
@@ -110,6 +111,20 @@ std::string key_label(const runtime::TuningKey& key);
 // Colour a word by meaning: good (green), warn (yellow), bad (red).
 enum class Tone { plain, good, warn, bad, dim };
 std::string paint(const std::string& text, Tone tone, bool color);
+
+// "x86_64 amd zen3": the host columns of the profile tables.
+std::string host_label(const tune::HostDescriptor& host);
+
+// --on-conflict fail|keep|replace|newest (import, merge), with `fallback` as the default.
+void add_conflict_option(CLI::App& verb, std::string& policy, const std::string& fallback);
+// The values of --on-conflict, in the order help, man pages and completions show them.
+const std::vector<std::string>& conflict_policy_names();
+// "1 profile", "2 profiles".
+std::string plural(std::size_t n, const char* word);
+// "a.cache (2 profiles), b.cache (1 profile)": the inputs of import and merge.
+std::string describe_inputs(const std::vector<tune::TransferInput>& inputs);
+// One row per conflict: the key and host, the resolution, and both sides' values and provenance.
+void print_conflicts(std::ostream& out, const std::vector<tune::ProfileConflict>& conflicts, bool color);
 
 // "diagnostics:" followed by one indented line per message; nothing when empty. With
 // `summarize_foreign`, two or more "written on another machine" notes become one line (a shared

@@ -16,6 +16,19 @@
 
 namespace onnx_light::cli {
 
+// The error kind --json reports: "usage" for the command line, else the library's error type.
+const char* error_kind(const onnx_light::Error& error) {
+  if (dynamic_cast<const NotFoundError*>(&error) != nullptr) return "not_found";
+  if (dynamic_cast<const InvalidValueError*>(&error) != nullptr) return "invalid_value";
+  if (dynamic_cast<const TypeMismatchError*>(&error) != nullptr) return "type_mismatch";
+  if (dynamic_cast<const ModelError*>(&error) != nullptr) return "model";
+  if (dynamic_cast<const UnsupportedError*>(&error) != nullptr) return "unsupported";
+  if (dynamic_cast<const InputError*>(&error) != nullptr) return "input";
+  if (dynamic_cast<const IoError*>(&error) != nullptr) return "io";
+  if (dynamic_cast<const MemoryLimitError*>(&error) != nullptr) return "memory_limit";
+  return "error";
+}
+
 CLI::Validator integer_in_range(int64_t minimum, int64_t maximum) {
   return CLI::Validator(
       [minimum, maximum](std::string& text) -> std::string {

@@ -12,6 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "onnx_light/runtime/error.h"
+
 namespace onnx_light::cli {
 
 // A command line the tool cannot act on (exit status 2). The message names the flag or value.
@@ -48,6 +50,10 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
 
 // True when argv asks for --json (before a "--").
 bool wants_json(int argc, const char* const* argv);
+
+// The error kind --json reports for a library error: "not_found", "invalid_value", "type_mismatch",
+// "model", "unsupported", "input", "io", "memory_limit", else "error".
+const char* error_kind(const onnx_light::Error& error);
 
 // "onnx-light-tune: error: MESSAGE" on `err`, and with `json` also
 // {"error": {"message", "kind", "exit_status"}} on `out`. Returns exit_status.

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli_common.h"
 #include "cli_usage.h"
 #include "onnx_light/runtime/element_type.h"
 #include "onnx_light/runtime/kernel_table.h"
@@ -29,7 +30,9 @@ namespace {
 constexpr std::string_view kProgram = "onnx-light-tune";
 
 // What the value of an option (or a positional word) can be completed with.
-enum class Values { none, file, directory, kernel, element_type, implementation, color, spin, affinity, parameter };
+enum class Values {
+  none, file, directory, kernel, element_type, implementation, color, spin, affinity, parameter, conflict, host_class
+};
 
 std::string_view values_name(Values v) {
   switch (v) {
@@ -43,6 +46,8 @@ std::string_view values_name(Values v) {
     case Values::spin: return "spin";
     case Values::affinity: return "affinity";
     case Values::parameter: return "parameter";
+    case Values::conflict: return "conflict";
+    case Values::host_class: return "host_class";
   }
   return "none";
 }
@@ -80,6 +85,8 @@ struct Vocabulary {
   std::vector<std::string> colors;
   std::vector<std::string> spins;       // --spin's named policies (microseconds are typed)
   std::vector<std::string> affinities;  // --affinity's policies
+  std::vector<std::string> conflicts;   // --on-conflict's policies (import, merge)
+  std::vector<std::string> host_classes;  // --host-class (export): what this cache format supports
   // Kernels sharing one list of parameter names, grouped so the scripts stay small.
   std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> parameter_groups;
   std::vector<std::string> all_parameters;
@@ -109,6 +116,8 @@ Values option_values(const CLI::Option& option) {
   if (name == "color") return Values::color;
   if (name == "spin") return Values::spin;
   if (name == "affinity") return Values::affinity;
+  if (name == "on-conflict") return Values::conflict;
+  if (name == "host-class") return Values::host_class;
   if (starts_with(type, "KERNEL") || name == "kernel" || name == "kernels") return Values::kernel;
   if (starts_with(type, "TYPE") || name == "element-type") return Values::element_type;
   if (name == "implementation") return Values::implementation;
@@ -184,6 +193,8 @@ Vocabulary vocabulary() {
   for (const auto& [name, mode] : color_mode_names()) words.colors.push_back(name);
   words.spins = {"none", "short", "long"};
   words.affinities = {"none", "physical_cores"};
+  words.conflicts = conflict_policy_names();
+  words.host_classes = {"exact"};
   std::map<std::vector<std::string>, std::vector<std::string>> groups;
   for (const auto& [kernel, names] : parameters) {
     if (!names.empty()) groups[std::vector<std::string>(names.begin(), names.end())].push_back(kernel);
@@ -257,7 +268,9 @@ std::string bash_script(const CompletionModel& m) {
   s += fmt::format("_onnx_light_tune_implementations={}\n", sh_quote(join(m.words.implementations)));
   s += fmt::format("_onnx_light_tune_colors={}\n", sh_quote(join(m.words.colors)));
   s += fmt::format("_onnx_light_tune_spins={}\n", sh_quote(join(m.words.spins)));
-  s += fmt::format("_onnx_light_tune_affinities={}\n\n", sh_quote(join(m.words.affinities)));
+  s += fmt::format("_onnx_light_tune_affinities={}\n", sh_quote(join(m.words.affinities)));
+  s += fmt::format("_onnx_light_tune_conflicts={}\n", sh_quote(join(m.words.conflicts)));
+  s += fmt::format("_onnx_light_tune_host_classes={}\n\n", sh_quote(join(m.words.host_classes)));
 
   s += "# The parameter names of kernel $1, each followed by '=' (every name for an unknown kernel).\n";
   s += "_onnx_light_tune_parameters() {\n  case \"$1\" in\n";
@@ -293,6 +306,8 @@ _onnx_light_tune_values() {
     color) _onnx_light_tune_words "$_onnx_light_tune_colors" ;;
     spin) _onnx_light_tune_words "$_onnx_light_tune_spins" ;;
     affinity) _onnx_light_tune_words "$_onnx_light_tune_affinities" ;;
+    conflict) _onnx_light_tune_words "$_onnx_light_tune_conflicts" ;;
+    host_class) _onnx_light_tune_words "$_onnx_light_tune_host_classes" ;;
     parameter)
       _onnx_light_tune_words "$(_onnx_light_tune_parameters "$3")"
       compopt -o nospace 2>/dev/null
@@ -424,6 +439,8 @@ std::string zsh_action(Values values, bool list, const Vocabulary& words) {
     case Values::color: return fmt::format("({})", join(words.colors));
     case Values::spin: return fmt::format("({})", join(words.spins));
     case Values::affinity: return fmt::format("({})", join(words.affinities));
+    case Values::conflict: return fmt::format("({})", join(words.conflicts));
+    case Values::host_class: return fmt::format("({})", join(words.host_classes));
     case Values::parameter: return "_onnx_light_tune_parameter";
   }
   return " ";
@@ -536,6 +553,8 @@ std::string fish_value_flags(const OptionSpec& o) {
     case Values::color: return " -x -a '(__onnx_light_tune_colors)'";
     case Values::spin: return " -x -a '(__onnx_light_tune_spins)'";
     case Values::affinity: return " -x -a '(__onnx_light_tune_affinities)'";
+    case Values::conflict: return " -x -a '(__onnx_light_tune_conflicts)'";
+    case Values::host_class: return " -x -a '(__onnx_light_tune_host_classes)'";
     case Values::parameter: return " -x -a '(__onnx_light_tune_parameters)'";
     case Values::none: return " -x";
   }
@@ -564,6 +583,8 @@ std::string fish_positional(Values values) {
     case Values::color: return "-x -a '(__onnx_light_tune_colors)'";
     case Values::spin: return "-x -a '(__onnx_light_tune_spins)'";
     case Values::affinity: return "-x -a '(__onnx_light_tune_affinities)'";
+    case Values::conflict: return "-x -a '(__onnx_light_tune_conflicts)'";
+    case Values::host_class: return "-x -a '(__onnx_light_tune_host_classes)'";
     case Values::parameter: return "-x -a '(__onnx_light_tune_parameters)'";
     case Values::none: return "";
   }
@@ -582,6 +603,8 @@ std::string fish_script(const CompletionModel& m) {
   list_function("__onnx_light_tune_colors", m.words.colors, "Values of --color");
   list_function("__onnx_light_tune_spins", m.words.spins, "Named values of --spin");
   list_function("__onnx_light_tune_affinities", m.words.affinities, "Values of --affinity");
+  list_function("__onnx_light_tune_conflicts", m.words.conflicts, "Values of --on-conflict");
+  list_function("__onnx_light_tune_host_classes", m.words.host_classes, "Values of --host-class");
 
   s += "# Runs the list function $argv[1], prefixing each word with what the current token holds up to\n"
        "# its last comma (--kernel Abs,A<TAB>).\n";

@@ -125,6 +125,10 @@ int run_main(int argc, char** argv, AppContext& context) {
   register_calibrate(app, context);
   register_verify(app, context);
   register_host(app, context);
+  register_export(app, context);
+  register_import(app, context);
+  register_merge(app, context);
+  register_diff(app, context);
   register_run(app, context);
   register_completion(app, context);
 
@@ -155,19 +159,6 @@ int run_main(int argc, char** argv, AppContext& context) {
   if (!context.action) throw UsageError("no verb given; see 'onnx-light-tune --help'");
   if (context.reads_whole_cache) prefer_huge_pages();
   return context.action();
-}
-
-// The error kind --json reports: "usage" for the command line, else the library's error type.
-const char* error_kind(const onnx_light::Error& error) {
-  if (dynamic_cast<const NotFoundError*>(&error) != nullptr) return "not_found";
-  if (dynamic_cast<const InvalidValueError*>(&error) != nullptr) return "invalid_value";
-  if (dynamic_cast<const TypeMismatchError*>(&error) != nullptr) return "type_mismatch";
-  if (dynamic_cast<const ModelError*>(&error) != nullptr) return "model";
-  if (dynamic_cast<const UnsupportedError*>(&error) != nullptr) return "unsupported";
-  if (dynamic_cast<const InputError*>(&error) != nullptr) return "input";
-  if (dynamic_cast<const IoError*>(&error) != nullptr) return "io";
-  if (dynamic_cast<const MemoryLimitError*>(&error) != nullptr) return "memory_limit";
-  return "error";
 }
 
 

@@ -28,8 +28,6 @@ struct RemoveVerbOptions {
   bool yes = false;
 };
 
-std::string plural(std::size_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
-
 // One row per profile: what it is for, which machine wrote it, and why it is what it is.
 void print_profiles(std::ostream& out, const std::vector<tune::InspectedProfile>& profiles, bool color) {
   if (profiles.empty()) return;
@@ -39,7 +37,7 @@ void print_profiles(std::ostream& out, const std::vector<tune::InspectedProfile>
     table.add({std::to_string(p.index), p.profile.key.kernel.empty() ? "(unreadable)" : p.profile.key.kernel,
                element_type_label(p.profile.key.element_type), p.profile.key.implementation,
                std::to_string(p.profile.key.tuning_abi), std::to_string(h.effective_threads),
-               fmt::format("{} {}{}", h.architecture, h.vendor, h.microarchitecture.empty() ? "" : " " + h.microarchitecture),
+               host_label(h),
                p.profile.provenance.hostname.empty() ? "-" : p.profile.provenance.hostname,
                std::string(tune::profile_class_name(p.classification)), p.profile.provenance.source});
   }

@@ -18,6 +18,10 @@ void register_remove(CLI::App& app, AppContext& context);
 void register_calibrate(CLI::App& app, AppContext& context);
 void register_verify(CLI::App& app, AppContext& context);
 void register_host(CLI::App& app, AppContext& context);
+void register_export(CLI::App& app, AppContext& context);
+void register_import(CLI::App& app, AppContext& context);
+void register_merge(CLI::App& app, AppContext& context);
+void register_diff(CLI::App& app, AppContext& context);
 // Hidden: `completion bash|zsh|fish` prints a script generated from `app` and the kernel table.
 void register_completion(CLI::App& app, AppContext& context);
 std::string completion_script(const CLI::App& app, const std::string& shell);

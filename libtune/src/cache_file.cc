@@ -21,6 +21,7 @@
 #include <toml++/toml.h>
 
 #include "cache_text.h"
+#include "sorted_runs.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::tune {
@@ -42,6 +43,29 @@ bool profile_less(const CacheProfile& a, const CacheProfile& b) {
 
 bool same_profile_identity(const CacheProfile& a, const CacheProfile& b) {
   return a.readable() && b.readable() && a.key == b.key && a.host == b.host;
+}
+
+std::size_t profile_identity_hash(const CacheProfile& p) {
+  std::size_t h = runtime::TuningKeyHash{}(p.key);
+  auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  const std::hash<std::string> text;
+  const std::hash<int64_t> number;
+  const HostDescriptor& host = p.host;
+  mix(text(host.architecture));
+  mix(text(host.vendor));
+  mix(number(host.family));
+  mix(number(host.model));
+  mix(number(host.stepping));
+  mix(text(host.microarchitecture));
+  for (const auto& feature : host.features) mix(text(feature));
+  mix(host.features.size());
+  mix(number(host.l1d_cache_bytes));
+  mix(number(host.l2_cache_bytes));
+  mix(number(host.l3_cache_bytes));
+  mix(number(host.physical_cores));
+  mix(number(host.logical_cores));
+  mix(number(host.effective_threads));
+  return h;
 }
 
 std::string utc_timestamp_now() {
@@ -687,17 +711,36 @@ CacheFile read_cache_file(const std::filesystem::path& path) {
 }
 
 std::string serialize_cache(std::vector<CacheProfile> profiles) {
+  std::vector<const CacheProfile*> pointers;
+  pointers.reserve(profiles.size());
+  for (const auto& profile : profiles) pointers.push_back(&profile);
+  return serialize_profiles(std::move(pointers));
+}
+
+std::string serialize_profiles(std::vector<const CacheProfile*> profiles) {
   const auto unreadable = std::stable_partition(profiles.begin(), profiles.end(),
-                                                [](const CacheProfile& p) { return p.readable(); });
-  std::stable_sort(profiles.begin(), unreadable, profile_less);
+                                                [](const CacheProfile* p) { return p->readable(); });
+  auto less = [](const CacheProfile* a, const CacheProfile* b) { return profile_less(*a, *b); };
+  // Writers mostly hand over sorted runs (a file read back, then the upserts of an update).
+  sort_by_runs(profiles.begin(), unreadable, less);
   std::string out;
-  out.reserve(512 + profiles.size() * 700);
+  // Sized from the variable parts, so that a large cache's text is not grown (and copied) midway.
+  std::size_t size = 512;
+  for (const CacheProfile* p : profiles) {
+    size += 560 + p->raw_toml.size() + p->key.kernel.size() + p->key.implementation.size();
+    for (const auto& feature : p->host.features) size += feature.size() + 4;
+    for (const auto& [name, value] : p->values) {
+      size += name.size() + 32;
+      if (const auto* text = std::get_if<std::string>(&value)) size += text->size();
+    }
+  }
+  out.reserve(size);
   out += "# onnx-light kernel tuning cache. Change it with 'onnx-light-tune set' (locked and atomic);\n";
   out += "# profiles are sorted by key, then host, so that two caches diff cleanly.\n";
   fmt::format_to(std::back_inserter(out), "format = {}\nformat_version = {}\n", toml_quote(kCacheFormat),
                  kCacheFormatVersion);
   for (auto it = profiles.begin(); it != unreadable; ++it) {
-    const CacheProfile& p = *it;
+    const CacheProfile& p = **it;
     const HostDescriptor& h = p.host;
     auto o = std::back_inserter(out);
     fmt::format_to(o, "\n[[profile]]\nlibrary = {}\nkernel = {}\nimplementation = {}\n", toml_quote(p.key.library),
@@ -740,7 +783,7 @@ std::string serialize_cache(std::vector<CacheProfile> profiles) {
   }
   for (auto it = unreadable; it != profiles.end(); ++it) {
     out += "\n";
-    out += it->raw_toml;
+    out += (*it)->raw_toml;
     if (!out.ends_with('\n')) out += '\n';
   }
   return out;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -66,32 +68,75 @@ int days_in_month(int year, int month) {
 
 }  // namespace
 
-bool is_canonical_date_time(std::string_view text) {
+namespace {
+
+// The fields of an RFC 3339 date-time as format_date_time writes them, range-checked; fraction and
+// offset optional.
+struct DateTimeFields {
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (!digits(text, 0, 4, year) || text.size() < 19 || text[4] != '-' || !digits(text, 5, 2, month) ||
-      text[7] != '-' || !digits(text, 8, 2, day) || text[10] != 'T' || !digits(text, 11, 2, hour) ||
-      text[13] != ':' || !digits(text, 14, 2, minute) || text[16] != ':' || !digits(text, 17, 2, second)) {
-    return false;
+  int32_t nanoseconds = 0;
+  bool trailing_zero = false;  // the fraction ends in 0 (not canonical)
+  bool has_offset = false;     // Z or +HH:MM / -HH:MM
+  int offset_minutes = 0;      // east of UTC
+  bool zero_numeric_offset = false;  // +00:00 (canonical is Z)
+};
+
+std::optional<DateTimeFields> read_date_time(std::string_view text) {
+  DateTimeFields f;
+  if (!digits(text, 0, 4, f.year) || text.size() < 19 || text[4] != '-' || !digits(text, 5, 2, f.month) ||
+      text[7] != '-' || !digits(text, 8, 2, f.day) || text[10] != 'T' || !digits(text, 11, 2, f.hour) ||
+      text[13] != ':' || !digits(text, 14, 2, f.minute) || text[16] != ':' || !digits(text, 17, 2, f.second)) {
+    return std::nullopt;
   }
-  if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 || minute > 59 ||
-      second > 59) {
-    return false;
+  if (f.month < 1 || f.month > 12 || f.day < 1 || f.day > days_in_month(f.year, f.month) || f.hour > 23 ||
+      f.minute > 59 || f.second > 59) {
+    return std::nullopt;
   }
   std::size_t at = 19;
   if (at < text.size() && text[at] == '.') {
     const std::size_t start = ++at;
     while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
     const std::size_t count = at - start;
-    if (count == 0 || count > 9 || text[at - 1] == '0') return false;  // canonical: no trailing zeros
+    if (count == 0 || count > 9) return std::nullopt;
+    f.trailing_zero = text[at - 1] == '0';
+    for (std::size_t i = start; i < start + 9; ++i) f.nanoseconds = f.nanoseconds * 10 + (i < at ? text[i] - '0' : 0);
   }
-  if (at == text.size()) return true;  // local date-time
-  if (text[at] == 'Z') return at + 1 == text.size();
+  if (at == text.size()) return f;  // local date-time
+  f.has_offset = true;
+  if (text[at] == 'Z') return at + 1 == text.size() ? std::optional(f) : std::nullopt;
   int offset_hours = 0, offset_minutes = 0;
   if ((text[at] != '+' && text[at] != '-') || text.size() != at + 6 || !digits(text, at + 1, 2, offset_hours) ||
-      text[at + 3] != ':' || !digits(text, at + 4, 2, offset_minutes)) {
-    return false;
+      text[at + 3] != ':' || !digits(text, at + 4, 2, offset_minutes) || offset_hours > 23 || offset_minutes > 59) {
+    return std::nullopt;
   }
-  return offset_hours <= 23 && offset_minutes <= 59 && (offset_hours != 0 || offset_minutes != 0);
+  f.offset_minutes = (text[at] == '-' ? -1 : 1) * (offset_hours * 60 + offset_minutes);
+  f.zero_numeric_offset = f.offset_minutes == 0;
+  return f;
+}
+
+// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+int64_t days_from_civil(int64_t year, int64_t month, int64_t day) {
+  year -= month <= 2 ? 1 : 0;
+  const int64_t era = (year >= 0 ? year : year - 399) / 400;
+  const int64_t year_of_era = year - era * 400;
+  const int64_t day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  const int64_t day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+  return era * 146097 + day_of_era - 719468;
+}
+
+}  // namespace
+
+bool is_canonical_date_time(std::string_view text) {
+  const auto fields = read_date_time(text);
+  return fields && !fields->trailing_zero && !fields->zero_numeric_offset;
+}
+
+std::optional<std::pair<int64_t, int32_t>> date_time_instant(std::string_view text) {
+  const auto f = read_date_time(text);
+  if (!f) return std::nullopt;
+  const int64_t seconds = days_from_civil(f->year, f->month, f->day) * 86400 + f->hour * 3600 + f->minute * 60 +
+                          f->second - int64_t{f->offset_minutes} * 60;
+  return std::make_pair(seconds, f->nanoseconds);
 }
 
 bool is_valid_utf8(std::string_view text) {

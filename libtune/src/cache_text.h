@@ -1,7 +1,10 @@
 #pragma once
 // TOML literals for the cache writer. Writing is ours (to keep DESIGN.md's field order); reading
 // is toml++'s. Every literal produced here parses back to the same value.
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 
 #include <toml++/toml.h>
@@ -17,6 +20,10 @@ std::string toml_value_literal(const runtime::TuningValue& value);
 // True for exactly the text format_date_time in cache_file.cc produces (valid calendar date and
 // time, optional fraction without trailing zeros, optional Z or +HH:MM), which can be written bare.
 bool is_canonical_date_time(std::string_view text);
+// The instant an RFC 3339 date-time of that shape names, as (seconds since 1970-01-01T00:00:00Z,
+// nanoseconds), so that provenance.written compares across offsets (`--on-conflict newest`); a
+// local date-time (no offset) counts as UTC. nullopt for any other text.
+std::optional<std::pair<int64_t, int32_t>> date_time_instant(std::string_view text);
 // True when `text` is well-formed UTF-8 (TOML documents must be).
 bool is_valid_utf8(std::string_view text);
 // A short rendering of a node for messages.

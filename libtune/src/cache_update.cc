@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
@@ -16,10 +17,12 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "cache_text.h"
+#include "sorted_runs.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/tune/cache_path.h"
 #include "onnx_light/tune/kernel_selection.h"
@@ -207,6 +210,7 @@ class UpdateScope {
   const fs::path& target() const { return target_; }
   const fs::path& directory() const { return directory_; }
   void succeed() { succeeded_ = true; }
+  bool created_lock() const { return created_lock_; }
   // Also drop the lock file on success (nothing was written and there is no cache).
   void forget_lock_on_success() { remove_lock_always_ = true; }
   void finish() {
@@ -381,43 +385,9 @@ class UpdateScope {
 };
 
 void check_writable_profile(const CacheProfile& profile) {
-  if (!profile.readable()) {
-    throw InvalidValueError(fmt::format("cannot write profile {}: it has unreadable fields ({})",
-                                        profile.key.to_string(), profile.problems.front().message));
+  if (auto problem = profile_write_problem(profile)) {
+    throw InvalidValueError(fmt::format("cannot write profile {}: {}", profile.key.to_string(), problem->message));
   }
-  auto check = [&](std::string_view what, std::string_view text) {
-    if (!is_valid_utf8(text)) {
-      throw InvalidValueError(fmt::format("cannot write profile {}: {} is not valid UTF-8", profile.key.to_string(), what));
-    }
-  };
-  const auto& key = profile.key;
-  if (key.kernel.empty() || key.implementation.empty() || key.library.empty()) {
-    throw InvalidValueError(fmt::format("cannot write profile {}: library, kernel and implementation must be set",
-                                        key.to_string()));
-  }
-  if (key.tuning_abi < 1) {
-    throw InvalidValueError(fmt::format("cannot write profile {}: tuning_abi must be positive", key.to_string()));
-  }
-  if (profile.host.effective_threads < 1) {
-    throw InvalidValueError(fmt::format("cannot write profile {}: host.effective_threads must be positive",
-                                        key.to_string()));
-  }
-  check("library", key.library);
-  check("kernel", key.kernel);
-  check("implementation", key.implementation);
-  check("host.architecture", profile.host.architecture);
-  check("host.vendor", profile.host.vendor);
-  check("host.microarchitecture", profile.host.microarchitecture);
-  for (const auto& feature : profile.host.features) check("host.features", feature);
-  for (const auto& [name, value] : profile.values) {
-    if (name.empty()) throw InvalidValueError(fmt::format("cannot write profile {}: empty parameter name", key.to_string()));
-    check("a parameter name", name);
-    if (const auto* text = std::get_if<std::string>(&value)) check(fmt::format("values.{}", name), *text);
-  }
-  check("provenance.source", profile.provenance.source);
-  check("provenance.written", profile.provenance.written);
-  check("provenance.tool_version", profile.provenance.tool_version);
-  check("provenance.hostname", profile.provenance.hostname);
 }
 
 UpdateResult failed(UpdateResult result, Failure failure) {
@@ -429,6 +399,47 @@ UpdateResult failed(UpdateResult result, Failure failure) {
 }
 
 }  // namespace
+
+std::optional<ProfileProblem> profile_write_problem(const CacheProfile& profile) {
+  if (!profile.readable()) {
+    return ProfileProblem{profile.problems.front().field,
+                          fmt::format("it has unreadable fields ({})", profile.problems.front().message)};
+  }
+  const auto& key = profile.key;
+  if (key.kernel.empty() || key.implementation.empty() || key.library.empty()) {
+    return ProfileProblem{key.kernel.empty() ? "kernel" : key.implementation.empty() ? "implementation" : "library",
+                          "library, kernel and implementation must be set"};
+  }
+  if (key.tuning_abi < 1) return ProfileProblem{"tuning_abi", "tuning_abi must be positive"};
+  if (profile.host.effective_threads < 1) {
+    return ProfileProblem{"host.effective_threads", "host.effective_threads must be positive"};
+  }
+  std::optional<ProfileProblem> problem;
+  auto check = [&](std::string_view field, std::string_view text) {
+    if (!problem && !is_valid_utf8(text)) {
+      problem = ProfileProblem{std::string(field), fmt::format("{} is not valid UTF-8", field)};
+    }
+  };
+  check("library", key.library);
+  check("kernel", key.kernel);
+  check("implementation", key.implementation);
+  check("host.architecture", profile.host.architecture);
+  check("host.vendor", profile.host.vendor);
+  check("host.microarchitecture", profile.host.microarchitecture);
+  for (const auto& feature : profile.host.features) check("host.features", feature);
+  for (const auto& [name, value] : profile.values) {
+    if (name.empty()) return ProfileProblem{"values", "empty parameter name"};
+    if (!is_valid_utf8(name)) return ProfileProblem{"values", "a parameter name is not valid UTF-8"};
+    if (const auto* text = std::get_if<std::string>(&value); text != nullptr && !is_valid_utf8(*text)) {
+      check(fmt::format("values.{}", name), *text);
+    }
+  }
+  check("provenance.source", profile.provenance.source);
+  check("provenance.written", profile.provenance.written);
+  check("provenance.tool_version", profile.provenance.tool_version);
+  check("provenance.hostname", profile.provenance.hostname);
+  return problem;
+}
 
 UpdateResult check_cache_writable(const fs::path& path) {
   UpdateResult result;
@@ -473,33 +484,52 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
   for (const auto& profile : change.upserts) check_writable_profile(profile);
 
   // Merge by (key, host): an upsert replaces every profile of its identity; the last upsert of
-  // one identity wins.
-  auto less = [](const CacheProfile* a, const CacheProfile* b) { return profile_less(*a, *b); };
-  std::map<const CacheProfile*, std::size_t, decltype(less)> upsert_index(less);
-  for (std::size_t i = 0; i < change.upserts.size(); ++i) upsert_index[&change.upserts[i]] = i;
+  // one identity wins. Hashed by identity: an import brings tens of thousands.
+  std::unordered_map<const CacheProfile*, std::size_t, ProfileIdentityHash, ProfileIdentityEqual> upsert_index;
+  upsert_index.reserve(change.upserts.size());
+  std::vector<bool> superseded(change.upserts.size(), false);
+  for (std::size_t i = 0; i < change.upserts.size(); ++i) {
+    const auto [it, inserted] = upsert_index.try_emplace(&change.upserts[i], i);
+    if (!inserted) {
+      superseded[it->second] = true;
+      it->second = i;
+    }
+  }
   std::unique_ptr<SchemaIndex> schemas;
   if (options.prune_stale) {
     schemas = std::make_unique<SchemaIndex>(options.kernels != nullptr ? *options.kernels : runtime::cpu_kernel_table());
   }
-  std::vector<CacheProfile> next;
-  next.reserve(current.profiles.size() + change.upserts.size());
+  // The profiles are moved into the result, and the file is written from there: no copies (a
+  // fleet's cache holds tens of thousands).
   for (auto& profile : current.profiles) {
     if (profile.readable() && upsert_index.contains(&profile)) continue;  // replaced
-    if (change.erase && change.erase(profile)) {
+    if (change.replace_all || (change.erase && change.erase(profile))) {
       result.removed.push_back(std::move(profile));
     } else if (schemas && profile.readable() && schemas->is_stale(profile.key)) {
       result.pruned.push_back(std::move(profile));
     } else {
-      result.preserved.push_back(profile);
-      next.push_back(std::move(profile));
+      result.preserved.push_back(std::move(profile));
     }
   }
-  for (const auto& [profile, index] : upsert_index) {
-    result.updated.push_back(change.upserts[index]);
-    next.push_back(change.upserts[index]);
+  // The last upsert of each identity, in the order given (sorted files stay sorted runs), then
+  // sorted as the file stores them.
+  std::vector<std::size_t> winners;
+  winners.reserve(upsert_index.size());
+  for (std::size_t i = 0; i < change.upserts.size(); ++i) {
+    if (!superseded[i]) winners.push_back(i);
   }
+  sort_by_runs(winners.begin(), winners.end(),
+               [&](std::size_t a, std::size_t b) { return profile_less(change.upserts[a], change.upserts[b]); });
+  result.updated.reserve(winners.size());
+  for (const std::size_t index : winners) result.updated.push_back(std::move(change.upserts[index]));
+  std::vector<const CacheProfile*> next;  // preserved in file order, then the upserts
+  next.reserve(result.preserved.size() + result.updated.size());
+  for (const auto& profile : result.preserved) next.push_back(&profile);
+  for (const auto& profile : result.updated) next.push_back(&profile);
 
-  if (result.updated.empty() && result.removed.empty() && result.pruned.empty()) {
+  if (change.replace_all && scope.created_lock()) scope.forget_lock_on_success();
+  const bool create_empty = change.replace_all && current.status == FileStatus::not_found;
+  if (result.updated.empty() && result.removed.empty() && result.pruned.empty() && !create_empty) {
     result.status = UpdateStatus::updated;  // nothing to change: keep the file as it is
     scope.succeed();
     if (current.status == FileStatus::not_found) scope.forget_lock_on_success();
@@ -507,7 +537,7 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
     return result;
   }
   scope.remove_orphaned_temporaries();
-  if (auto failure = scope.write_and_rename(serialize_cache(std::move(next)), existing, result.diagnostics)) {
+  if (auto failure = scope.write_and_rename(serialize_profiles(std::move(next)), existing, result.diagnostics)) {
     result.updated.clear();
     result.removed.clear();
     result.pruned.clear();
@@ -515,6 +545,7 @@ UpdateResult update_cache(const fs::path& path, const EditFunction& edit, const 
   }
   result.status = UpdateStatus::updated;
   scope.succeed();
+  scope.finish();
   return result;
 }
 

@@ -141,38 +141,13 @@ Classification classify_profile(const CacheProfile& profile, std::size_t index, 
   return result;
 }
 
+
 namespace {
 
-// Every field same_profile_identity compares. Leaving one out (stepping, caches, threads) puts
-// the profiles of a fleet's cache, which differ in little else, into one bucket, and the duplicate
-// check becomes quadratic (40,000 profiles of one key took seconds).
-std::size_t identity_hash(const CacheProfile& p) {
-  std::size_t h = runtime::TuningKeyHash{}(p.key);
-  auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  const std::hash<std::string> text;
-  const std::hash<int64_t> number;
-  const HostDescriptor& host = p.host;
-  mix(text(host.architecture));
-  mix(text(host.vendor));
-  mix(number(host.family));
-  mix(number(host.model));
-  mix(number(host.stepping));
-  mix(text(host.microarchitecture));
-  for (const auto& feature : host.features) mix(text(feature));
-  mix(host.features.size());
-  mix(number(host.l1d_cache_bytes));
-  mix(number(host.l2_cache_bytes));
-  mix(number(host.l3_cache_bytes));
-  mix(number(host.physical_cores));
-  mix(number(host.logical_cores));
-  mix(number(host.effective_threads));
-  return h;
-}
-
-}  // namespace
-
-std::vector<Classification> classify_profiles(const CacheFile& file, CacheLayer layer, const SchemaIndex& schemas,
-                                              const HostDescriptor& machine) {
+// classify_profiles with the machine each profile is judged against given by `machine_of`.
+template <typename MachineOf>
+std::vector<Classification> classify_each(const CacheFile& file, CacheLayer layer, const SchemaIndex& schemas,
+                                          const MachineOf& machine_of) {
   std::vector<Classification> result;
   result.reserve(file.profiles.size());
   // (key, host) -> first index; hashed, since ordering hosts compares their feature lists.
@@ -181,7 +156,7 @@ std::vector<Classification> classify_profiles(const CacheFile& file, CacheLayer 
   for (std::size_t i = 0; i < file.profiles.size(); ++i) {
     const CacheProfile& profile = file.profiles[i];
     if (profile.readable()) {
-      const std::size_t hash = identity_hash(profile);
+      const std::size_t hash = profile_identity_hash(profile);
       std::optional<std::size_t> earlier;
       for (auto [it, end] = first.equal_range(hash); it != end && !earlier; ++it) {
         if (same_profile_identity(file.profiles[it->second], profile)) earlier = it->second;
@@ -201,9 +176,21 @@ std::vector<Classification> classify_profiles(const CacheFile& file, CacheLayer 
       }
       first.emplace(hash, i);
     }
-    result.push_back(classify_profile(profile, i, layer, file.path, schemas, machine));
+    result.push_back(classify_profile(profile, i, layer, file.path, schemas, machine_of(profile)));
   }
   return result;
+}
+
+}  // namespace
+
+std::vector<Classification> classify_profiles(const CacheFile& file, CacheLayer layer, const SchemaIndex& schemas,
+                                              const HostDescriptor& machine) {
+  return classify_each(file, layer, schemas, [&](const CacheProfile&) -> const HostDescriptor& { return machine; });
+}
+
+std::vector<Classification> validate_profiles(const CacheFile& file, const SchemaIndex& schemas) {
+  return classify_each(file, CacheLayer::user, schemas,
+                       [](const CacheProfile& profile) -> const HostDescriptor& { return profile.host; });
 }
 
 }  // namespace onnx_light::tune

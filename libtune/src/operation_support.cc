@@ -16,6 +16,13 @@ namespace onnx_light::tune {
 
 std::string_view tool_version() { return ONNX_LIGHT_VERSION; }
 
+void work_as_host(OperationContext& context, const HostDescriptor& host, runtime::CpuFeatures& features) {
+  features = dispatch_features(host);
+  context.machine = host;
+  context.machine_threads = host.effective_threads;
+  context.features = &features;
+}
+
 namespace detail {
 
 Environment resolve(const OperationContext& context) {

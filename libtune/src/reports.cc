@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "pretty_json.h"
+
 namespace onnx_light::tune {
 
 nlohmann::json key_to_json(const runtime::TuningKey& key) {
@@ -122,19 +124,28 @@ nlohmann::json SetReport::to_json() const {
                         {"load", load ? load->to_json() : nlohmann::json(nullptr)}};
 }
 
-nlohmann::json InspectedProfile::to_json() const {
+nlohmann::json provenance_to_json(const Provenance& provenance) {
+  return nlohmann::json{{"source", provenance.source},
+                        {"written", provenance.written},
+                        {"tool_version", provenance.tool_version},
+                        {"hostname", provenance.hostname}};
+}
+
+nlohmann::json profile_to_json(const CacheProfile& profile) {
   nlohmann::json object = key_to_json(profile.key);
   profile.host.to_json(object);
   object["values"] = values_to_json(profile.values);
+  object["provenance"] = provenance_to_json(profile.provenance);
+  return object;
+}
+
+nlohmann::json InspectedProfile::to_json() const {
+  nlohmann::json object = profile_to_json(profile);
   object["local"] = local;
   object["classification"] = profile_class_name(classification);
   object["layer"] = cache_layer_name(layer);
   object["index"] = index;
   object["shadowed"] = shadowed;
-  object["provenance"] = nlohmann::json{{"source", profile.provenance.source},
-                                        {"written", profile.provenance.written},
-                                        {"tool_version", profile.provenance.tool_version},
-                                        {"hostname", profile.provenance.hostname}};
   return object;
 }
 
@@ -166,101 +177,7 @@ nlohmann::json RemoveReport::to_json() const {
                         {"diagnostics", diagnostics_to_json(diagnostics)}};
 }
 
-namespace {
-
-// Writes JSON the way nlohmann's dump(2) does (same indentation, escaping and number forms).
-class PrettyJson {
- public:
-  explicit PrettyJson(std::string& out) : out_(out) {}
-
-  void open(char bracket) {
-    out_ += bracket;
-    empty_.push_back(true);
-  }
-  void close(char bracket) {
-    const bool empty = empty_.back();
-    empty_.pop_back();
-    if (!empty) {
-      out_ += '\n';
-      out_.append(2 * empty_.size(), ' ');
-    }
-    out_ += bracket;
-  }
-  void key(std::string_view name) {
-    next();
-    string(name);
-    out_ += ": ";
-  }
-  void item() { next(); }
-  void string(std::string_view text) {
-    out_ += '"';
-    // Runs that need no escape are appended whole: most strings are plain, and character by
-    // character appends were a quarter of writing a large report.
-    std::size_t plain = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-      const char c = text[i];
-      if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) continue;
-      out_.append(text.data() + plain, i - plain);
-      plain = i + 1;
-      switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\b': out_ += "\\b"; break;
-        case '\t': out_ += "\\t"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\f': out_ += "\\f"; break;
-        case '\r': out_ += "\\r"; break;
-        default:
-          out_ += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-      }
-    }
-    out_.append(text.data() + plain, text.size() - plain);
-    out_ += '"';
-  }
-  void integer(int64_t value) {
-    char buffer[24];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-    out_.append(buffer, result.ptr);
-  }
-  void boolean(bool value) { out_ += value ? "true" : "false"; }
-  void value(const runtime::TuningValue& value) {
-    if (const auto* i = std::get_if<int64_t>(&value)) return integer(*i);
-    if (const auto* b = std::get_if<bool>(&value)) return boolean(*b);
-    if (const auto* s = std::get_if<std::string>(&value)) return string(*s);
-    out_ += nlohmann::json(std::get<double>(value)).dump();  // nlohmann's own float format
-  }
-  // Any document, for the small parts (diagnostics).
-  void any(const nlohmann::json& j) {
-    if (j.is_object()) {
-      open('{');
-      for (const auto& [name, member] : j.items()) {
-        key(name);
-        any(member);
-      }
-      close('}');
-    } else if (j.is_array()) {
-      open('[');
-      for (const auto& member : j) {
-        item();
-        any(member);
-      }
-      close(']');
-    } else {
-      out_ += j.dump();
-    }
-  }
-
- private:
-  void next() {
-    if (!empty_.back()) out_ += ',';
-    empty_.back() = false;
-    out_ += '\n';
-    out_.append(2 * empty_.size(), ' ');
-  }
-
-  std::string& out_;
-  std::vector<bool> empty_;
-};
+namespace detail {
 
 // Keys in the sorted order nlohmann's std::map gives; tests compare with to_json().dump(2).
 // Diagnostic::to_json written directly: a fleet cache has one diagnostic per foreign profile.
@@ -285,50 +202,20 @@ void write_diagnostic(PrettyJson& w, const Diagnostic& d) {
   w.close('}');
 }
 
+}  // namespace detail
+
+namespace {
+
+using detail::PrettyJson;
+
 void write_profile(PrettyJson& w, const InspectedProfile& inspected) {
-  const CacheProfile& p = inspected.profile;
-  const HostDescriptor& h = p.host;
-  w.open('{');
-  w.key("architecture"), w.string(h.architecture);
-  w.key("classification"), w.string(profile_class_name(inspected.classification));
-  w.key("device"), w.integer(p.key.device);
-  w.key("device_name"), w.string(runtime::device_name(p.key.device));
-  w.key("effective_threads"), w.integer(h.effective_threads);
-  w.key("element_type"), w.integer(p.key.element_type);
-  w.key("family"), w.integer(h.family);
-  w.key("features");
-  w.open('[');
-  for (const auto& feature : h.features) w.item(), w.string(feature);
-  w.close(']');
-  w.key("implementation"), w.string(p.key.implementation);
-  w.key("index"), w.integer(static_cast<int64_t>(inspected.index));
-  w.key("kernel"), w.string(p.key.kernel);
-  w.key("l1d_cache_bytes"), w.integer(h.l1d_cache_bytes);
-  w.key("l2_cache_bytes"), w.integer(h.l2_cache_bytes);
-  w.key("l3_cache_bytes"), w.integer(h.l3_cache_bytes);
-  w.key("layer"), w.string(cache_layer_name(inspected.layer));
-  w.key("library"), w.string(p.key.library);
-  w.key("local"), w.boolean(inspected.local);
-  w.key("logical_cores"), w.integer(h.logical_cores);
-  w.key("microarchitecture"), w.string(h.microarchitecture);
-  w.key("model"), w.integer(h.model);
-  w.key("physical_cores"), w.integer(h.physical_cores);
-  w.key("provenance");
-  w.open('{');
-  w.key("hostname"), w.string(p.provenance.hostname);
-  w.key("source"), w.string(p.provenance.source);
-  w.key("tool_version"), w.string(p.provenance.tool_version);
-  w.key("written"), w.string(p.provenance.written);
-  w.close('}');
-  w.key("shadowed"), w.boolean(inspected.shadowed);
-  w.key("stepping"), w.integer(h.stepping);
-  w.key("tuning_abi"), w.integer(p.key.tuning_abi);
-  w.key("values");
-  w.open('{');
-  for (const auto& [name, value] : p.values) w.key(name), w.value(value);
-  w.close('}');
-  w.key("vendor"), w.string(h.vendor);
-  w.close('}');
+  detail::write_profile_object(w, inspected.profile, [&](detail::JsonMembers& m) {
+    m.add("classification", [&] { w.string(profile_class_name(inspected.classification)); });
+    m.add("index", [&] { w.integer(static_cast<int64_t>(inspected.index)); });
+    m.add("layer", [&] { w.string(cache_layer_name(inspected.layer)); });
+    m.add("local", [&] { w.boolean(inspected.local); });
+    m.add("shadowed", [&] { w.boolean(inspected.shadowed); });
+  });
 }
 
 }  // namespace
@@ -343,7 +230,7 @@ void write_inspect(const InspectReport& r, std::string& out, const std::function
   w.key("diagnostics");
   w.open('[');
   for (const auto& diagnostic : r.diagnostics) {
-    w.item(), write_diagnostic(w, diagnostic);
+    w.item(), detail::write_diagnostic(w, diagnostic);
     if (drain) drain();
   }
   w.close(']');
@@ -379,6 +266,13 @@ void InspectReport::write_json(std::string& out) const {
 }
 
 void InspectReport::write_json(std::ostream& out) const {
+  detail::write_in_chunks(out, [this](std::string& text, const std::function<void()>& drain) {
+    write_inspect(*this, text, drain);
+  });
+}
+
+void detail::write_in_chunks(std::ostream& out,
+                             const std::function<void(std::string&, const std::function<void()>&)>& write) {
   constexpr std::size_t kChunk = std::size_t{1} << 20;
   std::string buffer;
   buffer.reserve(kChunk + 64 * 1024);
@@ -386,7 +280,7 @@ void InspectReport::write_json(std::ostream& out) const {
     out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     buffer.clear();
   };
-  write_inspect(*this, buffer, [&] {
+  write(buffer, [&] {
     if (buffer.size() >= kChunk) flush();
   });
   flush();

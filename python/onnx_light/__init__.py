@@ -16,8 +16,8 @@ Modules:
   parallel-region profiling); ``onnx_light.onnx_py._onnxpykernels.runtime`` is the same module.
 - :mod:`onnx_light.reports`: the report dictionaries' table views (``to_rows()``, Jupyter HTML).
 - :mod:`onnx_light.kernel_tuning`: list, propose, set, inspect, load, calibrate and remove
-  kernel tuning profiles (the operations of the ``onnx-light-tune`` CLI, returning the same
-  dictionaries as its ``--json`` output).
+  kernel tuning profiles, and export, import, merge and diff cache files (the operations of the
+  ``onnx-light-tune`` CLI, returning the same dictionaries as its ``--json`` output).
 - :mod:`onnx_light.onnx_lib.parser`: ``parse_model(text)``, the ONNX text syntax parsed by
   onnx_light's own C++ library, returned as an ``onnx.ModelProto``.
 - :mod:`onnx_light.onnx`: the ONNX protobuf classes (``TensorProto``, ``ModelProto``...) of the
@@ -56,7 +56,7 @@ from .onnx_py._onnxpykernels import (
 )
 from . import kernel_tuning, reports, runtime
 from .inference import InferenceSession, NodeArg
-from .kernel_tuning import TuningCacheError, TuningCacheWarning
+from .kernel_tuning import TuningCacheError, TuningCacheWarning, TuningConflictError
 from .reports import LoadReport as _LoadReport
 from .runtime import RuntimeSession, RuntimeSessionOptions
 
@@ -77,6 +77,7 @@ __all__ = [
     "RuntimeSessionOptions",
     "TuningCacheError",
     "TuningCacheWarning",
+    "TuningConflictError",
     "TypeMismatchError",
     "UnsupportedError",
     "autoload_report",

@@ -13,6 +13,10 @@ Python                             CLI
 ``load_kernel_tuning_cache``       ``load --json``
 ``calibrate_kernel_tuning``        ``calibrate --json``
 ``remove_kernel_tuning_cache``     ``remove --yes --json``
+``export_kernel_tuning_cache``     ``export -o FILE --json``
+``import_kernel_tuning_cache``     ``import FILE... --json``
+``merge_kernel_tuning_caches``     ``merge FILE... -o OUT --json``
+``diff_kernel_tuning_caches``      ``diff A B --json``
 =================================  ===========================
 
 Keys: a kernel (ONNX op type such as ``"Abs"``) plus an element type (a
@@ -48,12 +52,16 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as _np
 
-from .onnx_py._onnxpykernels import IoError, NotFoundError, _tuning
+from .onnx_py._onnxpykernels import InvalidValueError, IoError, NotFoundError, _tuning
 from .onnx_py._onnxpykernels import runtime as _runtime
 from .reports import (
     CalibrationReport,
+    DiffReport,
+    ExportReport,
+    ImportReport,
     InspectionReport,
     LoadReport,
+    MergeReport,
     ModelCalibrationReport,
     ParametersReport,
     ProposalReport,
@@ -70,11 +78,16 @@ __all__ = [
     "load_kernel_tuning_cache",
     "calibrate_kernel_tuning",
     "remove_kernel_tuning_cache",
+    "export_kernel_tuning_cache",
+    "import_kernel_tuning_cache",
+    "merge_kernel_tuning_caches",
+    "diff_kernel_tuning_caches",
     "DEFAULT_CALIBRATION_DURATION_MS",
     "DEFAULT_CALIBRATION_MEMORY_BYTES",
     "DEFAULT_MODEL_CALIBRATION_DURATION_MS",
     "TuningCacheError",
     "TuningCacheWarning",
+    "TuningConflictError",
 ]
 
 
@@ -98,6 +111,34 @@ class TuningCacheError(IoError):
         self.path = path
         self.status = status
         self.report = report
+
+
+class TuningConflictError(InvalidValueError):
+    """An import or merge with ``on_conflict="fail"`` met profiles of the same key, host and
+    thread count with other values, and wrote nothing.
+
+    ``conflicts`` lists them (each with both sides' values and provenance), ``report`` is the
+    operation's whole report dictionary.
+    """
+
+    def __init__(self, message: str, report: Any) -> None:
+        super().__init__(message)
+        self.report = report
+        self.conflicts = report.get("conflicts", [])
+
+
+def _raise_conflicts(report: Any, what: str) -> None:
+    if report.get("status") == "conflict":
+        conflicts = report.get("conflicts", [])
+        first = conflicts[0] if conflicts else {}
+        raise TuningConflictError(
+            f"{what}: nothing was written: {len(conflicts)} conflict(s) (same key, host and threads, other values), "
+            f"e.g. {first.get('kernel')} at {first.get('effective_threads')} threads: "
+            f"{first.get('existing', {}).get('values')} in {first.get('existing', {}).get('source')} vs "
+            f"{first.get('incoming', {}).get('values')} in {first.get('incoming', {}).get('source')}; "
+            "pass on_conflict='keep', 'replace' or 'newest'",
+            report,
+        )
 
 
 # Update statuses that mean nothing was written, and what to do about each from Python.
@@ -174,6 +215,31 @@ def _text(name: str, value: Any) -> str:
     if isinstance(value, str):
         return value
     raise TypeError(f"{name} must be a str or None, not {_type_name(value)}")
+
+
+def _paths(name: str, value: Any) -> List[str]:
+    """One path (str or os.PathLike) or an iterable of them, as strings."""
+    if isinstance(value, (str, _os.PathLike)):
+        value = [value]
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a path or a list of paths, not {_type_name(value)}")
+    paths: List[str] = []
+    for item in value:
+        if not isinstance(item, (str, _os.PathLike)):
+            raise TypeError(f"{name} must hold paths (str or os.PathLike), not {_type_name(item)}")
+        paths.append(_path(item))
+    if not paths or any(not p for p in paths):
+        raise ValueError(f"{name} must name at least one cache file, and no empty path")
+    return paths
+
+
+def _required_path(name: str, value: Any) -> str:
+    if value is None:
+        raise TypeError(f"{name} must be a path (str or os.PathLike), not None")
+    path = _path(value)
+    if not path:
+        raise ValueError(f"{name} must not be empty")
+    return path
 
 
 def _path(value: Any) -> str:
@@ -849,3 +915,173 @@ def remove_kernel_tuning_cache(
     _raise_unwritable(report, report.get("status"), report.get("path"), report.get("diagnostics"),
                       "remove_kernel_tuning_cache")
     return RemovalReport(report)
+
+
+def export_kernel_tuning_cache(
+    output: PathLike,
+    path: Optional[PathLike] = None,
+    *,
+    kernel: Union[str, Iterable[str], None] = None,
+    kernels: Optional[Iterable[str]] = None,
+    element_type: Union[ElementType, Iterable[ElementType], None] = None,
+    element_types: Optional[Iterable[ElementType]] = None,
+    implementation: Optional[str] = None,
+    library: Optional[str] = None,
+    device: Optional[int] = None,
+    num_threads: Optional[int] = None,
+    all_hosts: bool = False,
+    as_host: Optional[PathLike] = None,
+) -> ExportReport:
+    """Writes the selected profiles of a cache as a standalone cache file (``export -o``).
+
+    By default the profiles of this machine, at every thread count; ``as_host`` (a file of
+    ``onnx-light-tune host --json``) selects another host's, ``all_hosts=True`` every host's.
+    The output is a cache file of the same format, sorted by key and host, provenance kept, and
+    written like a cache (locked, atomic, never over a file that is not a cache). Profiles an
+    import would refuse (unreadable, invalid values) are left out and named in ``diagnostics``.
+
+    Args:
+        output: The file to write.
+        path: The cache to read (``None``: the default cache).
+        kernel/kernels, element_type/element_types, implementation, library, device: Literal
+            filters on the profiles' keys (``None``: any).
+        num_threads: Only profiles written for this thread count (``0``: one per physical core).
+        all_hosts: Every host's profiles.
+        as_host: A host descriptor file: that host's profiles instead of this machine's.
+
+    Returns:
+        ``{status, path, output, all_hosts, host, profiles, exported_count, skipped_count,
+        diagnostics}``; ``status`` is ``"exported"``; ``host`` the descriptor whose profiles were
+        selected (without ``effective_threads``), ``None`` with ``all_hosts``.
+
+    Raises:
+        KeyError (NotFoundError): the cache, or the ``as_host`` file, does not exist.
+        ValueError (InvalidValueError): the cache is malformed.
+        TuningCacheError: ``output`` could not be written (read-only, not a cache, locked).
+
+    Example::
+
+        export_kernel_tuning_cache("build-07.cache")["exported_count"]
+        export_kernel_tuning_cache("fleet-all.cache", path="fleet.cache", all_hosts=True)
+    """
+    report = _tuning.export_kernel_tuning_cache(
+        output=_required_path("output", output),
+        path=_path(path),
+        **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
+        num_threads=_optional_integer("num_threads", num_threads),
+        all_hosts=_boolean("all_hosts", all_hosts),
+        as_host=_path(as_host),
+    )
+    _raise_unwritable(report, report.get("status"), report.get("output"), report.get("diagnostics"),
+                      "export_kernel_tuning_cache")
+    return ExportReport(report)
+
+
+def import_kernel_tuning_cache(
+    files: Union[PathLike, Iterable[PathLike]],
+    path: Optional[PathLike] = None,
+    *,
+    on_conflict: str = "keep",
+) -> ImportReport:
+    """Merges cache files into a cache (``import``), in one locked, atomic update.
+
+    Every profile of every file is checked first (structure, and the values of registered
+    kernels): one problem anywhere raises ``ValueError`` naming the file, the profile and the
+    field, and nothing is written. Profiles are merged by key and host (threads included), the
+    files in order, their provenance kept. A profile already in the cache with the same values
+    is kept; one with other values is a conflict, settled by ``on_conflict``.
+
+    Args:
+        files: A cache file or several (another machine's export, a fleet's merge).
+        path: The cache to import into (``None``: the default cache).
+        on_conflict: ``"keep"`` (default: the cache's values stay), ``"replace"`` (the file's
+            win), ``"newest"`` (the later ``provenance.written`` wins) or ``"fail"`` (write
+            nothing, raise :class:`TuningConflictError`).
+
+    Returns:
+        ``{status, path, files, on_conflict, added, replaced, kept, conflicts, added_count,
+        replaced_count, kept_count, conflict_count, diagnostics}``; ``status`` is ``"imported"``
+        or ``"unchanged"``; each conflict has ``resolution`` and both sides (``existing``,
+        ``incoming``: ``source``, ``index``, ``values``, ``provenance``).
+
+    Raises:
+        KeyError (NotFoundError): a file does not exist.
+        ValueError (InvalidValueError): a file is malformed or holds an invalid profile.
+        TuningConflictError: ``on_conflict="fail"`` and a conflict.
+        TuningCacheError: the cache is malformed, unreadable, read-only or locked.
+
+    Example::
+
+        report = import_kernel_tuning_cache(["build-07.cache", "build-08.cache"], on_conflict="newest")
+        report["added_count"], [c["resolution"] for c in report["conflicts"]]
+    """
+    report = _tuning.import_kernel_tuning_cache(
+        files=_paths("files", files), path=_path(path), on_conflict=_text("on_conflict", on_conflict))
+    _raise_conflicts(report, "import_kernel_tuning_cache")
+    _raise_unwritable(report, report.get("status"), report.get("path"), report.get("diagnostics"),
+                      "import_kernel_tuning_cache")
+    return ImportReport(report)
+
+
+def merge_kernel_tuning_caches(
+    files: Union[PathLike, Iterable[PathLike]],
+    output: PathLike,
+    *,
+    on_conflict: str = "fail",
+) -> MergeReport:
+    """Merges cache files into one file (``merge -o``) without touching any cache.
+
+    Every profile is checked first, as by :func:`import_kernel_tuning_cache`. The output holds
+    one profile per key and host, sorted: without conflicts the same bytes whatever the order of
+    ``files``, and a file merged with itself comes back unchanged.
+
+    Args:
+        files: The cache files to merge, in order.
+        output: The file to write (locked and atomic; never over a file that is not a cache).
+        on_conflict: ``"fail"`` (default: write nothing, raise :class:`TuningConflictError`),
+            ``"keep"`` (the earlier file's), ``"replace"`` (the later file's) or ``"newest"``.
+
+    Returns:
+        ``{status, output, inputs, on_conflict, profile_count, conflicts, conflict_count,
+        diagnostics}`` with ``status`` ``"merged"``.
+
+    Raises:
+        KeyError, ValueError: as :func:`import_kernel_tuning_cache`.
+        TuningConflictError: ``on_conflict="fail"`` and a conflict.
+        TuningCacheError: ``output`` could not be written.
+
+    Example::
+
+        merge_kernel_tuning_caches(["build-07.cache", "build-08.cache"], "fleet.cache")["profile_count"]
+    """
+    report = _tuning.merge_kernel_tuning_caches(
+        files=_paths("files", files), output=_required_path("output", output),
+        on_conflict=_text("on_conflict", on_conflict))
+    _raise_conflicts(report, "merge_kernel_tuning_caches")
+    _raise_unwritable(report, report.get("status"), report.get("output"), report.get("diagnostics"),
+                      "merge_kernel_tuning_caches")
+    return MergeReport(report)
+
+
+def diff_kernel_tuning_caches(a: PathLike, b: PathLike) -> DiffReport:
+    """Compares two cache files by key and host (``diff A B``). Reads only.
+
+    Returns:
+        ``{a, b, identical, added, removed, changed, added_count, removed_count, changed_count,
+        unchanged_count, diagnostics}``: ``a`` and ``b`` are ``{path, profiles}``; ``added`` the
+        profiles only in ``b``, ``removed`` those only in ``a``, ``changed`` those in both with
+        other values (``changed_values`` names the parameters; ``a`` and ``b`` hold both sides).
+        Provenance alone is no difference; unreadable or repeated profiles are named in
+        ``diagnostics`` and not compared.
+
+    Raises:
+        KeyError (NotFoundError): a file does not exist.
+        ValueError (InvalidValueError): a file is malformed.
+        OSError (IoError): a file cannot be read.
+
+    Example::
+
+        diff = diff_kernel_tuning_caches("yesterday.cache", "fleet.cache")
+        diff["identical"], [c["changed_values"] for c in diff["changed"]]
+    """
+    return DiffReport(_tuning.diff_kernel_tuning_caches(a=_required_path("a", a), b=_required_path("b", b)))

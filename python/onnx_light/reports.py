@@ -28,6 +28,10 @@ __all__ = [
     "CalibrationReport",
     "ModelCalibrationReport",
     "RemovalReport",
+    "ExportReport",
+    "ImportReport",
+    "MergeReport",
+    "DiffReport",
     "Profile",
     "DISPLAY_ROWS",
 ]
@@ -248,6 +252,43 @@ class RemovalReport(Report):
     columns = _KEY_COLUMNS + ("classification", "values")
     summary_keys = ("status", "path", "removed_count", "preserved_count", "dry_run")
     title = "cache removal"
+
+
+class ExportReport(Report):
+    """``export_kernel_tuning_cache()``: one row per exported profile."""
+
+    rows_key = "profiles"
+    columns = _KEY_COLUMNS + ("effective_threads", "values")
+    summary_keys = ("status", "path", "output", "exported_count", "skipped_count")
+    title = "cache export"
+
+
+class ImportReport(Report):
+    """``import_kernel_tuning_cache()``: one row per conflict (the counts are on the summary line)."""
+
+    rows_key = "conflicts"
+    columns = _KEY_COLUMNS + ("effective_threads", "resolution", "existing", "incoming")
+    summary_keys = ("status", "path", "added_count", "replaced_count", "kept_count", "on_conflict")
+    title = "cache import"
+
+
+class MergeReport(Report):
+    """``merge_kernel_tuning_caches()``: one row per conflict."""
+
+    rows_key = "conflicts"
+    columns = _KEY_COLUMNS + ("effective_threads", "resolution", "existing", "incoming")
+    summary_keys = ("status", "output", "profile_count", "on_conflict")
+    title = "cache merge"
+
+
+class DiffReport(Report):
+    """``diff_kernel_tuning_caches()``: one row per changed profile; ``to_rows('added')`` and
+    ``to_rows('removed')`` give the others."""
+
+    rows_key = "changed"
+    columns = _KEY_COLUMNS + ("effective_threads", "changed_values")
+    summary_keys = ("identical", "added_count", "removed_count", "changed_count", "unchanged_count")
+    title = "cache diff"
 
 
 class Profile(Report):

@@ -17,6 +17,7 @@
 #include "onnx_light/runtime/tuning_key.h"
 #include "onnx_light/runtime/tuning_value.h"
 #include "onnx_light/tune/cache_path.h"
+#include "onnx_light/tune/cache_transfer.h"
 #include "onnx_light/tune/calibration.h"
 #include "onnx_light/tune/model_calibration.h"
 #include "onnx_light/tune/operations.h"
@@ -99,6 +100,13 @@ rt::TuningValues tuning_values(const py::dict& values) {
     result[name] = tuning_value(value, name);
   }
   return result;
+}
+
+// export and merge write a file; the CLI's "-o -" (standard output) has no Python form.
+void check_output(const std::string& output) {
+  if (output.empty() || output == "-") {
+    throw InvalidValueError("output must name the file to write (the CLI's '-o -' has no Python form)");
+  }
 }
 
 }  // namespace
@@ -250,6 +258,62 @@ void bind_tuning(py::module_& m) {
       py::kw_only(), py::arg("path"), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"),
       py::arg("library"), py::arg("device"), py::arg("num_threads"), py::arg("classifications"), py::arg("foreign"),
       py::arg("hostname"), py::arg("dry_run"), "See onnx_light.kernel_tuning.");
+
+  m.def(
+      "export_kernel_tuning_cache",
+      [](std::string output, std::string path, std::vector<std::string> kernels, std::vector<int32_t> element_types,
+         std::string implementation, std::string library, std::optional<int32_t> device,
+         std::optional<int64_t> num_threads, bool all_hosts, std::string as_host) {
+        check_output(output);
+        tune::ExportOptions options;
+        options.output = std::move(output);
+        options.path = std::move(path);
+        options.filter = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
+                                        std::move(library), device);
+        options.threads = checked_threads(num_threads, "num_threads");
+        options.all_hosts = all_hosts;
+        tune::OperationContext context;
+        rt::CpuFeatures features;
+        if (!as_host.empty()) {  // as the CLI's --as-host FILE: that host's profiles
+          if (all_hosts) throw InvalidValueError("give as_host or all_hosts=True, not both");
+          tune::work_as_host(context, tune::read_host_file(as_host), features);
+        }
+        return report_without_gil([&] { return tune::export_kernel_tuning_cache(options, context); });
+      },
+      py::kw_only(), py::arg("output"), py::arg("path"), py::arg("kernels"), py::arg("element_types"),
+      py::arg("implementation"), py::arg("library"), py::arg("device"), py::arg("num_threads"), py::arg("all_hosts"),
+      py::arg("as_host"), "See onnx_light.kernel_tuning.");
+
+  m.def(
+      "import_kernel_tuning_cache",
+      [](std::vector<std::string> files, std::string path, const std::string& on_conflict) {
+        tune::ImportOptions options;
+        options.files = std::move(files);
+        options.path = std::move(path);
+        options.on_conflict = tune::parse_conflict_policy(on_conflict);
+        return report_without_gil([&] { return tune::import_kernel_tuning_cache(options); });
+      },
+      py::kw_only(), py::arg("files"), py::arg("path"), py::arg("on_conflict"), "See onnx_light.kernel_tuning.");
+
+  m.def(
+      "merge_kernel_tuning_caches",
+      [](std::vector<std::string> files, std::string output, const std::string& on_conflict) {
+        check_output(output);
+        tune::MergeOptions options;
+        options.files = std::move(files);
+        options.output = std::move(output);
+        options.on_conflict = tune::parse_conflict_policy(on_conflict);
+        return report_without_gil([&] { return tune::merge_kernel_tuning_caches(options); });
+      },
+      py::kw_only(), py::arg("files"), py::arg("output"), py::arg("on_conflict"), "See onnx_light.kernel_tuning.");
+
+  m.def(
+      "diff_kernel_tuning_caches",
+      [](std::string a, std::string b) {
+        tune::DiffOptions options{std::move(a), std::move(b)};
+        return report_without_gil([&] { return tune::diff_kernel_tuning_caches(options); });
+      },
+      py::kw_only(), py::arg("a"), py::arg("b"), "See onnx_light.kernel_tuning.");
 
   m.def(
       "calibrate_kernel_tuning",

@@ -308,6 +308,54 @@ def case_inspect_missing(ctx):
     return normalise(ctx.json("--cache", ctx.cache, "inspect", "--json", expect_exit=1), ctx)
 
 
+# The fleet verbs (issue 21) on files of their own: this machine's two profiles (Abs float and Relu
+# double, portable, 2 threads) beside FOREIGN_PROFILE, and a file from "another machine" whose Abs
+# conflicts with FOREIGN_PROFILE (a later value) and which adds a Relu of its own.
+def fleet_file(ctx, name):
+    return os.path.join(ctx.scratch, name)
+
+
+def conflicting_profiles():
+    later = FOREIGN_PROFILE.replace('"parallel.minimum_elements" = 131072', '"parallel.minimum_elements" = 262144')
+    later = later.replace("written = 2026-11-30T23:59:59Z", "written = 2026-12-01T08:00:00Z")
+    relu = later[later.index("[[profile]]"):].replace('kernel = "Abs"', 'kernel = "Relu"')
+    return later + "\n" + relu
+
+
+def case_export(ctx):
+    with open(ctx.cache, "w") as out:
+        out.write(FOREIGN_PROFILE)
+    ctx.run("--cache", ctx.cache, "set", "Abs", "parallel.minimum_elements=8192", "--implementation", "portable",
+            "--threads", "2", "--no-load")
+    ctx.run("--cache", ctx.cache, "set", "Relu", "parallel.minimum_elements=64K", "--element-type", "double",
+            "--implementation", "portable", "--threads", "2", "--no-load")
+    with open(fleet_file(ctx, "other-machine.cache"), "w") as out:
+        out.write(conflicting_profiles())
+    with open(fleet_file(ctx, "foreign.cache"), "w") as out:
+        out.write(FOREIGN_PROFILE)
+    return normalise(ctx.json("--cache", ctx.cache, "export", "-o", fleet_file(ctx, "exported.cache"), "--json"), ctx)
+
+
+def case_import(ctx):
+    return normalise(ctx.json("--cache", ctx.cache, "import", fleet_file(ctx, "other-machine.cache"),
+                              fleet_file(ctx, "exported.cache"), "--on-conflict", "newest", "--json"), ctx)
+
+
+def case_merge(ctx):
+    return normalise(ctx.json("merge", fleet_file(ctx, "exported.cache"), fleet_file(ctx, "other-machine.cache"),
+                              "-o", fleet_file(ctx, "merged.cache"), "--json"), ctx)
+
+
+def case_merge_conflict(ctx):
+    return normalise(ctx.json("merge", fleet_file(ctx, "foreign.cache"), fleet_file(ctx, "other-machine.cache"),
+                              "-o", fleet_file(ctx, "not-written.cache"), "--json", expect_exit=1), ctx)
+
+
+def case_diff(ctx):
+    return normalise(ctx.json("diff", fleet_file(ctx, "foreign.cache"), fleet_file(ctx, "merged.cache"), "--json"),
+                     ctx)
+
+
 CASES = [
     ("list", case_list),
     ("list_dispatched", case_list_dispatched),
@@ -324,6 +372,11 @@ CASES = [
     ("remove_kernel", case_remove_kernel),
     ("remove_file", case_remove_file),
     ("inspect_missing", case_inspect_missing),
+    ("export", case_export),
+    ("import", case_import),
+    ("merge", case_merge),
+    ("merge_conflict", case_merge_conflict),
+    ("diff", case_diff),
 ]
 # `--version` prints text only (no --json); its version is checked against every tool_version.
 

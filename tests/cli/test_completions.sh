@@ -79,7 +79,7 @@ expect_exactly "onnx-light-tune cal" calibrate
 expect_offers "onnx-light-tune ''" list propose set inspect load remove calibrate run
 if complete_bash onnx-light-tune "" | grep -qx completion; then fail "the hidden completion verb is offered"; fi
 expect_exactly "onnx-light-tune --cache /tmp/x.cache cal" calibrate
-expect_exactly "onnx-light-tune -v --color never i" inspect
+expect_exactly "onnx-light-tune -v --color never ins" inspect
 # Kernel names from the kernel table: every one, nothing else.
 complete_bash onnx-light-tune set "" >"$SCRATCH/set_kernels"
 diff -u "$SCRATCH/table_kernels" "$SCRATCH/set_kernels" >&2 || fail "'set <TAB>' should offer the kernel table's kernels"
@@ -128,6 +128,18 @@ for verb in inspect list propose load; do
   expect_offers "onnx-light-tune $verb --" --as-host
   expect_offers "onnx-light-tune $verb --as-host $SCRATCH/build-07" "$SCRATCH/build-07.host.json"
 done
+# Moving caches (issue 21): the verbs, their policies and files.
+expect_offers "onnx-light-tune ''" export import merge diff
+expect_exactly "onnx-light-tune imp" import
+expect_exactly "onnx-light-tune import --on-conflict ''" fail keep replace newest
+expect_exactly "onnx-light-tune merge a.cache -o b.cache --on-conflict n" newest
+expect_exactly "onnx-light-tune export --host-class ''" exact
+expect_offers "onnx-light-tune export -" -o --output --all-hosts --as-host --host-class --kernel --threads --json
+expect_offers "onnx-light-tune diff -" --exit-code --json
+expect_offers "onnx-light-tune export -o $SCRATCH/my.c" "$SCRATCH/my.cache"
+expect_offers "onnx-light-tune import $SCRATCH/my.c" "$SCRATCH/my.cache"
+expect_offers "onnx-light-tune merge $SCRATCH/my.cache $SCRATCH/my.c" "$SCRATCH/my.cache"
+expect_offers "onnx-light-tune diff $SCRATCH/my.cache $SCRATCH/my.c" "$SCRATCH/my.cache"
 # --top takes a number: nothing to offer.
 expect_exactly "onnx-light-tune run $SCRATCH/model.onnxtxt --top ''"
 # The script can be sourced in an interactive shell and registers itself.
@@ -185,6 +197,7 @@ if command -v fish >/dev/null; then
   complete_fish "onnx-light-tune --color " | grep -qx never || fail "fish: --color should offer never"
   complete_fish "onnx-light-tune run m.onnx --spin " | grep -qx long || fail "fish: --spin should offer long"
   complete_fish "onnx-light-tune calibrate --" | grep -qx -- --max-duration-ms || fail "fish: calibrate --<TAB> should offer --max-duration-ms"
+  complete_fish "onnx-light-tune import a.cache --on-conflict " | grep -qx newest || fail "fish: --on-conflict should offer newest"
 else
   echo "SKIP: fish is not installed (Debian: fish); the fish completion was not checked" >&2
 fi

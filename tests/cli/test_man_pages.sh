@@ -146,10 +146,14 @@ json load load
 json calibrate calibrate Abs --no-save --max-duration-ms 50
 json run run "$ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt" -i x=random:1 --dim N=64 --profile
 json verify verify Abs --max-duration-ms 50
+json export export -o "$SCRATCH/exported.cache"
+json import import "$SCRATCH/exported.cache"
+json merge merge "$SCRATCH/exported.cache" "$SCRATCH/exported.cache" -o "$SCRATCH/merged.cache"
+json diff diff "$SCRATCH/exported.cache" "$SCRATCH/merged.cache"
 json remove remove --kernel Abs --yes
 json host host
 json calibrate_model calibrate --model "$ONNX_LIGHT_SOURCE_DIR/examples/abs.onnxtxt" --dim N=64 --no-save --max-duration-ms 100
-for verb in set list propose inspect load calibrate run verify remove host; do
+for verb in set list propose inspect load calibrate run verify remove host export import merge diff; do
   check_json_keys "$MAN_DIR/onnx-light-tune-$verb.1" "$SCRATCH/$verb.json"
 done
 check_json_keys "$MAN_DIR/onnx-light-tune-calibrate.1" "$SCRATCH/calibrate_model.json" "MODEL JSON OUTPUT"

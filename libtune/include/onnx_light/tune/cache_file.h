@@ -74,10 +74,23 @@ CacheFile read_cache_file(const std::filesystem::path& path);
 // The file text for `profiles`: a header comment, then readable profiles sorted by (key, host),
 // then unreadable ones verbatim in their given order.
 std::string serialize_cache(std::vector<CacheProfile> profiles);
+// The same for profiles held elsewhere, without copying them (a fleet's cache is large).
+std::string serialize_profiles(std::vector<const CacheProfile*> profiles);
 
 // Orders profiles the way the file stores them; also the identity for merging: (key, host).
 bool profile_less(const CacheProfile& a, const CacheProfile& b);
 bool same_profile_identity(const CacheProfile& a, const CacheProfile& b);
+// A hash of every field same_profile_identity compares. Leaving one out (stepping, caches,
+// threads) puts the profiles of a fleet's cache, which differ in little else, into one bucket, and
+// every lookup by identity becomes quadratic.
+std::size_t profile_identity_hash(const CacheProfile& profile);
+// Hash and equality on profiles by identity, for unordered containers of (pointers to) profiles.
+struct ProfileIdentityHash {
+  std::size_t operator()(const CacheProfile* profile) const { return profile_identity_hash(*profile); }
+};
+struct ProfileIdentityEqual {
+  bool operator()(const CacheProfile* a, const CacheProfile* b) const { return same_profile_identity(*a, *b); }
+};
 
 // Provenance for a profile written now by this process: source, timestamp, version, hostname.
 Provenance provenance_now(std::string source, std::string tool_version);

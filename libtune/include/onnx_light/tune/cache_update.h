@@ -2,10 +2,11 @@
 // The one way the cache is written (DESIGN.md section 4): exclusive flock on <cache>.lock,
 // re-read, merge by (key, host), write a temporary file in the same directory, fsync, rename over
 // the cache, fsync the directory. A malformed or unreadable cache is never overwritten.
-// Used by `set`, `remove --kernel ...`, and (later) `calibrate --save` and `import`.
+// Used by `set`, `remove --kernel ...`, `calibrate --save`, `import`, and `export`/`merge -o`.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,12 @@ struct CacheEdit {
   std::vector<CacheProfile> upserts;
   // Profiles of the file to drop (reported as `removed`); null keeps all.
   std::function<bool(const CacheProfile&)> erase;
+  // Replace the whole file: every profile of it is dropped (reported as `removed`) and the
+  // upserts alone are written, also when there was no file and there are no upserts (an empty
+  // cache). How `export -o` and `merge -o` write: the output keeps the lock and atomicity of a
+  // cache, and a file that is not a cache (malformed, unreadable) is never overwritten. A lock
+  // file this update created is removed again: such an output is usually a file to ship.
+  bool replace_all = false;
 };
 // Called once, under the lock, with the current file (status loaded or not_found). May throw;
 // nothing is written then and the exception propagates.
@@ -74,6 +81,11 @@ UpdateResult update_cache(const std::filesystem::path& path, const EditFunction&
 // status and diagnostic update_cache would return. Long operations (calibrate --save) call it
 // before they measure.
 UpdateResult check_cache_writable(const std::filesystem::path& path);
+
+// Why `profile` cannot be written into a cache file (unreadable fields, an empty key name, a
+// non-positive tuning_abi or effective_threads, text that is not UTF-8), naming the field;
+// nullopt when it can. update_cache refuses such upserts with InvalidValueError.
+std::optional<ProfileProblem> profile_write_problem(const CacheProfile& profile);
 
 // Convenience: merges `profiles` (many at once, e.g. a calibration run) in one locked update.
 UpdateResult write_profiles(const std::filesystem::path& path, std::vector<CacheProfile> profiles,

@@ -40,6 +40,12 @@ Classification classify_profile(const CacheProfile& profile, std::size_t index, 
 std::vector<Classification> classify_profiles(const CacheFile& file, CacheLayer layer,
                                               const SchemaIndex& schemas, const HostDescriptor& machine);
 
+// The same checks for profiles on their way to other machines (export, import, merge): each
+// profile is judged on its own host, so that the values of a registered key are checked whatever
+// machine wrote them. invalid: unreadable, values failing the schema, or a duplicate (key, host);
+// stale and incompatible (a key this build does not register) are carried as they are.
+std::vector<Classification> validate_profiles(const CacheFile& file, const SchemaIndex& schemas);
+
 // "profile 3 (onnx_light/Abs/portable/float/CPU/abi2) in /path/kernel_tuning.cache".
 std::string describe_profile(const CacheProfile& profile, std::size_t index, const std::filesystem::path& path);
 

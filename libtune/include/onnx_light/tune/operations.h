@@ -43,6 +43,11 @@ struct OperationContext {
   int64_t lock_timeout_ms = kDefaultLockTimeoutMs;
 };
 
+// Makes operations on `context` work as on `host` (--as-host FILE): its descriptor, its
+// effective_threads as the default thread count, its dispatch features, kept in `features` (which
+// must outlive the context's use).
+void work_as_host(OperationContext& context, const HostDescriptor& host, runtime::CpuFeatures& features);
+
 // The version written into provenance.tool_version.
 std::string_view tool_version();
 

@@ -28,6 +28,11 @@ nlohmann::json value_to_json(const runtime::TuningValue& value);
 nlohmann::json values_to_json(const runtime::TuningValues& values);
 // {status, path, updated, preserved, pruned (keys), diagnostics}.
 nlohmann::json update_to_json(const UpdateResult& update);
+// {source, written, tool_version, hostname}.
+nlohmann::json provenance_to_json(const Provenance& provenance);
+// One profile as the file holds it: key fields + device_name, every host field (flat, as in
+// inspect), values and provenance.
+nlohmann::json profile_to_json(const CacheProfile& profile);
 
 // One registered key as `list` and `propose` show it.
 struct KernelTuningEntry {
