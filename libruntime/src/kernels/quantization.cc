@@ -257,6 +257,10 @@ class VnniIntegerProduct {
            const IntegerZeroPoints& z, int threads, int32_t* out) {
     const int64_t m = s.m, k = s.k, n = s.n;
     if (m == 0 || n == 0) return;
+    if (k == 0) {  // an empty sum, whatever the zero points (and nothing to pack)
+      std::fill(out, out + s.batches * m * n, 0);
+      return;
+    }
     const bool a_signed = a.element_type() == ElementType::int8;
     const int32_t a_shift = a_signed ? -128 : 0;  // a = a' - 128
     const int32_t b_shift = b.element_type() == ElementType::uint8 ? 128 : 0;  // b = b' + 128
@@ -279,10 +283,7 @@ class VnniIntegerProduct {
         const int64_t i1 = std::min(m, end * simd::kGemmS8Mr);
         uint8_t* block_a = packed_a_.data() + begin * a_panel_bytes;
         simd::gemm_s8_pack_a_avx512vnni(at + i0 * k, k, a_signed ? 1 : 0, i1 - i0, k, block_a, row_sums_.data() + i0);
-        if (k == 0)
-          std::fill(ct + i0 * n, ct + i1 * n, 0);
-        else
-          simd::gemm_u8s8_avx512vnni(block_a, i1 - i0, k, packed, n, ct + i0 * n, n);
+        simd::gemm_u8s8_avx512vnni(block_a, i1 - i0, k, packed, n, ct + i0 * n, n);
         for (int64_t i = i0; i < i1; ++i) {
           const auto row_sum = static_cast<uint32_t>(row_sums_[static_cast<std::size_t>(i)]);
           const auto alpha = static_cast<uint32_t>(a_shift - zero_point_at(z.a, i));
