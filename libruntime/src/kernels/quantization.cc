@@ -354,12 +354,6 @@ class IntegerProduct {
 #endif
 };
 
-void check_b_type(const Tensor& b, const std::string& label) {
-  if (b.element_type() != ElementType::uint8 && b.element_type() != ElementType::int8)
-    throw InputError(fmt::format("{}: the second operand must be uint8 or int8, not {}", label,
-                                 element_type_name(b.element_type())));
-}
-
 template <IntegerImpl kImpl>
 class MatMulIntegerKernel final : public ThresholdKernel {
  public:
@@ -369,7 +363,7 @@ class MatMulIntegerKernel final : public ThresholdKernel {
   void run(KernelExecution& execution) override {
     const Tensor& a = execution.required_input(0);
     const Tensor& b = execution.required_input(1);
-    check_b_type(b, execution.label());
+    check_second_int8_operand(b.element_type(), execution.label());
     const IntegerMatmulShape s = integer_matmul_shape(a, b, execution.label());
     const IntegerZeroPoints z = integer_zero_points(execution.input(2), execution.input(3), s, execution.label());
     Tensor& y = checked_output(execution, 0, ElementType::int32, s.out, false);
@@ -402,7 +396,7 @@ class QLinearMatMulKernel final : public ThresholdKernel {
     }
     if (y_zero.element_count() != 1)
       throw UnsupportedError(fmt::format("{}: a per-axis output zero point is not supported", label));
-    check_b_type(b, label);
+    check_second_int8_operand(b.element_type(), label);
     const IntegerMatmulShape s = integer_matmul_shape(a, b, label);
     const IntegerZeroPoints z = integer_zero_points(&execution.required_input(2), &execution.required_input(5), s, label);
     product_scratch_.resize(static_cast<std::size_t>(s.batches * s.m * s.n));

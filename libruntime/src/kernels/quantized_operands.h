@@ -42,13 +42,19 @@ inline int32_t zero_point_at(const std::vector<int32_t>& zeros, int64_t i) {
   return zeros.empty() ? 0 : zeros[zeros.size() == 1 ? 0 : static_cast<std::size_t>(i)];
 }
 
+// The second operand of an integer product is uint8 or int8 (the first one's type chose the kernel).
+inline void check_second_int8_operand(ElementType b, const std::string& label) {
+  if (b != ElementType::uint8 && b != ElementType::int8)
+    throw InputError(fmt::format("{}: the second operand must be uint8 or int8, not {}", label, element_type_name(b)));
+}
+
 // Calls f(A{}, B{}) for the (uint8|int8) x (uint8|int8) types of the two operands.
 template <typename F>
 void dispatch_int8_pair(ElementType a, ElementType b, const std::string& label, F&& f) {
+  check_second_int8_operand(b, label);
   auto with_b = [&](auto av) {
     if (b == ElementType::uint8) f(av, uint8_t{});
-    else if (b == ElementType::int8) f(av, int8_t{});
-    else throw InputError(fmt::format("{}: the second operand must be uint8 or int8, not {}", label, element_type_name(b)));
+    else f(av, int8_t{});
   };
   if (a == ElementType::uint8) with_b(uint8_t{});
   else with_b(int8_t{});

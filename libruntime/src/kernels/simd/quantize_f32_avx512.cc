@@ -3,14 +3,19 @@
 
 #include <cstdint>
 
+#include "kernels/simd/ops_f32_avx512.h"
 #include "kernels/simd/quantize_f32.h"
 
 namespace onnx_light::runtime::kernels::simd {
 
 namespace {
 
-inline __mmask16 lanes(int64_t count) {
-  return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+// Whole vectors, then the rest under a mask: `step(i, mask)` for each 16 elements from i.
+template <typename Step>
+inline void for_each_vector(int64_t n, Step step) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) step(i, static_cast<__mmask16>(0xFFFF));
+  if (i < n) step(i, Avx512::mask(n - i));
 }
 
 // round(x / scale) + zero, clamped to [lo, hi]: MAXPS returns its second operand when the first is
@@ -24,12 +29,11 @@ template <bool kSigned, typename Q>
 void quantize(const float* x, int64_t n, float scale, float zero, Q* y) {
   const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zero);
   const __m512 lo = _mm512_set1_ps(kSigned ? -128.0f : 0.0f), hi = _mm512_set1_ps(kSigned ? 127.0f : 255.0f);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = lanes(n - i);
+  for_each_vector(n, [&](int64_t i, __mmask16 m) {
     const __m512i q = quantized(_mm512_maskz_loadu_ps(m, x + i), vs, vz, lo, hi);
     // In range by the clamp: the narrowing conversion is exact.
     _mm512_mask_cvtepi32_storeu_epi8(y + i, m, q);
-  }
+  });
 }
 
 }  // namespace
@@ -45,21 +49,19 @@ void quantize_f32_s8_avx512(const float* x, int64_t n, float scale, float zero, 
 void dequantize_u8_f32_avx512(const uint8_t* x, int64_t n, int32_t zero, float scale, float* y) {
   const __m512i vz = _mm512_set1_epi32(zero);
   const __m512 vs = _mm512_set1_ps(scale);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = lanes(n - i);
+  for_each_vector(n, [&](int64_t i, __mmask16 m) {
     const __m512i v = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x + i));
     _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v, vz)), vs));
-  }
+  });
 }
 
 void dequantize_s8_f32_avx512(const int8_t* x, int64_t n, int32_t zero, float scale, float* y) {
   const __m512i vz = _mm512_set1_epi32(zero);
   const __m512 vs = _mm512_set1_ps(scale);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = lanes(n - i);
+  for_each_vector(n, [&](int64_t i, __mmask16 m) {
     const __m512i v = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, x + i));
     _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v, vz)), vs));
-  }
+  });
 }
 
 }  // namespace onnx_light::runtime::kernels::simd
