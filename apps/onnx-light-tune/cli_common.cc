@@ -29,6 +29,26 @@ std::optional<int64_t> FilterFlags::thread_count() const {
   return threads >= 0 ? std::optional<int64_t>(threads) : std::nullopt;
 }
 
+bool FilterFlags::idle_spin() const { return runtime::parse_spin_policy(spin) > 0; }
+
+namespace {
+
+// Accepts what runtime::parse_spin_policy accepts, with its message otherwise.
+CLI::Validator spin_policy_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          runtime::parse_spin_policy(text);
+        } catch (const InvalidValueError& e) {
+          return e.what();
+        }
+        return {};
+      },
+      "");
+}
+
+}  // namespace
+
 int32_t element_type_number(const std::string& text) {
   const auto type = runtime::parse_element_type(text);
   if (!type || *type == runtime::ElementType::undefined) {
@@ -84,22 +104,23 @@ void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads
   verb.add_flag("--json", flags.json, "Print the report as JSON (stable keys) instead of a table");
 }
 
+void add_spin_class_option(CLI::App& verb, FilterFlags& flags) {
+  verb.add_option("--spin", flags.spin,
+                  "Spin policy of the sessions the values are for (see run --spin). Profiles are kept apart "
+                  "by whether idle workers spin: none (they park at once, and parallel regions pay a "
+                  "wake-up) against every other policy")
+      ->check(spin_policy_validator())
+      ->type_name("POLICY")
+      ->default_val("short");
+}
+
 void add_policy_flags(CLI::App& verb, PolicyFlags& flags) {
   verb.add_option("--spin", flags.spin,
                   fmt::format("How long an idle pool thread spins before it sleeps: none (at once: least CPU "
                               "burnt, every parallel region pays a wake-up), short ({} us), long ({} us: keeps "
                               "back-to-back runs fast) or microseconds",
                               runtime::kSpinShortMicroseconds, runtime::kSpinLongMicroseconds))
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            try {
-              runtime::parse_spin_policy(text);
-            } catch (const InvalidValueError& e) {
-              return e.what();
-            }
-            return {};
-          },
-          ""))
+      ->check(spin_policy_validator())
       ->type_name("POLICY")
       ->default_val("short");
   auto* affinity = verb.add_option("--affinity", flags.affinity,

@@ -23,17 +23,21 @@
 
 namespace onnx_light::cli {
 
-// --kernel, --element-type, --implementation, --library, --threads, --json.
+// --kernel, --element-type, --implementation, --library, --threads, --json; --spin is added by
+// add_spin_class_option (list, propose, set, verify).
 struct FilterFlags {
   std::vector<std::string> kernels;
   std::vector<std::string> element_types;  // names ("float") or numbers ("1"), checked at parse time
   std::string implementation;
   std::string library;
   int64_t threads = -1;  // -1: not given
+  std::string spin = "short";
   bool json = false;
 
   tune::KeySelection selection() const;
   std::optional<int64_t> thread_count() const;
+  // Whether the sessions' idle workers spin (--spin other than none): the profiles' spin class.
+  bool idle_spin() const;
 };
 
 // What --threads means for a verb, for its help text.
@@ -42,6 +46,8 @@ enum class ThreadsMeaning {
   filter,   // only profiles written for this thread count (inspect, load, remove)
 };
 void add_filter_flags(CLI::App& verb, FilterFlags& flags, ThreadsMeaning threads);
+// --spin POLICY into flags.spin: the spin class of the sessions a verb's values are for.
+void add_spin_class_option(CLI::App& verb, FilterFlags& flags);
 
 // --spin, --affinity, --cpus (run, calibrate): how the session's pool threads behave.
 struct PolicyFlags {

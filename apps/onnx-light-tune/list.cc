@@ -26,6 +26,7 @@ int list_verb(ListOptions& options, AppContext& context) {
                                       options.positional_kernels.end());
   parameters.path = context.cache_path;
   parameters.num_threads = options.filters.thread_count();
+  parameters.idle_spin = options.filters.idle_spin();
   // Publish the cache into this process first, as a session of `run` would see it (with --as-host,
   // as one on that host would; the registry is this process's own, nothing is written).
   tune::LoadOptions load;
@@ -91,6 +92,7 @@ void register_list(CLI::App& app, AppContext& context) {
       "list", "List tunable kernels: parameters, defaults, cached values and the values in force");
   verb->add_option("kernels", options->positional_kernels, "Kernels to list (default: all)")->type_name("KERNEL");
   add_filter_flags(*verb, options->filters, ThreadsMeaning::session);
+  add_spin_class_option(*verb, options->filters);
   options->as_host.add(*verb);
   verb->footer(
       "Each (kernel, element type) shows the implementation this host dispatches to unless\n"

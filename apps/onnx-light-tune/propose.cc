@@ -24,6 +24,7 @@ int propose_verb(ProposeOptions& options, AppContext& context) {
                                    options.positional_kernels.end());
   propose.path = context.cache_path;
   propose.num_threads = options.filters.thread_count();
+  propose.idle_spin = options.filters.idle_spin();
   tune::OperationContext operation = operation_context(context);
   options.as_host.apply(operation);
   const tune::ProposalReport report = tune::propose_kernel_tuning_updates(propose, operation);
@@ -64,6 +65,7 @@ void register_propose(CLI::App& app, AppContext& context) {
       "propose", "Show which kernels lack a tuning profile for this host and which can be calibrated (read-only)");
   verb->add_option("kernels", options->positional_kernels, "Kernels to consider (default: all)")->type_name("KERNEL");
   add_filter_flags(*verb, options->filters, ThreadsMeaning::session);
+  add_spin_class_option(*verb, options->filters);
   options->as_host.add(*verb);
   verb->footer(
       "A key is covered when the cache holds a valid profile for this machine and thread count.\n"

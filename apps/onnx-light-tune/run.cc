@@ -139,6 +139,7 @@ int run_verb(const RunOptions& o, AppContext& context) {
   load.path = context.cache_path;
   const RuntimeParameters parameters = o.policy.parameters(o.threads);
   load.num_threads = effective_threads(parameters);
+  load.idle_spin = idle_workers_spin(parameters);
   // A run needs no cache: without any path to one (no HOME, no passwd entry) it runs on the
   // defaults.
   try {

@@ -51,6 +51,7 @@ int set_verb(const SetVerbOptions& options, AppContext& context) {
   if (!options.filters.library.empty()) set.library = options.filters.library;
   set.path = context.cache_path;
   set.num_threads = options.filters.thread_count();
+  set.idle_spin = options.filters.idle_spin();
   set.load = !options.no_load;
   set.prune_stale = options.prune_stale;
   const tune::OperationContext operation = operation_context(context);
@@ -107,6 +108,7 @@ void register_set(CLI::App& app, AppContext& context) {
   CLI::App* verb = app.add_subcommand("set", "Write validated tuning values for one kernel on this host");
   verb->add_option("arguments", options->arguments, "KERNEL followed by NAME=VALUE pairs")->type_name("KERNEL NAME=VALUE");
   add_filter_flags(*verb, options->filters, ThreadsMeaning::session);
+  add_spin_class_option(*verb, options->filters);
   verb->add_flag("--no-load", options->no_load, "Do not publish the cache into this process after writing");
   verb->add_flag("--prune-stale", options->prune_stale, "Also drop profiles of outdated tuning ABIs");
   verb->footer(

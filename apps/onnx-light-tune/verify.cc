@@ -30,6 +30,7 @@ int verify_verb(const VerifyVerbOptions& o, AppContext& context) {
   options.path = context.cache_path;
   options.allow_load = o.allow_load;
   options.num_threads = o.filters.thread_count();
+  options.policy.spin_microseconds = runtime::parse_spin_policy(o.filters.spin);
   options.maximum_duration_ms = o.max_duration_ms;
   options.maximum_memory_bytes =
       std::get<int64_t>(runtime::parse_value(o.max_memory, runtime::ValueType::int64, "--max-memory"));
@@ -86,6 +87,7 @@ void register_verify(CLI::App& app, AppContext& context) {
   verb->add_option("kernels", o->kernels, "Kernels to verify (default: every cached profile of this host)")
       ->type_name("KERNEL");
   add_filter_flags(*verb, o->filters, ThreadsMeaning::session);
+  add_spin_class_option(*verb, o->filters);
   verb->add_option("--max-duration-ms", o->max_duration_ms,
                    "Time budget for the whole run, in ms, shared evenly by the profiles (hard limit)")
       ->check(integer_in_range(1, int64_t{24} * 3600 * 1000))

@@ -358,7 +358,7 @@ struct RuntimeSession::Impl {
       r.key = step.def->schema.key;
       r.values = step.def->schema.defaults();
       r.generation = generation->number();
-      if (const TuningValues* published = generation->find(r.key, thread_count)) {
+      if (const TuningValues* published = generation->find(r.key, thread_count, idle_workers_spin(options.parameters))) {
         // The publisher validated these; a stale or foreign set still must not reach a kernel.
         if (step.def->schema.validate(*published).empty()) {
           r.values = *published;

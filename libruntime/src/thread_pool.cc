@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -101,6 +102,12 @@ ThreadPoolOptions thread_pool_options(const RuntimeParameters& parameters) {
   ThreadPoolOptions options;
   options.cpus = placement_cpus(parameters);  // validates, spin included
   options.spin = std::chrono::microseconds(parameters.spin_microseconds);
+  if (const char* text = std::getenv("ONNX_LIGHT_BLOCKS_PER_PARTICIPANT")) {
+    char* end = nullptr;
+    const long value = std::strtol(text, &end, 10);
+    if (end != text && *end == '\0' && value >= 1 && value <= kMaximumBlocksPerParticipant)
+      options.blocks_per_participant = static_cast<int>(value);
+  }
   return options;
 }
 
@@ -212,7 +219,14 @@ int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
   if (n < 0) throw InvalidValueError("parallel_for: n must be >= 0, got " + std::to_string(n));
   if (n == 0) return 1;
   grain = std::max<int64_t>(grain, 1);
-  const int blocks = static_cast<int>(std::min<int64_t>({std::max(admitted, 1), threads_, unit_count(n, grain)}));
+  const int64_t units = unit_count(n, grain);
+  const int participants = static_cast<int>(std::min<int64_t>({std::max(admitted, 1), threads_, units}));
+  int blocks = participants;
+  if (participants > 1 && options_.blocks_per_participant > 1) {
+    const int64_t finer = std::min<int64_t>(int64_t{participants} * options_.blocks_per_participant,
+                                            units / kMinimumUnitsPerBlock);
+    if (finer > participants) blocks = static_cast<int>(finer);
+  }
   if (blocks == 1) {
     RegionFlag flag;
     fn(0, n);
@@ -229,7 +243,7 @@ int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
   job_n_ = n;
   job_grain_ = grain;
   job_blocks_ = blocks;
-  publish(blocks);
+  publish(blocks, participants);
   run_claimed_blocks();
   wait_for_completion();
   if (error_) {
@@ -237,11 +251,13 @@ int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
     caller.unlock();
     std::rethrow_exception(error);
   }
-  return blocks;
+  return participants;
 }
 
-void ThreadPool::publish(int blocks) {
+void ThreadPool::publish(int blocks, int participants) {
   pending_.store(blocks, std::memory_order_relaxed);
+  // participants - 1 helper tickets (see worker_loop).
+  tickets_.store(static_cast<uint64_t>(participants - 1) << 32, std::memory_order_relaxed);
   // Released here and acquired by every claim, so a claimer sees the job fields and pending_.
   claim_.store(static_cast<uint64_t>(blocks) << 32, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_seq_cst);
@@ -250,11 +266,11 @@ void ThreadPool::publish(int blocks) {
   const int parked = parked_.load(std::memory_order_seq_cst);
   if (parked == 0) return;
   { std::lock_guard<std::mutex> lock(park_mutex_); }
-  // The caller takes a block itself, so at most blocks - 1 helpers are useful.
-  if (blocks - 1 >= parked) {
+  // The caller takes part itself, so participants - 1 helpers are wanted.
+  if (participants - 1 >= parked) {
     park_cv_.notify_all();
   } else {
-    for (int i = 0; i < blocks - 1; ++i) park_cv_.notify_one();
+    for (int i = 0; i < participants - 1; ++i) park_cv_.notify_one();
   }
 }
 
@@ -321,6 +337,11 @@ void ThreadPool::worker_loop() {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);
+    // More blocks than participants: an awake worker past the region's admitted count stays out,
+    // so that `admitted` still bounds the threads a region occupies. (A ticket taken on a stale
+    // word can let one late worker in beyond it: a soft bound, never a correctness matter.)
+    const uint64_t ticket = tickets_.fetch_add(1, std::memory_order_relaxed);
+    if (static_cast<uint32_t>(ticket) >= static_cast<uint32_t>(ticket >> 32)) continue;
     run_claimed_blocks();
   }
 }

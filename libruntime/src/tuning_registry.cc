@@ -3,11 +3,11 @@
 namespace onnx_light::runtime {
 
 TuningGeneration::TuningGeneration(uint64_t number, std::vector<PublishedProfile> profiles) : number_(number) {
-  for (auto& p : profiles) profiles_[{std::move(p.key), p.effective_threads}] = std::move(p.values);
+  for (auto& p : profiles) profiles_[{std::move(p.key), p.effective_threads, p.idle_spin}] = std::move(p.values);
 }
 
-const TuningValues* TuningGeneration::find(const TuningKey& key, int effective_threads) const {
-  auto it = profiles_.find({key, effective_threads});
+const TuningValues* TuningGeneration::find(const TuningKey& key, int effective_threads, bool idle_spin) const {
+  auto it = profiles_.find({key, effective_threads, idle_spin});
   return it == profiles_.end() ? nullptr : &it->second;
 }
 
@@ -15,12 +15,13 @@ TuningRegistry::TuningRegistry() : current_(std::make_shared<TuningGeneration>(0
 
 uint64_t TuningRegistry::publish(std::vector<PublishedProfile> profiles, PublishMode mode) {
   std::lock_guard lock(mutex_);
-  std::map<std::pair<TuningKey, int>, TuningValues> combined;
+  std::map<PublishedProfileId, TuningValues> combined;
   if (mode == PublishMode::merge) combined = current_->profiles();
-  for (auto& p : profiles) combined[{std::move(p.key), p.effective_threads}] = std::move(p.values);
+  for (auto& p : profiles) combined[{std::move(p.key), p.effective_threads, p.idle_spin}] = std::move(p.values);
   std::vector<PublishedProfile> merged;
   merged.reserve(combined.size());
-  for (auto& [id, values] : combined) merged.push_back(PublishedProfile{id.first, id.second, std::move(values)});
+  for (auto& [id, values] : combined)
+    merged.push_back(PublishedProfile{std::get<0>(id), std::get<1>(id), std::move(values), std::get<2>(id)});
   uint64_t number = current_->number() + 1;
   current_ = std::make_shared<TuningGeneration>(number, std::move(merged));
   return number;

@@ -65,6 +65,7 @@ std::size_t profile_identity_hash(const CacheProfile& p) {
   mix(number(host.physical_cores));
   mix(number(host.logical_cores));
   mix(number(host.effective_threads));
+  mix(std::hash<bool>{}(host.idle_spin));
   return h;
 }
 
@@ -252,6 +253,14 @@ class ProfileReader {
     read_int(*host, "physical_cores", "host", h.physical_cores, 0, kMax, true);
     read_int(*host, "logical_cores", "host", h.logical_cores, 0, kMax, true);
     read_int(*host, "effective_threads", "host", h.effective_threads, 1, int64_t{1} << 20, false);
+    // Absent in profiles of tuning ABI 1 (then stale): those were measured under the default spin.
+    if (const toml::node* spin = host->get("idle_spin")) {
+      if (const auto* value = spin->as_boolean()) {
+        h.idle_spin = value->get();
+      } else {
+        problem("host.idle_spin", "'host.idle_spin' must be true or false");
+      }
+    }
   }
 
   // Unquoted dotted keys (parallel.minimum_elements = 1) parse as nested tables; flattening them
@@ -420,10 +429,10 @@ bool read_plain_host(std::string_view body, HostDescriptor& host) {
     if (equals == std::string_view::npos) return false;
     const std::string_view name = line.substr(0, equals);
     const std::string_view value = line.substr(equals + 3);
-    static constexpr std::array<std::string_view, 13> kNames{
+    static constexpr std::array<std::string_view, 14> kNames{
         "architecture",    "vendor",          "family",          "model",          "stepping",
         "microarchitecture", "features",      "l1d_cache_bytes", "l2_cache_bytes", "l3_cache_bytes",
-        "physical_cores",  "logical_cores",   "effective_threads"};
+        "physical_cores",  "logical_cores",   "effective_threads", "idle_spin"};
     const auto found = std::find(kNames.begin(), kNames.end(), name);
     if (found == kNames.end()) return false;
     const auto bit = uint32_t{1} << (found - kNames.begin());
@@ -459,6 +468,10 @@ bool read_plain_host(std::string_view body, HostDescriptor& host) {
       case 10: ok = integer_value(value, 0, kMax, host.physical_cores); break;
       case 11: ok = integer_value(value, 0, kMax, host.logical_cores); break;
       case 12: ok = integer_value(value, 1, int64_t{1} << 20, host.effective_threads); break;
+      case 13:
+        ok = value == "true" || value == "false";
+        host.idle_spin = value == "true";
+        break;
       default: break;
     }
     if (!ok) return false;
@@ -756,9 +769,9 @@ std::string serialize_profiles(std::vector<const CacheProfile*> profiles) {
     }
     fmt::format_to(o,
                    "]\nl1d_cache_bytes = {}\nl2_cache_bytes = {}\nl3_cache_bytes = {}\nphysical_cores = {}\n"
-                   "logical_cores = {}\neffective_threads = {}\n",
+                   "logical_cores = {}\neffective_threads = {}\nidle_spin = {}\n",
                    h.l1d_cache_bytes, h.l2_cache_bytes, h.l3_cache_bytes, h.physical_cores, h.logical_cores,
-                   h.effective_threads);
+                   h.effective_threads, h.idle_spin);
     out += "[profile.values]\n";
     for (const auto& [name, value] : p.values) {
       out += toml_quote(name);

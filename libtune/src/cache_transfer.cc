@@ -297,13 +297,14 @@ nlohmann::json ChangedProfile::to_json() const {
 
 namespace {
 
-// An export's "host": the descriptor without effective_threads (every thread count of that host),
-// or null for every host.
+// An export's "host": the descriptor without effective_threads and idle_spin (every thread count
+// and spin class of that host), or null for every host.
 nlohmann::json exported_host_json(const std::optional<HostDescriptor>& host) {
   if (!host) return nullptr;
   nlohmann::json described = nlohmann::json::object();
   host->to_json(described);
   described.erase("effective_threads");
+  described.erase("idle_spin");
   return described;
 }
 

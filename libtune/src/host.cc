@@ -31,12 +31,19 @@ HostDescriptor HostDescriptor::with_threads(int64_t threads) const {
   return copy;
 }
 
+HostDescriptor HostDescriptor::with_conditions(int64_t threads, bool spin) const {
+  HostDescriptor copy = *this;
+  copy.effective_threads = threads;
+  copy.idle_spin = spin;
+  return copy;
+}
+
 std::string HostDescriptor::summary() const {
   std::string cpu = fmt::format("{} {}", architecture.empty() ? "?" : architecture, vendor.empty() ? "?" : vendor);
   if (!microarchitecture.empty()) cpu += " " + microarchitecture;
-  return fmt::format("{} (family {} model {} stepping {}), {} core{}, {} thread{}", cpu, family, model, stepping,
+  return fmt::format("{} (family {} model {} stepping {}), {} core{}, {} thread{}{}", cpu, family, model, stepping,
                      physical_cores, physical_cores == 1 ? "" : "s", effective_threads,
-                     effective_threads == 1 ? "" : "s");
+                     effective_threads == 1 ? "" : "s", idle_spin ? "" : ", workers park");
 }
 
 void HostDescriptor::to_json(nlohmann::json& object) const {
@@ -53,6 +60,7 @@ void HostDescriptor::to_json(nlohmann::json& object) const {
   object["physical_cores"] = physical_cores;
   object["logical_cores"] = logical_cores;
   object["effective_threads"] = effective_threads;
+  object["idle_spin"] = idle_spin;
 }
 
 std::string microarchitecture_name(uint32_t value) {
@@ -304,7 +312,9 @@ std::string this_hostname() {
   return name;
 }
 
-HostDescriptor detect_host(int64_t effective_threads) { return this_machine().with_threads(effective_threads); }
+HostDescriptor detect_host(int64_t effective_threads, bool idle_spin) {
+  return this_machine().with_conditions(effective_threads, idle_spin);
+}
 
 int64_t resolve_threads(int64_t num_threads) {
   if (num_threads < 0) {

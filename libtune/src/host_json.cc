@@ -42,9 +42,10 @@ class HostJsonReader {
                                           source_, json_type(object_)));
     }
     for (const auto& [name, value] : object_.items()) {
-      if (std::find(kFields.begin(), kFields.end(), name) == kFields.end() && name != "hostname") {
+      if (std::find(kFields.begin(), kFields.end(), name) == kFields.end() && name != "hostname" &&
+          name != "idle_spin") {
         throw InvalidValueError(fmt::format("{}: unknown field '{}' (a host descriptor has {}, and optionally "
-                                            "hostname)",
+                                            "idle_spin and hostname)",
                                             source_, name, fmt::join(kFields, ", ")));
       }
     }
@@ -64,6 +65,14 @@ class HostJsonReader {
     host.logical_cores = integer("logical_cores", 0, kMax);
     // The bounds the cache reader puts on a profile's effective_threads.
     host.effective_threads = integer("effective_threads", 1, int64_t{1} << 20);
+    // Absent in descriptors written before it: those sessions ran the default spin.
+    if (const auto it = object_.find("idle_spin"); it != object_.end()) {
+      if (!it->is_boolean()) {
+        throw TypeMismatchError(
+            fmt::format("{}: field 'idle_spin' must be true or false, got {} ({})", source_, json_type(*it), it->dump()));
+      }
+      host.idle_spin = it->get<bool>();
+    }
     if (const auto it = object_.find("hostname"); it != object_.end() && !it->is_string()) {
       throw TypeMismatchError(fmt::format("{}: field 'hostname' must be a string, got {}", source_, json_type(*it)));
     }
@@ -71,7 +80,7 @@ class HostJsonReader {
   }
 
  private:
-  // Every field of HostDescriptor::to_json, in its order.
+  // Every required field of HostDescriptor::to_json, in its order (idle_spin is optional).
   static constexpr std::array<std::string_view, 13> kFields{
       "architecture",    "vendor",         "family",         "model",          "stepping",
       "microarchitecture", "features",     "l1d_cache_bytes", "l2_cache_bytes", "l3_cache_bytes",

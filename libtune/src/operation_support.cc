@@ -122,7 +122,8 @@ LoadedIndex index_loaded(const Layers& layers) {
     for (std::size_t i = 0; i < layer.file.profiles.size(); ++i) {
       if (layer.classes[i].value != ProfileClass::loaded) continue;
       const CacheProfile& profile = layer.file.profiles[i];
-      index.emplace(std::make_pair(profile.key, profile.host.effective_threads), LocalProfile{&profile, layer.layer});
+      index.emplace(std::make_tuple(profile.key, profile.host.effective_threads, profile.host.idle_spin),
+                    LocalProfile{&profile, layer.layer});
     }
   }
   return index;

@@ -54,7 +54,8 @@ struct LocalProfile {
   const CacheProfile* profile = nullptr;
   CacheLayer layer = CacheLayer::user;
 };
-using LoadedIndex = std::map<std::pair<runtime::TuningKey, int64_t>, LocalProfile>;
+// By (key, effective_threads, idle_spin): the conditions a session finds its profile by.
+using LoadedIndex = std::map<std::tuple<runtime::TuningKey, int64_t, bool>, LocalProfile>;
 LoadedIndex index_loaded(const Layers& layers);
 
 // Throws NotFoundError for a kernel of `selection` that is neither registered nor named by a

@@ -34,7 +34,7 @@ struct EntryScan {
 };
 
 EntryScan scan_entries(const KeySelection& selection, const std::string& path_text,
-                       std::optional<int64_t> num_threads, const OperationContext& context) {
+                       std::optional<int64_t> num_threads, bool idle_spin, const OperationContext& context) {
   const Environment environment = detail::resolve(context);
   EntryScan scan;
   scan.threads = environment.session_threads(num_threads);
@@ -71,11 +71,12 @@ EntryScan scan_entries(const KeySelection& selection, const std::string& path_te
     entry.parameter_names = schema->parameter_names();
     entry.defaults = schema->defaults();
     entry.calibratable = is_calibratable(*def);
-    if (const auto it = loaded.find({schema->key, scan.threads}); it != loaded.end()) {
+    if (const auto it = loaded.find({schema->key, scan.threads, idle_spin}); it != loaded.end()) {
       entry.cached_values = it->second.profile->values;
       entry.cached_layer = it->second.layer;
     }
-    const runtime::TuningValues* published = snapshot ? snapshot->find(schema->key, static_cast<int>(scan.threads)) : nullptr;
+    const runtime::TuningValues* published = snapshot ? snapshot->find(schema->key, static_cast<int>(scan.threads), idle_spin)
+                                                         : nullptr;
     entry.active_values = published != nullptr ? *published : entry.defaults;
     entry.active_source =
         published != nullptr ? runtime::TuningSource::published_profile : runtime::TuningSource::portable_default;
@@ -92,7 +93,7 @@ bool accepts(const KeySelection& filter, std::optional<int64_t> threads, const C
 }  // namespace
 
 KernelParametersReport kernel_tuning_parameters(const ParametersOptions& options, const OperationContext& context) {
-  EntryScan scan = scan_entries(options.selection, options.path, options.num_threads, context);
+  EntryScan scan = scan_entries(options.selection, options.path, options.num_threads, options.idle_spin, context);
   KernelParametersReport report;
   report.cache_path = std::move(scan.path);
   report.cache_status = scan.status;
@@ -105,7 +106,7 @@ KernelParametersReport kernel_tuning_parameters(const ParametersOptions& options
 }
 
 ProposalReport propose_kernel_tuning_updates(const ProposeOptions& options, const OperationContext& context) {
-  EntryScan scan = scan_entries(options.selection, options.path, options.num_threads, context);
+  EntryScan scan = scan_entries(options.selection, options.path, options.num_threads, options.idle_spin, context);
   ProposalReport report;
   report.cache_path = std::move(scan.path);
   report.cache_status = scan.status;
@@ -164,7 +165,8 @@ InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const O
       inspected.index = i;
       inspected.layer = layer.layer;
       inspected.classification = classification.value;
-      inspected.local = classification.value == ProfileClass::loaded && profile.host.effective_threads == threads;
+      inspected.local = classification.value == ProfileClass::loaded && profile.host.effective_threads == threads &&
+                        profile.host.idle_spin == options.idle_spin;
       inspected.shadowed = layer.layer == CacheLayer::system && profile.readable() &&
                            user_profiles.contains({profile.key, profile.host});
       inspected.profile = std::move(profile);
@@ -194,7 +196,7 @@ LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationC
   report.path = path.string();
   report.status = layers.user().file.status;
 
-  std::map<std::pair<runtime::TuningKey, int64_t>, const CacheProfile*> publish;  // user layer first wins
+  std::map<std::tuple<runtime::TuningKey, int64_t, bool>, const CacheProfile*> publish;  // user layer first wins
   for (const auto& layer : layers.layers) {
     if (auto diagnostic = detail::file_diagnostic(layer)) report.diagnostics.push_back(std::move(*diagnostic));
     for (std::size_t i = 0; i < layer.file.profiles.size(); ++i) {
@@ -204,7 +206,7 @@ LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationC
       switch (classification.value) {
         case ProfileClass::loaded:
           report.loaded.push_back(profile.key);
-          publish.emplace(std::make_pair(profile.key, profile.host.effective_threads), &profile);
+          publish.emplace(std::make_tuple(profile.key, profile.host.effective_threads, profile.host.idle_spin), &profile);
           break;
         case ProfileClass::stale: report.stale.push_back(profile.key); break;
         case ProfileClass::incompatible: report.incompatible.push_back(profile.key); break;
@@ -215,7 +217,7 @@ LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationC
     }
   }
   for (const auto* schema : selected) {
-    if (!publish.contains({schema->key, threads})) report.missing.push_back(schema->key);
+    if (!publish.contains({schema->key, threads, options.idle_spin})) report.missing.push_back(schema->key);
   }
   report.loaded = detail::unique_sorted(std::move(report.loaded));
   report.stale = detail::unique_sorted(std::move(report.stale));
@@ -226,7 +228,8 @@ LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationC
     std::vector<runtime::PublishedProfile> profiles;
     profiles.reserve(publish.size());
     for (const auto& [id, profile] : publish) {
-      profiles.push_back(runtime::PublishedProfile{profile->key, static_cast<int>(id.second), profile->values});
+      profiles.push_back(runtime::PublishedProfile{profile->key, static_cast<int>(std::get<1>(id)), profile->values,
+                                                   std::get<2>(id)});
     }
     report.published_profiles = profiles.size();
     report.published_generation = environment.registry.publish(std::move(profiles), runtime::PublishMode::merge);

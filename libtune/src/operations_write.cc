@@ -108,7 +108,7 @@ SetReport set_kernel_tuning_parameters(const SetOptions& options, const Operatio
                      options.library, options.device, environment.features);
   const TuningValues given = validate_given(schema, options.values);
   const std::filesystem::path path = resolve_cache_path(options.path);
-  const HostDescriptor host = environment.machine.with_threads(threads);
+  const HostDescriptor host = environment.machine.with_conditions(threads, options.idle_spin);
 
   // The system layer is read-only, so it can be read outside the lock.
   std::optional<CacheFile> system;

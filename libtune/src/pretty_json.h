@@ -160,6 +160,7 @@ void write_profile_object(PrettyJson& w, const CacheProfile& p, Extra&& extra) {
   w.open('[');
   for (const auto& feature : h.features) w.item(), w.string(feature);
   w.close(']');
+  field("idle_spin"), w.boolean(h.idle_spin);
   field("implementation"), w.string(p.key.implementation);
   field("kernel"), w.string(p.key.kernel);
   field("l1d_cache_bytes"), w.integer(h.l1d_cache_bytes);

@@ -361,6 +361,7 @@ def kernel_tuning_parameters(
     *,
     kernels: Optional[Iterable[str]] = None,
     element_types: Optional[Iterable[ElementType]] = None,
+    spin: Union[str, int, None] = None,
 ) -> ParametersReport:
     """Lists the tuning parameters of the selected keys: schema, defaults, cached and active values.
 
@@ -378,6 +379,10 @@ def kernel_tuning_parameters(
         num_threads: The session thread count the values are for (``None``/``0``: one per
             physical core).
         device: Only keys of this device (``-1`` is the CPU; ``None``: any).
+        spin: The spin policy of the sessions the values are for (``None``: the default,
+            ``"short"``). Profiles are kept apart by whether idle workers spin: ``"none"``
+            (they park at once; every parallel region pays a wake-up, which moves thresholds)
+            against every other policy.
 
     Returns:
         ``{cache_path, cache_status, diagnostics, kernels}``; each entry of ``kernels`` has
@@ -402,6 +407,7 @@ def kernel_tuning_parameters(
         **_selection(kernel, kernels, element_type, element_types, implementation, library, device),
         path=_path(path),
         num_threads=_optional_integer("num_threads", num_threads),
+        idle_spin=_idle_spin(spin),
     )
     _warn_unreadable(report.get("cache_status"), report.get("cache_path"), report.get("diagnostics"),
                      "kernel_tuning_parameters")
@@ -419,6 +425,7 @@ def propose_kernel_tuning_updates(
     implementation: Optional[str] = None,
     library: Optional[str] = None,
     device: Optional[int] = None,
+    spin: Union[str, int, None] = None,
 ) -> ProposalReport:
     """Proposes which keys to calibrate: the selected keys without a local cached profile.
 
@@ -430,7 +437,7 @@ def propose_kernel_tuning_updates(
         path: The cache to compare with (``None``: the default cache).
         num_threads: The session thread count (``None``/``0``: one per physical core).
         kernel, element_type: Singular spellings of the two filters.
-        implementation, library, device: As in :func:`kernel_tuning_parameters`.
+        implementation, library, device, spin: As in :func:`kernel_tuning_parameters`.
 
     Returns:
         ``{cache_path, cache_status, selected, covered, missing, calibratable, unsupported,
@@ -454,6 +461,7 @@ def propose_kernel_tuning_updates(
         device=_optional_integer("device", device),
         path=_path(path),
         num_threads=_optional_integer("num_threads", num_threads),
+        idle_spin=_idle_spin(spin),
     )
     _warn_unreadable(report.get("cache_status"), report.get("cache_path"), report.get("diagnostics"),
                      "propose_kernel_tuning_updates")
@@ -472,6 +480,7 @@ def set_kernel_tuning_parameters(
     library: Optional[str] = None,
     device: Optional[int] = None,
     prune_stale: bool = False,
+    spin: Union[str, int, None] = None,
 ) -> UpdateReport:
     """Validates and writes one profile for this host, and by default publishes the cache.
 
@@ -492,6 +501,9 @@ def set_kernel_tuning_parameters(
         implementation, library, device: The key's other fields (default: the dispatched
             implementation, ``"onnx_light"``, the CPU).
         prune_stale: Also drop profiles of outdated tuning ABIs.
+        spin: The spin policy of the sessions the profile is for (``None``: the default,
+            ``"short"``); only whether idle workers spin is recorded (``host.idle_spin``), as in
+            :func:`kernel_tuning_parameters`.
 
     Returns:
         An :class:`~onnx_light.reports.UpdateReport`: ``{status, path, values, updated, preserved,
@@ -522,6 +534,7 @@ def set_kernel_tuning_parameters(
         values=dict(values),
         path=_path(path),
         num_threads=_optional_integer("num_threads", num_threads),
+        idle_spin=_idle_spin(spin),
         load=_boolean("load", load),
         implementation=_text("implementation", implementation),
         library=_text("library", library),
@@ -842,6 +855,14 @@ def _raise_unsaved(report: Any, what: str) -> None:
         done = "the results are published in this process only" if report.get("calibrated") else "nothing was measured"
         _raise_unwritable(report, update.get("status"), update.get("path", report.get("cache_path")),
                           update.get("diagnostics"), f"{what} ({done})")
+
+
+def _idle_spin(spin: Any) -> bool:
+    """The spin class of a spin policy: whether idle workers spin (every policy but ``"none"``)."""
+    if spin is None:
+        return True
+    # Validated as RuntimeParameters validates it (TypeError/ValueError naming the value).
+    return bool(_runtime.RuntimeParameters(spin=spin).spin_us > 0)
 
 
 def _seed(seed: Any) -> Optional[int]:

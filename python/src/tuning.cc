@@ -146,35 +146,39 @@ void bind_tuning(py::module_& m) {
   m.def(
       "kernel_tuning_parameters",
       [](std::vector<std::string> kernels, std::vector<int32_t> element_types, std::string implementation,
-         std::string library, std::optional<int32_t> device, std::string path, std::optional<int64_t> num_threads) {
+         std::string library, std::optional<int32_t> device, std::string path, std::optional<int64_t> num_threads,
+         bool idle_spin) {
         tune::ParametersOptions options;
         options.selection = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
                                            std::move(library), device);
         options.path = std::move(path);
         options.num_threads = checked_threads(num_threads, "num_threads");
+        options.idle_spin = idle_spin;
         return report_without_gil([&] { return tune::kernel_tuning_parameters(options); });
       },
       py::kw_only(), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"), py::arg("library"),
-      py::arg("device"), py::arg("path"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
+      py::arg("device"), py::arg("path"), py::arg("num_threads"), py::arg("idle_spin"), "See onnx_light.kernel_tuning.");
 
   m.def(
       "propose_kernel_tuning_updates",
       [](std::vector<std::string> kernels, std::vector<int32_t> element_types, std::string implementation,
-         std::string library, std::optional<int32_t> device, std::string path, std::optional<int64_t> num_threads) {
+         std::string library, std::optional<int32_t> device, std::string path, std::optional<int64_t> num_threads,
+         bool idle_spin) {
         tune::ProposeOptions options;
         options.selection = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
                                            std::move(library), device);
         options.path = std::move(path);
         options.num_threads = checked_threads(num_threads, "num_threads");
+        options.idle_spin = idle_spin;
         return report_without_gil([&] { return tune::propose_kernel_tuning_updates(options); });
       },
       py::kw_only(), py::arg("kernels"), py::arg("element_types"), py::arg("implementation"), py::arg("library"),
-      py::arg("device"), py::arg("path"), py::arg("num_threads"), "See onnx_light.kernel_tuning.");
+      py::arg("device"), py::arg("path"), py::arg("num_threads"), py::arg("idle_spin"), "See onnx_light.kernel_tuning.");
 
   m.def(
       "set_kernel_tuning_parameters",
       [](std::string kernel, int32_t element_type, const py::dict& values, std::string path,
-         std::optional<int64_t> num_threads, bool load, std::string implementation, std::string library,
+         std::optional<int64_t> num_threads, bool idle_spin, bool load, std::string implementation, std::string library,
          std::optional<int32_t> device, bool prune_stale) {
         tune::SetOptions options;
         options.kernel = std::move(kernel);
@@ -182,6 +186,7 @@ void bind_tuning(py::module_& m) {
         options.values = tuning_values(values);
         options.path = std::move(path);
         options.num_threads = checked_threads(num_threads, "num_threads");
+        options.idle_spin = idle_spin;
         options.load = load;
         options.implementation = std::move(implementation);
         if (!library.empty()) options.library = std::move(library);
@@ -190,8 +195,8 @@ void bind_tuning(py::module_& m) {
         return report_without_gil([&] { return tune::set_kernel_tuning_parameters(options); });
       },
       py::kw_only(), py::arg("kernel"), py::arg("element_type"), py::arg("values"), py::arg("path"),
-      py::arg("num_threads"), py::arg("load"), py::arg("implementation"), py::arg("library"), py::arg("device"),
-      py::arg("prune_stale"), "See onnx_light.kernel_tuning.");
+      py::arg("num_threads"), py::arg("idle_spin"), py::arg("load"), py::arg("implementation"), py::arg("library"),
+      py::arg("device"), py::arg("prune_stale"), "See onnx_light.kernel_tuning.");
 
   m.def(
       "inspect_kernel_tuning_cache",

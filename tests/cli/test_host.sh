@@ -17,7 +17,8 @@ h = json.load(open(sys.argv[1]))
 strings = {"architecture", "vendor", "microarchitecture", "hostname"}
 integers = {"family", "model", "stepping", "l1d_cache_bytes", "l2_cache_bytes", "l3_cache_bytes",
             "physical_cores", "logical_cores", "effective_threads"}
-assert set(h) == strings | integers | {"features"}, sorted(h)
+assert set(h) == strings | integers | {"features", "idle_spin"}, sorted(h)
+assert h["idle_spin"] is True, h["idle_spin"]  # host describes sessions of the default spin
 for k in strings: assert isinstance(h[k], str), k
 for k in integers: assert isinstance(h[k], int) and not isinstance(h[k], bool) and h[k] >= 0, k
 assert all(isinstance(f, str) for f in h["features"]) and h["features"] == sorted(set(h["features"]))

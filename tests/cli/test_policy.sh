@@ -114,4 +114,36 @@ expect_exit 2 "$TOOL" calibrate Abs --no-save --cpus "$OUTSIDE"
 expect_grep "$SCRATCH/err" "CPU $OUTSIDE is not in the set"
 expect_exit 2 "$TOOL" calibrate Abs --no-save --spin sometimes
 expect_grep "$SCRATCH/err" "spin policy 'sometimes'"
+
+# The spin class is part of a profile's match: a profile set for --spin none serves runs with
+# --spin none only, and list/propose/inspect tell the classes apart.
+SPIN_CACHE="$SCRATCH/spin-class.cache"
+S=("$TOOL" --cache "$SPIN_CACHE")
+expect_exit 0 "${S[@]}" set Abs parallel.minimum_elements=123456 --threads 2 --spin none --json
+spin_class_of() {  # VERB ARGS...: prints Abs's cached threshold (or None) from list --json
+  "${S[@]}" list Abs --element-type float --threads 2 --json "$@" >"$SCRATCH/list.json"
+  $PY -c 'import json, sys; k = json.load(open(sys.argv[1]))["kernels"][0]; c = k["cached_values"]; print(c and c["parallel.minimum_elements"], k["active_source"])' "$SCRATCH/list.json"
+}
+[[ "$(spin_class_of --spin none)" == "123456 published_profile" ]] || fail "list --spin none: $(spin_class_of --spin none)"
+[[ "$(spin_class_of)" == "None portable_default" ]] || fail "list (spinning sessions): $(spin_class_of)"
+[[ "$(spin_class_of --spin long)" == "None portable_default" ]] || fail "list --spin long: $(spin_class_of --spin long)"
+expect_exit 0 "${S[@]}" propose Abs --element-type float --threads 2 --json
+$PY -c 'import json, sys; r = json.load(open(sys.argv[1])); assert [k["kernel"] for k in r["missing"]] == ["Abs"], r' "$SCRATCH/out"
+expect_exit 0 "${S[@]}" propose Abs --element-type float --threads 2 --spin none --json
+$PY -c 'import json, sys; r = json.load(open(sys.argv[1])); assert [k["kernel"] for k in r["covered"]] == ["Abs"], r' "$SCRATCH/out"
+expect_exit 0 "${S[@]}" inspect --json
+$PY - "$SCRATCH/out" <<'PYEOF'
+import json, sys
+(p,) = json.load(open(sys.argv[1]))["profiles"]
+assert p["idle_spin"] is False and p["tuning_abi"] == 3 and p["effective_threads"] == 2, p
+assert p["local"] is False, p  # local means the default spin class unless asked
+PYEOF
+grep -q "^idle_spin = false$" "$SPIN_CACHE" || fail "the cache file does not record idle_spin = false"
+# A run uses the profile only under its class.
+run_source() {  # ARGS...: Abs's active_source in run --json
+  "${S[@]}" run "$EX/abs.onnxtxt" -i x=random:3 --dim N=1000 -t 2 --profile --json "$@" >"$SCRATCH/run.json"
+  $PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["tuning"][0]["active_source"])' "$SCRATCH/run.json"
+}
+[[ "$(run_source --spin none)" == "published_profile" ]] || fail "run --spin none: $(run_source --spin none)"
+[[ "$(run_source)" == "portable_default" ]] || fail "run (short): $(run_source)"
 echo "policy: ok"

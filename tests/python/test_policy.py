@@ -114,3 +114,34 @@ def test_calibration_takes_the_policy_and_validates_it_first():
         kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=100, save=False, spin="fast")
     with pytest.raises(ValueError, match=rf"CPU {max(ALLOWED) + 4} is not in the set"):
         kernel_tuning.calibrate_kernel_tuning("Abs", maximum_duration_ms=100, save=False, cpus=[max(ALLOWED) + 4])
+
+
+def test_profiles_are_kept_apart_by_spin_class(tmp_path):
+    """A profile set for spin='none' serves sessions whose workers park at once, not spinning ones;
+    the two classes of one key and thread count live side by side in the cache."""
+    from onnx_light import kernel_tuning
+
+    cache = str(tmp_path / "spin.cache")
+    kernel_tuning.set_kernel_tuning_parameters(
+        "Abs", "float", {"parallel.minimum_elements": 111}, path=cache, num_threads=2, spin="none")
+    kernel_tuning.set_kernel_tuning_parameters(
+        "Abs", "float", {"parallel.minimum_elements": 222}, path=cache, num_threads=2)
+
+    def cached(**policy):
+        (entry,) = kernel_tuning.kernel_tuning_parameters(
+            kernel="Abs", element_type="float", path=cache, num_threads=2, **policy)["kernels"]
+        return entry["cached_values"]["parallel.minimum_elements"]
+
+    assert cached(spin="none") == 111
+    assert cached(spin=0) == 111  # microseconds: 0 is none
+    assert cached() == 222
+    assert cached(spin="long") == 222
+    profiles = kernel_tuning.inspect_kernel_tuning_cache(cache)["profiles"]
+    assert sorted((p["idle_spin"], p["values"]["parallel.minimum_elements"]) for p in profiles) == [
+        (False, 111), (True, 222)]
+    assert {p["tuning_abi"] for p in profiles} == {3}  # Abs: 2 (its vector default) + 1 (the spin class)
+    proposal = kernel_tuning.propose_kernel_tuning_updates(
+        kernels="Abs", element_types="float", path=str(tmp_path / "empty.cache"), num_threads=2, spin="none")
+    assert [k["kernel"] for k in proposal["missing"]] == ["Abs"]
+    with pytest.raises(ValueError, match="spin policy 'fast'"):
+        cached(spin="fast")

@@ -65,6 +65,39 @@ TEST_CASE("cache_file_round_trip_keeps_every_value_type") {
   CHECK(std::signbit(std::get<double>(back.values.at("d.negative_zero"))));
 }
 
+TEST_CASE("cache_file_idle_spin_round_trips_and_defaults_to_spinning") {
+  CacheProfile spins = sample_profile();
+  CacheProfile parks = sample_profile();
+  parks.host.idle_spin = false;
+  const std::string text = serialize_cache({spins, parks});
+  CHECK(text.find("idle_spin = true\n") != std::string::npos);
+  CHECK(text.find("idle_spin = false\n") != std::string::npos);
+  const CacheFile file = parse_cache_text(text, "x");
+  REQUIRE(file.profiles.size() == 2);  // the spin class is part of the identity: both kept
+  CHECK(file.profiles[0].readable());
+  CHECK(file.profiles[1].readable());
+  CHECK(file.profiles[0].host.idle_spin != file.profiles[1].host.idle_spin);
+  CHECK_FALSE(same_profile_identity(file.profiles[0], file.profiles[1]));
+
+  // Written before the field existed (tuning ABI 1): those sessions ran the default spin.
+  const std::string old = kHeader +
+                          "[[profile]]\nlibrary = \"l\"\nkernel = \"k\"\nimplementation = \"i\"\nelement_type = 1\n"
+                          "device = -1\ntuning_abi = 1\n[profile.host]\narchitecture = \"a\"\nvendor = \"v\"\n"
+                          "effective_threads = 1\n[profile.values]\n";
+  const CacheFile before = parse_cache_text(old, "x");
+  REQUIRE(before.profiles.size() == 1);
+  CHECK(before.profiles[0].readable());
+  CHECK(before.profiles[0].host.idle_spin);
+
+  // Anything but a boolean is a problem naming the field; the profile is kept verbatim.
+  std::string wrong = old;
+  wrong.replace(wrong.find("effective_threads = 1\n"), 22, "effective_threads = 1\nidle_spin = \"no\"\n");
+  const CacheFile bad = parse_cache_text(wrong, "x");
+  REQUIRE(bad.profiles.size() == 1);
+  REQUIRE_FALSE(bad.profiles[0].readable());
+  CHECK(bad.profiles[0].problems[0].field == "host.idle_spin");
+}
+
 TEST_CASE("cache_file_nan_round_trips_as_nan") {
   CacheProfile p = sample_profile();
   p.values = {{"x", std::numeric_limits<double>::quiet_NaN()}};
@@ -309,6 +342,11 @@ TEST_CASE("cache_file_plain_host_sections_agree_with_whole_document_parse") {
       {"unsorted features", replaced("features = [", "features = [\"zz\", \"aa\", \"zz\", ")},
       {"spaced features", replaced("features = [", "features = [ ")},
       {"features not strings", replaced("features = [", "features = [1, ")},
+      {"parks", replaced("idle_spin = true\n", "idle_spin = false\n")},
+      {"no spin class", replaced("idle_spin = true\n", "")},
+      {"spin class as a number", replaced("idle_spin = true\n", "idle_spin = 1\n")},
+      {"spin class as a string", replaced("idle_spin = true\n", "idle_spin = \"true\"\n")},
+      {"spin class capitalised", replaced("idle_spin = true\n", "idle_spin = True\n")},
   };
   for (const auto& entry : cases) {  // no structured binding: clang 14 cannot capture one in CAPTURE
     CAPTURE(entry.first);

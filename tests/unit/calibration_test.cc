@@ -630,7 +630,7 @@ TEST_CASE("engine_publishes_all_keys_in_one_generation") {
   CHECK(r.published_generation == before + 1);
   auto snapshot = f.registry.snapshot();
   for (const auto& k : r.calibrated) {
-    const TuningValues* v = snapshot->find(k.key, 2);
+    const TuningValues* v = snapshot->find(k.key, 2, true);
     REQUIRE(v != nullptr);
     CHECK(std::get<int64_t>(v->at("parallel.minimum_elements")) == 4096);
   }
@@ -751,6 +751,28 @@ TEST_CASE("session_benchmark_memory_of_gemm_cases_follows_the_matrices_not_the_m
   CHECK(make_session_benchmark(*abs, 1, 1)->memory_bytes(1000, 0, 2) == int64_t{1000} * 4 * 5);
 }
 
+TEST_CASE("session_benchmark_sessions_take_their_configuration_under_every_spin_policy") {
+  // Each configuration's session must resolve the configuration's values under the spin class it
+  // runs with; otherwise every configuration would time the defaults (the benchmark refuses then).
+  const runtime::KernelDef* abs = nullptr;
+  for (const auto& def : runtime::cpu_kernel_table().definitions())
+    if (def.element_type == runtime::ElementType::float32 && def.op_type == "Abs" && abs == nullptr) abs = &def;
+  REQUIRE(abs != nullptr);
+  TuningValues serial = abs->schema.defaults();
+  serial["parallel.minimum_elements"] = int64_t{1} << 40;
+  TuningValues parallel = abs->schema.defaults();
+  parallel["parallel.minimum_elements"] = int64_t{1};
+  for (const int64_t spin : {runtime::kSpinNoneMicroseconds, runtime::kSpinShortMicroseconds}) {
+    CAPTURE(spin);
+    runtime::RuntimeParameters policy;
+    policy.spin_microseconds = spin;
+    auto bench = make_session_benchmark(*abs, 2, 1, nullptr, policy);
+    const int64_t deadline = steady_calibration_clock()->now_ns() + 1'000'000'000;
+    const CaseTiming timing = bench->measure(4096, 0, {serial, parallel}, deadline, 1, 1);
+    CHECK(timing.median_ns.size() == 2);
+  }
+}
+
 TEST_CASE("engine_comparison_mode_rejects_invalid_values_and_unknown_parameter") {
   Fixture f;
   f.script.medians = crossover_at(1);
@@ -833,7 +855,7 @@ TEST_CASE("engine_low_confidence_pick_is_published_but_not_saved_unless_forced")
   CHECK(std::any_of(r.diagnostics.begin(), r.diagnostics.end(),
                     [](const Diagnostic& d) { return d.message.find("not saved: confidence is low") != std::string::npos; }));
   // Published in-process all the same.
-  const TuningValues* published = f.registry.snapshot()->find(r.calibrated[0].key, 2);
+  const TuningValues* published = f.registry.snapshot()->find(r.calibrated[0].key, 2, true);
   REQUIRE(published != nullptr);
   CHECK(std::get<int64_t>(published->at("parallel.minimum_elements")) == 8192);
   CHECK(r.to_json()["measurements"][0]["saved"] == false);
@@ -962,6 +984,34 @@ TEST_CASE("engine_save_writes_profiles_with_calibrate_provenance") {
     CHECK(std::get<int64_t>(p.values.at("parallel.minimum_elements")) == 2048);
   }
   CHECK(r.to_json()["cache_update"]["status"] == "updated");
+}
+
+TEST_CASE("engine_records_the_spin_class_it_measured_under") {
+  // Workers that park at once move the crossover: such a calibration is saved and published for
+  // sessions of that spin class only, next to (not over) the spinning sessions' profile.
+  Fixture f;
+  f.script.medians = crossover_at(2048);
+  auto spinning = f.options({"Fast"});
+  spinning.save = true;
+  REQUIRE(calibrate_kernel_tuning(spinning, f.context).calibrated.size() == 1);
+  f.script.medians = crossover_at(8192);
+  auto parking = f.options({"Fast"});
+  parking.save = true;
+  parking.policy.spin_microseconds = onnx_light::runtime::kSpinNoneMicroseconds;
+  REQUIRE(calibrate_kernel_tuning(parking, f.context).calibrated.size() == 1);
+
+  CacheFile file = read_cache_file(spinning.path);
+  REQUIRE(file.profiles.size() == 2);
+  for (const auto& p : file.profiles) {
+    CAPTURE(p.host.idle_spin);
+    CHECK(std::get<int64_t>(p.values.at("parallel.minimum_elements")) == (p.host.idle_spin ? 2048 : 8192));
+  }
+  const auto snapshot = f.registry.snapshot();
+  const TuningKey key = file.profiles[0].key;
+  REQUIRE(snapshot->find(key, 2, true) != nullptr);
+  REQUIRE(snapshot->find(key, 2, false) != nullptr);
+  CHECK(std::get<int64_t>(snapshot->find(key, 2, true)->at("parallel.minimum_elements")) == 2048);
+  CHECK(std::get<int64_t>(snapshot->find(key, 2, false)->at("parallel.minimum_elements")) == 8192);
 }
 
 TEST_CASE("engine_save_to_malformed_cache_fails_and_leaves_bytes") {
@@ -1102,7 +1152,7 @@ TEST_CASE("session_benchmark_rejects_a_kernel_whose_output_depends_on_the_thread
   CHECK(names_mismatch_of_abs(r.diagnostics.back(), f.abs_key));
   // Nothing published, nothing written.
   CHECK(f.registry.published_generation() == before);
-  CHECK(f.registry.snapshot()->find(f.abs_key, 2) == nullptr);
+  CHECK(f.registry.snapshot()->find(f.abs_key, 2, true) == nullptr);
   CHECK_FALSE(r.cache_update.has_value());
   CHECK_FALSE(std::filesystem::exists(o.path));
 }
@@ -1119,8 +1169,8 @@ TEST_CASE("session_benchmark_mismatch_of_one_key_keeps_it_out_of_the_registry_an
   CHECK(std::any_of(r.diagnostics.begin(), r.diagnostics.end(),
                     [&](const Diagnostic& d) { return names_mismatch_of_abs(d, f.abs_key); }));
   auto snapshot = f.registry.snapshot();
-  CHECK(snapshot->find(f.abs_key, 2) == nullptr);
-  CHECK(snapshot->find(f.neg_key, 2) != nullptr);
+  CHECK(snapshot->find(f.abs_key, 2, true) == nullptr);
+  CHECK(snapshot->find(f.neg_key, 2, true) != nullptr);
   REQUIRE(r.cache_update.has_value());
   CHECK(r.cache_update->ok());
   CacheFile file = read_cache_file(o.path);

@@ -1,7 +1,7 @@
 // Every field of the host descriptor takes part in matching: a profile written for this machine
 // with one field changed, saved to a cache and loaded back, is `incompatible`, is not published,
-// and its diagnostic names the field. effective_threads is the exception by design: the same
-// machine at another thread count is loaded, for the sessions of that thread count only.
+// and its diagnostic names the field. effective_threads and idle_spin are the exceptions by design:
+// the same machine at another thread count or spin class is loaded, for those sessions only.
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -60,8 +60,9 @@ bool contains(const std::vector<runtime::TuningKey>& keys, const runtime::Tuning
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
-const runtime::TuningValues* published(const tune_test::Fixture& f, const runtime::TuningKey& key, int64_t threads) {
-  return f.registry.snapshot()->find(key, static_cast<int>(threads));
+const runtime::TuningValues* published(const tune_test::Fixture& f, const runtime::TuningKey& key, int64_t threads,
+                                       bool idle_spin = true) {
+  return f.registry.snapshot()->find(key, static_cast<int>(threads), idle_spin);
 }
 
 }  // namespace
@@ -128,4 +129,46 @@ TEST_CASE("host_fields_effective_threads_selects_sessions_not_machines") {
   const InspectReport at_threads = inspect_kernel_tuning_cache({f.cache.string(), {}, kThreads + 1}, context);
   REQUIRE(at_threads.profiles.size() == 1);
   CHECK(at_threads.profiles[0].local);
+}
+
+TEST_CASE("host_fields_idle_spin_selects_sessions_not_machines") {
+  // Profiles of both spin classes for one key and thread count: both load, each is published for
+  // its own sessions, and local/missing/cached follow the class asked about.
+  tune_test::Fixture f;
+  const auto context = this_machine_context(f);
+  CacheProfile spins = profile_for(f, detect_host(kThreads, true));
+  CacheProfile parks = profile_for(f, detect_host(kThreads, false));
+  spins.values["parallel.minimum_elements"] = int64_t{100};
+  parks.values["parallel.minimum_elements"] = int64_t{900};
+  REQUIRE(write_profiles(f.cache, {spins, parks}).status == UpdateStatus::updated);
+  REQUIRE(read_cache_file(f.cache).profiles.size() == 2);  // two identities, not one replacing the other
+
+  const LoadReport loaded = load_kernel_tuning_cache({f.cache.string(), {}, std::nullopt}, context);
+  CHECK(contains(loaded.loaded, spins.key));
+  CHECK(loaded.diagnostics.empty());
+  REQUIRE(published(f, spins.key, kThreads, true) != nullptr);
+  REQUIRE(published(f, spins.key, kThreads, false) != nullptr);
+  CHECK(published(f, spins.key, kThreads, true)->at("parallel.minimum_elements") == runtime::TuningValue{int64_t{100}});
+  CHECK(published(f, spins.key, kThreads, false)->at("parallel.minimum_elements") == runtime::TuningValue{int64_t{900}});
+
+  InspectOptions inspect{f.cache.string(), {}, kThreads};
+  inspect.idle_spin = false;
+  const InspectReport inspected = inspect_kernel_tuning_cache(inspect, context);
+  REQUIRE(inspected.profiles.size() == 2);
+  for (const auto& p : inspected.profiles) {
+    CHECK(p.classification == ProfileClass::loaded);
+    CHECK(p.local == !p.profile.host.idle_spin);
+  }
+
+  ParametersOptions parameters;
+  parameters.path = f.cache.string();
+  parameters.num_threads = kThreads;
+  parameters.selection.kernels = {spins.key.kernel};
+  parameters.selection.implementation = "portable";
+  parameters.selection.element_types = {1};
+  parameters.idle_spin = false;
+  const KernelParametersReport parked = kernel_tuning_parameters(parameters, context);
+  REQUIRE(parked.kernels.size() == 1);
+  REQUIRE(parked.kernels[0].cached_values);
+  CHECK(parked.kernels[0].cached_values->at("parallel.minimum_elements") == runtime::TuningValue{int64_t{900}});
 }

@@ -48,6 +48,12 @@ TEST_CASE("host_json_round_trips_every_field") {
   nlohmann::json here = descriptor_json(detect_host(1));
   here["hostname"] = "build-07";
   CHECK(host_from_json(here, "h.json") == detect_host(1));
+  // Parking sessions round-trip; a descriptor written before idle_spin existed means spinning ones.
+  const HostDescriptor parks = tune_test::test_machine().with_conditions(2, false);
+  CHECK(host_from_json(descriptor_json(parks), "h.json") == parks);
+  nlohmann::json older = descriptor_json(parks);
+  older.erase("idle_spin");
+  CHECK(host_from_json(older, "h.json").idle_spin);
 }
 
 TEST_CASE("host_json_sorts_and_deduplicates_features") {
@@ -85,6 +91,10 @@ TEST_CASE("host_json_errors_name_the_source_and_the_field") {
   CHECK(contains(message, "field 'features' must be an array of strings, got a string"));
   message = error_of<TypeMismatchError>(read(with("features", {"avx", 2})));
   CHECK(contains(message, "field 'features' must be an array of strings; element 1 is an integer"));
+  message = error_of<TypeMismatchError>(read(with("idle_spin", "no")));
+  CHECK(contains(message, "field 'idle_spin' must be true or false, got a string"));
+  message = error_of<TypeMismatchError>(read(with("idle_spin", 0)));
+  CHECK(contains(message, "field 'idle_spin' must be true or false, got an integer"));
   message = error_of<TypeMismatchError>(read(with("hostname", 7)));
   CHECK(contains(message, "field 'hostname' must be a string"));
 

@@ -54,11 +54,15 @@ TEST_CASE("host_to_json_has_every_field") {
   this_machine().with_threads(2).to_json(object);
   for (const char* name : {"architecture", "vendor", "family", "model", "stepping", "microarchitecture", "features",
                            "l1d_cache_bytes", "l2_cache_bytes", "l3_cache_bytes", "physical_cores", "logical_cores",
-                           "effective_threads"}) {
+                           "effective_threads", "idle_spin"}) {
     CHECK_MESSAGE(object.contains(name), name);
   }
-  CHECK(object.size() == 13);
+  CHECK(object.size() == 14);
   CHECK(object["effective_threads"] == 2);
+  CHECK(object["idle_spin"] == true);
+  nlohmann::json parks;
+  this_machine().with_conditions(2, false).to_json(parks);
+  CHECK(parks["idle_spin"] == false);
 }
 
 TEST_CASE("host_resolve_threads_zero_is_physical_cores_negative_throws") {

@@ -109,6 +109,33 @@ TEST_CASE("profile_for_other_thread_count_is_not_used") {
   CHECK(std::get<int64_t>(session.resolved_tuning()[0].values.at("parallel.minimum_elements")) == 32768);
 }
 
+TEST_CASE("profile_for_other_spin_class_is_not_used") {
+  // Sessions whose workers park at once (spin none) and those whose workers spin find their own
+  // profiles: parking moves the crossover (bench/RESULTS.md).
+  TuningRegistry registry;
+  registry.publish({{abs_float_key(), 2, abs_values(1000), /*idle_spin=*/true},
+                    {abs_float_key(), 2, abs_values(500000), /*idle_spin=*/false}});
+  const auto threshold_of = [&](int64_t spin_us) {
+    RuntimeSessionOptions o = options_with(2, &registry);
+    o.parameters.spin_microseconds = spin_us;
+    RuntimeSession session(test::parse(test::kSeedAbsModel), o);
+    session.initialize();
+    REQUIRE(session.resolved_tuning()[0].source == TuningSource::published_profile);
+    return std::get<int64_t>(session.resolved_tuning()[0].values.at("parallel.minimum_elements"));
+  };
+  CHECK(threshold_of(kSpinShortMicroseconds) == 1000);
+  CHECK(threshold_of(kSpinLongMicroseconds) == 1000);
+  CHECK(threshold_of(kSpinNoneMicroseconds) == 500000);
+
+  TuningRegistry spinning_only;
+  spinning_only.publish({{abs_float_key(), 2, abs_values(1000)}});
+  RuntimeSessionOptions parks = options_with(2, &spinning_only);
+  parks.parameters.spin_microseconds = kSpinNoneMicroseconds;
+  RuntimeSession session(test::parse(test::kSeedAbsModel), parks);
+  session.initialize();
+  CHECK(session.resolved_tuning()[0].source == TuningSource::portable_default);
+}
+
 TEST_CASE("invalid_published_values_fall_back_to_defaults") {
   TuningRegistry registry;
   registry.publish({{abs_float_key(), 2, abs_values(-5)}});

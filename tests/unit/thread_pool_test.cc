@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -18,7 +19,9 @@
 using onnx_light::InvalidValueError;
 using onnx_light::runtime::BlockRange;
 using onnx_light::runtime::partition_block;
+using onnx_light::runtime::kSpinLongMicroseconds;
 using onnx_light::runtime::ThreadPool;
+using onnx_light::runtime::ThreadPoolOptions;
 using onnx_light::test::eventually;
 
 namespace {
@@ -482,4 +485,73 @@ TEST_CASE("awake_scope_on_a_single_thread_pool_is_a_no_op") {
   int calls = 0;
   CHECK(pool.parallel_for(10, 1, 4, [&](int64_t, int64_t) { ++calls; }) == 1);
   CHECK(calls == 1);  // one block: the pool has no workers
+}
+
+TEST_CASE("thread pool: blocks_per_participant cuts finer only where each block keeps its units") {
+  ThreadPoolOptions options;
+  options.blocks_per_participant = 4;
+  ThreadPool pool(2, options);
+  // 8192 units: 2 participants x 4 = 8 blocks of 1024 (>= kMinimumUnitsPerBlock each).
+  Coverage fine(8192);
+  CHECK(pool.parallel_for(8192, 1, 2, [&](int64_t b, int64_t e) { fine.visit(b, e); }) == 2);
+  CHECK(fine.each_index_once());
+  CHECK(same_blocks(fine.sorted_blocks(), expected_blocks(8192, 1, 8)));
+  // 1500 units: 1500 / 512 = 2 blocks at most, not more than the participants: one each.
+  Coverage coarse(1500);
+  CHECK(pool.parallel_for(1500, 1, 2, [&](int64_t b, int64_t e) { coarse.visit(b, e); }) == 2);
+  CHECK(same_blocks(coarse.sorted_blocks(), expected_blocks(1500, 1, 2)));
+  // One participant: one block whatever the option.
+  Coverage single(8192);
+  CHECK(pool.parallel_for(8192, 1, 1, [&](int64_t b, int64_t e) { single.visit(b, e); }) == 1);
+  CHECK(single.sorted_blocks().size() == 1);
+}
+
+TEST_CASE("thread pool: a late participant leaves its blocks to the others (n_gt_participants)") {
+  // The worker's first block holds on until the caller has run every other block: with one block
+  // per participant the region would wait for the worker; with four the caller takes the rest,
+  // so a descheduled vCPU costs only its block.
+  ThreadPoolOptions options;
+  options.blocks_per_participant = 4;
+  ThreadPool pool(2, options);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> caller_blocks{0};
+  std::atomic<bool> caller_done{false};
+  std::atomic<bool> hang_guard_tripped{false};
+  std::atomic<bool> worker_holding{false};
+  Coverage coverage(8192);
+  CHECK(pool.parallel_for(8192, 1, 2, [&](int64_t b, int64_t e) {
+    coverage.visit(b, e);
+    if (std::this_thread::get_id() == caller) {
+      if (caller_blocks.fetch_add(1) + 1 == 7) caller_done.store(true, std::memory_order_release);
+      return;
+    }
+    if (!worker_holding.exchange(true) && !wait_until(caller_done)) hang_guard_tripped = true;
+  }) == 2);
+  CHECK_FALSE(hang_guard_tripped.load());
+  CHECK(coverage.each_index_once());
+  // Either the worker held one block and the caller ran seven, or the worker never came in time.
+  CHECK(caller_blocks.load() >= 7);
+}
+
+TEST_CASE("thread pool: with more blocks than participants a region takes in at most one worker beyond its admitted count") {
+  // Helper tickets keep the awake workers of a 4-thread pool out of a region admitted 2 threads.
+  // The bound is soft by one: a worker ticketed for one region and descheduled before its first
+  // claim may claim a block of the next (never a correctness matter). Without tickets all four
+  // threads would take blocks.
+  ThreadPoolOptions options;
+  options.blocks_per_participant = 4;
+  options.spin = std::chrono::microseconds(kSpinLongMicroseconds);
+  ThreadPool pool(4, options);
+  for (int round = 0; round < 50; ++round) {
+    std::mutex mutex;
+    std::set<std::thread::id> threads;
+    Coverage coverage(16384);
+    CHECK(pool.parallel_for(16384, 1, 2, [&](int64_t b, int64_t e) {
+      coverage.visit(b, e);
+      std::lock_guard<std::mutex> lock(mutex);
+      threads.insert(std::this_thread::get_id());
+    }) == 2);
+    CHECK(coverage.each_index_once());
+    CHECK(threads.size() <= 3);
+  }
 }

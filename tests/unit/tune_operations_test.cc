@@ -180,10 +180,10 @@ TEST_CASE("set_loads_by_default_and_publishes_with_effective_threads") {
   CHECK(report.load->loaded[0] == report.key);
   CHECK(report.load->missing.empty());
   const auto snapshot = f.registry.snapshot();
-  const TuningValues* published = snapshot->find(report.key, 2);
+  const TuningValues* published = snapshot->find(report.key, 2, true);
   REQUIRE(published != nullptr);
   CHECK(published->at("parallel.minimum_elements") == runtime::TuningValue(int64_t{777}));
-  CHECK(snapshot->find(report.key, 3) == nullptr);
+  CHECK(snapshot->find(report.key, 3, true) == nullptr);
 }
 
 TEST_CASE("set_without_load_leaves_the_registry_alone") {
@@ -412,9 +412,9 @@ TEST_CASE("load_publishes_every_loaded_profile_with_its_threads_and_classifies_t
   CHECK(report.missing.empty());  // nothing selected
   CHECK(report.diagnostics.size() == 3);
   const auto snapshot = f.registry.snapshot();
-  REQUIRE(snapshot->find(schema.key, 1) != nullptr);
-  CHECK(snapshot->find(schema.key, 1)->at("parallel.minimum_elements") == runtime::TuningValue(int64_t{11}));
-  CHECK(snapshot->find(schema.key, 2)->at("parallel.minimum_elements") == runtime::TuningValue(int64_t{22}));
+  REQUIRE(snapshot->find(schema.key, 1, true) != nullptr);
+  CHECK(snapshot->find(schema.key, 1, true)->at("parallel.minimum_elements") == runtime::TuningValue(int64_t{11}));
+  CHECK(snapshot->find(schema.key, 2, true)->at("parallel.minimum_elements") == runtime::TuningValue(int64_t{22}));
 }
 
 TEST_CASE("load_selection_filters_profiles_and_lists_missing_keys") {
@@ -446,8 +446,8 @@ TEST_CASE("load_user_profile_wins_over_system_profile") {
   CHECK(report.published_profiles == 2);
   const auto snapshot = f.registry.snapshot();
   const auto key = tune_test::alpha_schema(1, "portable").key;
-  CHECK(snapshot->find(key, 2)->at("split.ratio") == runtime::TuningValue(0.1));
-  CHECK(snapshot->find(key, 4)->at("split.ratio") == runtime::TuningValue(0.75));
+  CHECK(snapshot->find(key, 2, true)->at("split.ratio") == runtime::TuningValue(0.1));
+  CHECK(snapshot->find(key, 4, true)->at("split.ratio") == runtime::TuningValue(0.75));
 }
 
 TEST_CASE("load_of_a_malformed_cache_publishes_nothing") {

@@ -104,13 +104,27 @@ TEST_CASE("registry_generations_are_immutable_snapshots") {
   auto before = registry.snapshot();
   uint64_t g1 = registry.publish({{abs_key(), 2, {{"parallel.minimum_elements", int64_t{100}}}}});
   CHECK(g1 == 1);
-  CHECK(before->find(abs_key(), 2) == nullptr);  // an old snapshot never changes
+  CHECK(before->find(abs_key(), 2, true) == nullptr);  // an old snapshot never changes
   auto first = registry.snapshot();
-  REQUIRE(first->find(abs_key(), 2) != nullptr);
-  CHECK(first->find(abs_key(), 1) == nullptr);  // thread count is part of the identity
+  REQUIRE(first->find(abs_key(), 2, true) != nullptr);
+  CHECK(first->find(abs_key(), 1, true) == nullptr);  // thread count is part of the identity
   registry.publish({{abs_key(), 2, {{"parallel.minimum_elements", int64_t{200}}}}});
-  CHECK(std::get<int64_t>(first->find(abs_key(), 2)->at("parallel.minimum_elements")) == 100);
-  CHECK(std::get<int64_t>(registry.snapshot()->find(abs_key(), 2)->at("parallel.minimum_elements")) == 200);
+  CHECK(std::get<int64_t>(first->find(abs_key(), 2, true)->at("parallel.minimum_elements")) == 100);
+  CHECK(std::get<int64_t>(registry.snapshot()->find(abs_key(), 2, true)->at("parallel.minimum_elements")) == 200);
+}
+
+TEST_CASE("registry_spin_class_is_part_of_the_identity") {
+  TuningRegistry registry;
+  registry.publish({{abs_key(), 2, {{"parallel.minimum_elements", int64_t{100}}}, /*idle_spin=*/false}});
+  CHECK(registry.snapshot()->find(abs_key(), 2, true) == nullptr);
+  REQUIRE(registry.snapshot()->find(abs_key(), 2, false) != nullptr);
+  // A merge of the other class keeps both; a republished class replaces only its own values.
+  registry.publish({{abs_key(), 2, {{"parallel.minimum_elements", int64_t{7}}}, /*idle_spin=*/true}});
+  registry.publish({{abs_key(), 2, {{"parallel.minimum_elements", int64_t{300}}}, /*idle_spin=*/false}});
+  const auto snapshot = registry.snapshot();
+  CHECK(snapshot->profiles().size() == 2);
+  CHECK(std::get<int64_t>(snapshot->find(abs_key(), 2, true)->at("parallel.minimum_elements")) == 7);
+  CHECK(std::get<int64_t>(snapshot->find(abs_key(), 2, false)->at("parallel.minimum_elements")) == 300);
 }
 
 TEST_CASE("registry_merge_keeps_others_replace_drops_them") {

@@ -142,7 +142,7 @@ TuningKey elementwise_key(const std::string& op_type, ElementType type, int tuni
 struct ElementwiseSpec {
   std::string op_type;
   OpsetRange opsets;
-  int tuning_abi = 1;
+  int tuning_abi = kTuningAbi;
   int64_t default_minimum_elements = kDefaultMinimumElements;
 };
 

@@ -219,8 +219,9 @@ void for_float_types(F&& f) {
 }  // namespace
 
 void register_unary_kernels(KernelTable& table) {
-  // Abs carries tuning ABI 2: its threshold's default moved when the kernel became vectorisable.
-  const ElementwiseSpec abs_spec{"Abs", {6}, 2, 32768}, neg_spec{"Neg", {6}}, relu_spec{"Relu", {6}};
+  // Abs is one tuning ABI ahead of the others: its threshold's default moved when the kernel
+  // became vectorisable (2), then every kernel's profiles began to record the spin class (3).
+  const ElementwiseSpec abs_spec{"Abs", {6}, kTuningAbi + 1, 32768}, neg_spec{"Neg", {6}}, relu_spec{"Relu", {6}};
   const ElementwiseSpec exp_spec{"Exp", {6}}, sigmoid_spec{"Sigmoid", {6}};
 #if ONNX_LIGHT_X86_SIMD
   // Span loops first: the table prefers them wherever the host has the features.

@@ -401,6 +401,8 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
   std::shared_ptr<CalibrationClock> clock = options.clock ? options.clock : steady_calibration_clock();
   const int64_t start_ns = clock->now_ns();
   const int64_t threads = resolve_threads(options.num_threads.value_or(0), options.policy);
+  // The spin class is recorded with the profile: parking workers move the crossover.
+  const bool idle_spin = runtime::idle_workers_spin(options.policy);
   CalibrationReport report;
   try {
     report.cache_path = resolve_cache_path(options.path).string();
@@ -445,6 +447,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
     propose.selection = options.selection;
     propose.path = options.path;
     propose.num_threads = threads;
+    propose.idle_spin = idle_spin;
     ProposalReport proposal = propose_kernel_tuning_updates(propose, context);
     // A forced save of an unmeasured or low-confidence result is not a calibration to keep.
     const detail::Environment environment = detail::resolve(context);
@@ -452,7 +455,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
     const detail::Layers layers = detail::read_layers(resolve_cache_path(options.path), environment, index);
     const detail::LoadedIndex loaded = detail::index_loaded(layers);
     auto forced = [&](const TuningKey& key) {
-      const auto it = loaded.find({key, threads});
+      const auto it = loaded.find({key, threads, idle_spin});
       return it != loaded.end() && is_forced_source(it->second.profile->provenance.source);
     };
     std::vector<const runtime::KernelDef*> missing;
@@ -487,7 +490,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
     KeyCalibration result;
     result.key = key;
     TuningValues base = def.schema.defaults();
-    if (const TuningValues* published = generation->find(key, static_cast<int>(threads));
+    if (const TuningValues* published = generation->find(key, static_cast<int>(threads), idle_spin);
         published && def.schema.validate(*published).empty())
       base = *published;
     result.values = base;
@@ -630,7 +633,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
 
   // One generation for everything that succeeded, then one locked write.
   std::vector<runtime::PublishedProfile> published;
-  for (const auto& k : report.calibrated) published.push_back({k.key, static_cast<int>(threads), k.values});
+  for (const auto& k : report.calibrated) published.push_back({k.key, static_cast<int>(threads), k.values, idle_spin});
   report.published_generation =
       published.empty() || !options.publish ? registry.published_generation() : registry.publish(published);
   // A pick that measured nothing, or whose measurements disagree (low confidence), is published
@@ -656,7 +659,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
       to_save.push_back(&k);
     }
   if (!to_save.empty()) {
-    HostDescriptor host = detect_host(threads);
+    HostDescriptor host = detect_host(threads, idle_spin);
     std::vector<CacheProfile> profiles;
     for (auto* kp : to_save) {
       KeyCalibration& k = *kp;

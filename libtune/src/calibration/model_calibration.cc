@@ -108,7 +108,7 @@ class ModelBench {
   std::unique_ptr<runtime::RuntimeSession> session(const std::map<TuningKey, TuningValues>& values, bool profiled) {
     auto registry = std::make_unique<runtime::TuningRegistry>();
     std::vector<runtime::PublishedProfile> published;
-    for (const auto& [key, v] : values) published.push_back({key, threads_, v});
+    for (const auto& [key, v] : values) published.push_back({key, threads_, v, runtime::idle_workers_spin(parameters_)});
     registry->publish(std::move(published), runtime::PublishMode::replace);
     auto s = std::make_unique<runtime::RuntimeSession>(model_, options(registry.get(), profiled));
     s->initialize();
@@ -343,6 +343,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   const int64_t start_ns = clock->now_ns();
   const int64_t deadline_ns = start_ns + options.maximum_duration_ms * kNsPerMs;
   const int threads = static_cast<int>(resolve_threads(options.num_threads.value_or(0), options.policy));
+  const bool idle_spin = runtime::idle_workers_spin(options.policy);
 
   ModelCalibrationReport report;
   report.model = model.origin();
@@ -358,6 +359,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   ParametersOptions parameters;
   parameters.path = options.path;
   parameters.num_threads = threads;
+  parameters.idle_spin = idle_spin;
   KernelParametersReport in_force = kernel_tuning_parameters(parameters, context);
   if (options.save) {
     const UpdateResult check = check_cache_writable(resolve_cache_path(options.path));
@@ -873,12 +875,13 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   std::vector<CacheProfile> profiles;
   if (keep) {
     // The machine the context describes (tests pass one), else this one.
-    HostDescriptor host = context.machine ? context.machine->with_threads(threads) : detect_host(threads);
+    HostDescriptor host =
+        context.machine ? context.machine->with_conditions(threads, idle_spin) : detect_host(threads, idle_spin);
     const Provenance provenance = provenance_now(
         "calibrate", context.tool_version.empty() ? std::string(tool_version()) : context.tool_version);
     for (const auto& k : report.keys) {
       if (k.changed.empty()) continue;
-      published.push_back({k.key, threads, k.new_values});
+      published.push_back({k.key, threads, k.new_values, idle_spin});
       CacheProfile p;
       p.key = k.key;
       p.host = host;

@@ -142,13 +142,22 @@ class SessionBenchmark final : public CaseBenchmark {
     built->contexts.assign(n, runtime::RuntimeContext());
     for (std::size_t c = 0; c < n; ++c) {
       built->registries.push_back(std::make_unique<runtime::TuningRegistry>());
-      built->registries.back()->publish({{def_.schema.key, threads_, configurations[c]}});
+      built->registries.back()->publish(
+          {{def_.schema.key, threads_, configurations[c], runtime::idle_workers_spin(parameters_)}});
       runtime::RuntimeSessionOptions options;
       options.parameters = parameters_;
       options.registry = built->registries.back().get();
       options.thread_pool = pool_;
       options.kernels = kernels_;
       built->sessions.push_back(std::make_unique<runtime::RuntimeSession>(model, options));
+      // A session that did not take the configuration (a profile published for other conditions
+      // than it runs under) would time the defaults under every configuration's name.
+      built->sessions.back()->initialize();
+      for (const auto& resolved : built->sessions.back()->resolved_tuning())
+        if (resolved.key == def_.schema.key && resolved.source != runtime::TuningSource::published_profile)
+          throw Error(fmt::format("{}: the calibration session for configuration {} did not resolve its "
+                                           "values (a bug in the benchmark's registry; nothing was measured)",
+                                           def_.schema.key.to_string(), c));
       for (const auto& [name, tensor] : workload.inputs) built->contexts[c].set(name, tensor);
     }
     built->description = workload.description;

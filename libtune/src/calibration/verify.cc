@@ -74,6 +74,7 @@ VerificationReport verify_kernel_tuning(const VerifyOptions& options, const Oper
   propose.selection = options.selection;
   propose.path = options.path;
   propose.num_threads = options.num_threads;
+  propose.idle_spin = runtime::idle_workers_spin(options.policy);
   ProposalReport cached = propose_kernel_tuning_updates(propose, context);
   VerificationReport report;
   report.cache_path = cached.cache_path;
@@ -109,6 +110,7 @@ VerificationReport verify_kernel_tuning(const VerifyOptions& options, const Oper
         c.selection.implementation = entry.key.implementation;
         c.selection.library = entry.key.library;
         c.num_threads = cached.effective_threads;
+        c.policy = options.policy;
         c.maximum_duration_ms = share_ms;
         c.maximum_memory_bytes = options.maximum_memory_bytes;
         c.save = false;

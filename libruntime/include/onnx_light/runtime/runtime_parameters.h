@@ -41,6 +41,11 @@ struct RuntimeParameters {
 // Threads a session with these parameters runs on (resolves 0 as above). Validates the parameters
 // (validate_runtime_parameters), so that a bad policy is refused when the session is made.
 int effective_threads(const RuntimeParameters& parameters);
+// Whether the pool's idle workers spin before they park (any spin policy but none). Tuning profiles
+// are matched on it as on the thread count: when workers park at once every parallel region pays a
+// wake-up, and Abs's crossover moves from ~65k to ~370k elements on the development VM
+// (bench/RESULTS.md, "Does the spin policy move the crossover?"); short and long agree.
+inline bool idle_workers_spin(const RuntimeParameters& parameters) { return parameters.spin_microseconds > 0; }
 // Throws InvalidValueError naming the field and value: num_threads < 0, a spin outside
 // [0, kSpinMaximumMicroseconds], cpus given without cpu_list or missing with it, unsorted or
 // repeated CPUs, or CPUs outside this process's allowed set (every such CPU is named).

@@ -48,8 +48,17 @@ struct ThreadPoolOptions {
   // Placement by participant: worker i (1 <= i < threads) is pinned to cpus[i % cpus.size()];
   // entry 0 is the caller's, which the pool never pins. Empty: no worker is pinned.
   std::vector<int> cpus;
+  // Blocks a region is cut into per participant (1..kMaximumBlocksPerParticipant), where each block
+  // keeps at least kMinimumUnitsPerBlock units: with more blocks than participants, one that runs
+  // late (a vCPU the host took away) leaves its unclaimed blocks to the others. 1 (the default):
+  // one block per participant. bench/RESULTS.md ("Straggler-tolerant ParallelFor") measures both.
+  int blocks_per_participant = 1;
 };
-// The options a session with these parameters gives its pool (validates them).
+inline constexpr int kMaximumBlocksPerParticipant = 16;
+inline constexpr int64_t kMinimumUnitsPerBlock = 512;
+// The options a session with these parameters gives its pool (validates them). blocks_per_participant
+// comes from the environment variable ONNX_LIGHT_BLOCKS_PER_PARTICIPANT when it holds a number in
+// [1, kMaximumBlocksPerParticipant] (an experiment switch for bench/; anything else is ignored).
 ThreadPoolOptions thread_pool_options(const RuntimeParameters& parameters);
 
 class ThreadPool {
@@ -70,14 +79,16 @@ class ThreadPool {
   // The placement the workers were pinned to (ThreadPoolOptions::cpus; empty: not pinned).
   const std::vector<int>& cpus() const { return options_.cpus; }
 
-  // Runs fn(begin, end) over [0, n) as partition_block(n, grain, B, b) for b in [0, B), where
-  // B = min(admitted, threads(), ceil(n / grain)), so no block is ever empty. admitted <= 1,
-  // n <= grain, or nesting (a call from inside a region of any pool) run the same B blocks inline
-  // on the calling thread, in order. A call while another thread is in a region of this pool
+  // Runs fn(begin, end) over [0, n) as partition_block(n, grain, B, b) for b in [0, B), with
+  // P = min(admitted, threads(), ceil(n / grain)) participants (the caller and P - 1 workers) and
+  // B = P blocks, or with blocks_per_participant k > 1 and P > 1, B = min(k P, ceil(n / grain) /
+  // kMinimumUnitsPerBlock) when that is more than P; no block is ever empty. Participants claim
+  // blocks as they come free. admitted <= 1, n <= grain, or nesting (a call from inside a region
+  // of any pool) run the same B blocks inline on the calling thread, in order. A call while another thread is in a region of this pool
   // waits for that region to end, then runs on the pool: regions of concurrent callers queue. Every block runs even when one throws; the
   // exception of the lowest-numbered throwing block is rethrown here after all blocks finished.
   // n == 0 calls nothing; n < 0 throws InvalidValueError.
-  // Returns the participants used: B when the pool ran the region, 1 when it ran inline.
+  // Returns the participants used: P when the pool ran the region, 1 when it ran inline.
   int parallel_for(int64_t n, int64_t grain, int admitted, FunctionRef<void(int64_t, int64_t)> fn);
 
   // True on a thread that is currently executing a block of this or any pool.
@@ -110,7 +121,7 @@ class ThreadPool {
   // Claims and runs blocks of the current job until none is left.
   void run_claimed_blocks();
   void run_block(int block);
-  void publish(int blocks);
+  void publish(int blocks, int participants);
   void wait_for_completion();
   void stop_workers() noexcept;
 
@@ -134,6 +145,7 @@ class ThreadPool {
   // (blocks << 32) | next block: a successful claim is always a block of the current job, so a
   // worker that wakes late can never run a block of a finished job.
   std::atomic<uint64_t> claim_{0};
+  std::atomic<uint64_t> tickets_{0};  // (helpers admitted << 32) | helpers in: bounds a region's workers
   std::atomic<uint64_t> generation_{0};  // bumped per job: what idle workers wait on
   std::atomic<int> pending_{0};          // blocks of the current job not finished yet
   std::atomic<bool> stop_{false};

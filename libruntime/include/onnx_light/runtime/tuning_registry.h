@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -18,18 +19,22 @@ struct PublishedProfile {
   TuningKey key;
   int effective_threads = 0;  // profiles are per thread count (part of the host)
   TuningValues values;
+  bool idle_spin = true;  // and per spin class (idle_workers_spin of the sessions' parameters)
 };
+
+// What a published profile is found by: its key and the conditions it was measured under.
+using PublishedProfileId = std::tuple<TuningKey, int, bool>;  // key, effective_threads, idle_spin
 
 class TuningGeneration {
  public:
   TuningGeneration(uint64_t number, std::vector<PublishedProfile> profiles);
   uint64_t number() const { return number_; }
-  const TuningValues* find(const TuningKey& key, int effective_threads) const;
-  const std::map<std::pair<TuningKey, int>, TuningValues>& profiles() const { return profiles_; }
+  const TuningValues* find(const TuningKey& key, int effective_threads, bool idle_spin) const;
+  const std::map<PublishedProfileId, TuningValues>& profiles() const { return profiles_; }
 
  private:
   uint64_t number_;
-  std::map<std::pair<TuningKey, int>, TuningValues> profiles_;
+  std::map<PublishedProfileId, TuningValues> profiles_;
 };
 
 enum class PublishMode {

@@ -121,7 +121,8 @@ struct CalibrationOptions {
   bool only_missing = false;
   std::optional<int64_t> num_threads;  // unset/0: one per physical core (per CPU of a CPU list)
   // Spin and affinity of the measured sessions' pool (its num_threads is not read). The profile
-  // does not record them: a changed crossover under another policy is not measured yet (issue 22).
+  // records whether idle workers spin (host.idle_spin): parking at once moves the crossover
+  // (bench/RESULTS.md); the affinity is not recorded.
   runtime::RuntimeParameters policy;
   // Comparison mode: parameter name -> values (text, parsed with the schema's type); first is baseline.
   std::map<std::string, std::vector<std::string>> parameters;

@@ -29,14 +29,19 @@ struct HostDescriptor {
   int64_t physical_cores = 0;
   int64_t logical_cores = 0;
   int64_t effective_threads = 0;  // threads of the sessions the profile is for
+  // Whether those sessions' idle workers spin before parking (runtime::idle_workers_spin: any spin
+  // policy but none). Parking at once moves parallel thresholds, so it is matched like the threads.
+  bool idle_spin = true;
 
   auto operator<=>(const HostDescriptor&) const = default;
   bool operator==(const HostDescriptor&) const = default;
 
-  // Equal apart from effective_threads: the same machine. This is what `load` requires.
+  // Equal apart from effective_threads and idle_spin: the same machine. This is what `load` requires.
   bool same_machine(const HostDescriptor& other) const;
   HostDescriptor with_threads(int64_t threads) const;
-  // "x86_64 amd zen3 (family 25 model 33 stepping 0), 8 cores, 2 threads".
+  HostDescriptor with_conditions(int64_t threads, bool spin) const;
+  // "x86_64 amd zen3 (family 25 model 33 stepping 0), 8 cores, 2 threads" (", workers park" when
+  // idle_spin is false).
   std::string summary() const;
   // Every field, flat, with the names used in the cache file and in inspect reports.
   void to_json(nlohmann::json& object) const;
@@ -48,8 +53,8 @@ const HostDescriptor& this_machine();
 // This machine's name (gethostname), "" when it has none. Informational (provenance, `host
 // --json`): profiles are never matched by it.
 std::string this_hostname();
-// This machine running sessions on `effective_threads` threads.
-HostDescriptor detect_host(int64_t effective_threads);
+// This machine running sessions on `effective_threads` threads whose idle workers spin or not.
+HostDescriptor detect_host(int64_t effective_threads, bool idle_spin = true);
 
 // Name of a cpuinfo_uarch value ("zen3", "skylake"), "" for unknown values.
 std::string microarchitecture_name(uint32_t cpuinfo_uarch);
@@ -57,7 +62,7 @@ std::string microarchitecture_name(uint32_t cpuinfo_uarch);
 std::string vendor_name(uint32_t cpuinfo_vendor);
 
 // The host descriptor in `object`, the JSON `onnx-light-tune host --json` prints: every field of
-// to_json() is required, "hostname" may be present (informational, never part of a match), any
+// to_json() is required but idle_spin (true when absent: files written before it), "hostname" may be present (informational, never part of a match), any
 // other key is refused. Features are sorted and de-duplicated as the cache reader does. `source`
 // (a file name) starts every message, which names the field at fault: TypeMismatchError for a
 // wrong JSON type, InvalidValueError for a missing or unknown field or a value out of range.

@@ -3,7 +3,9 @@
 //
 // Wherever an implementation is not given it means the one this host dispatches to for that
 // kernel and element type, so kernel + element type name one key. `num_threads` unset or 0 means
-// one thread per physical core, as a session with default parameters runs.
+// one thread per physical core, as a session with default parameters runs. `idle_spin` is the other
+// condition a profile is for: whether the sessions' idle workers spin (runtime::idle_workers_spin;
+// true for every spin policy but none, the default).
 //
 // Errors: an unknown kernel, parameter or element type throws NotFoundError, a value of the wrong
 // type TypeMismatchError, a value breaking its rule InvalidValueError. A cache that cannot be read
@@ -55,6 +57,7 @@ struct ParametersOptions {
   KeySelection selection;
   std::string path;  // "": default_kernel_tuning_cache_path()
   std::optional<int64_t> num_threads;
+  bool idle_spin = true;
 };
 // Schemas, defaults, cached and active values of the selected keys. Reads only.
 KernelParametersReport kernel_tuning_parameters(const ParametersOptions& options,
@@ -64,6 +67,7 @@ struct ProposeOptions {
   KeySelection selection;  // empty: every kernel
   std::string path;
   std::optional<int64_t> num_threads;
+  bool idle_spin = true;
 };
 // Which selected keys lack a local profile and which of those can be calibrated. Reads only.
 ProposalReport propose_kernel_tuning_updates(const ProposeOptions& options, const OperationContext& context = {});
@@ -82,6 +86,7 @@ struct SetOptions {
   int32_t device = runtime::kCpuDevice;
   bool prune_stale = false;
   std::string source = "set";  // provenance.source
+  bool idle_spin = true;  // the profile is for sessions whose idle workers spin (false: spin none)
 };
 // Validates every value (unknown name, type, rule) before anything is written, then writes the
 // profile for (key, this host at the resolved threads) with the locked update.
@@ -98,6 +103,7 @@ struct InspectOptions {
   KeySelection filter;                 // literal filter on the profiles' keys
   std::optional<int64_t> threads;      // only profiles of this thread count, and `local` against it
   bool user_only = false;              // leave the system layer out
+  bool idle_spin = true;               // `local` against this spin class
 };
 // Every profile of both layers with host, values, local, classification and provenance.
 // Changes neither the file nor the registry. A kernel named in the filter that is neither
@@ -113,9 +119,10 @@ struct LoadOptions {
   // Set: only profiles of this thread count are published; also the threads `missing` is about
   // (unset: one per physical core).
   std::optional<int64_t> num_threads;
+  bool idle_spin = true;  // the spin class `missing` is about (every class is published)
 };
 // Classifies both layers and publishes every loaded profile (user over system for the same
-// (key, threads)) into the registry with its effective_threads; bumps published_generation.
+// (key, threads, idle_spin)) into the registry with its conditions; bumps published_generation.
 // Nothing is published when no layer could be read.
 LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationContext& context = {});
 

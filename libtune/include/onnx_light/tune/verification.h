@@ -40,6 +40,9 @@ struct VerifyOptions {
   KeySelection selection;  // empty: every cached profile of this host
   std::string path;        // "": default cache path
   std::optional<int64_t> num_threads;  // unset/0: one per physical core (the profiles' thread count)
+  // Spin and affinity of the re-measuring sessions; its spin class picks the profiles verified
+  // (host.idle_spin). Its num_threads is not read.
+  runtime::RuntimeParameters policy;
   int64_t maximum_duration_ms = 1000;  // for the whole call, shared by the profiles
   int64_t maximum_memory_bytes = kDefaultCalibrationMemoryBytes;
   bool allow_load = false;  // give verdicts from windows other processes loaded (see CalibrationOptions)
