@@ -10,7 +10,7 @@ fast spells fall on all of them alike, and prints per workload and setting the d
 the per-process medians (median, p90, min-max) and the median of the per-process p90s; with
 --calibrations N also N `calibrate Abs` runs per setting (picks, their spread, confidence).
 
-  bench/straggler.py TOOL [--processes 20] [--runs 2000] [--settings 1,4] [--calibrations 0] [--markdown]
+  bench/straggler.py TOOL [--processes 20] [--runs 2000] [--settings serial,1,4] [--calibrations 0] [--markdown]
 """
 from __future__ import annotations
 
@@ -33,12 +33,13 @@ WORKLOADS = {
 
 def environment(setting: str) -> dict[str, str]:
     env = dict(os.environ)
-    env["ONNX_LIGHT_BLOCKS_PER_PARTICIPANT"] = setting
+    env["ONNX_LIGHT_BLOCKS_PER_PARTICIPANT"] = "1" if setting == "serial" else setting
     return env
 
 
 def run_latency(tool: str, model: str, dims: list[str], cache: str, runs: int, setting: str) -> dict:
-    command = [tool, "--cache", cache, "run", model, "-i", "x=random", *dims, "-t", "2", "-r", str(runs), "--json"]
+    threads = "1" if setting == "serial" else "2"  # "serial": the one-thread reference
+    command = [tool, "--cache", cache, "run", model, "-i", "x=random", *dims, "-t", threads, "-r", str(runs), "--json"]
     done = subprocess.run(command, capture_output=True, text=True, check=False, env=environment(setting))
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr}")
@@ -66,7 +67,8 @@ def main() -> int:
     parser.add_argument("tool")
     parser.add_argument("--processes", type=int, default=20)
     parser.add_argument("--runs", type=int, default=2000, help="runs per process (after the tool's warm-up)")
-    parser.add_argument("--settings", default="1,4", help="blocks per participant to compare")
+    parser.add_argument("--settings", default="serial,1,4",
+                        help="blocks per participant to compare at 2 threads; 'serial' runs 1 thread")
     parser.add_argument("--calibrations", type=int, default=0, help="calibrate Abs runs per setting")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
@@ -86,10 +88,11 @@ def main() -> int:
                     latencies[(name, s)].append(run_latency(args.tool, models[name], dims, cache, args.runs, s))
         for _ in range(args.calibrations):
             for s in settings:
-                picks[s].append(calibrate(args.tool, cache, s))
+                if s != "serial":
+                    picks[s].append(calibrate(args.tool, cache, s))
 
     if args.markdown:
-        print("| workload (2 threads) | blocks per participant | median of process medians (us) | p90 of process "
+        print("| workload | blocks per participant (2 threads; serial: 1 thread) | median of process medians (us) | p90 of process "
               "medians | min-max of process medians | median of process p90s |")
         print("|:---|---:|---:|---:|---:|---:|")
     for name in WORKLOADS:
@@ -110,6 +113,8 @@ def main() -> int:
             print("| blocks per participant | picks (elements) | median pick | spread (doublings) | high confidence |")
             print("|---:|:---|---:|---:|---:|")
         for s in settings:
+            if s == "serial":
+                continue
             values = sorted(x["pick"] for x in picks[s])
             spread = math.log2(values[-1] / values[0]) if values[0] > 0 else float("inf")
             high = sum(x["confidence"] == "high" for x in picks[s])
