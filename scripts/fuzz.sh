@@ -17,7 +17,8 @@ ONNX_LIGHT_EXTRA_PACKAGES="clang-14 libclang-rt-14-dev" "$ROOT/scripts/install-d
 # bounded run's value is in the sanitizers' checks more than in executions per second.
 # FUZZ_BUILD_TYPE overrides.
 cmake -S "$ROOT" -B "$DIR" -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCMAKE_BUILD_TYPE="${FUZZ_BUILD_TYPE:-Debug}" -DONNX_LIGHT_BUILD_FUZZ=ON -DONNX_LIGHT_BUILD_TESTS=OFF >/dev/null
+  -DCMAKE_BUILD_TYPE="${FUZZ_BUILD_TYPE:-Debug}" -DONNX_LIGHT_BUILD_FUZZ=ON -DONNX_LIGHT_BUILD_TESTS=OFF \
+  -DONNX_LIGHT_UNITY_LIBRARIES=ON >/dev/null
 TARGETS=(fuzz_npy fuzz_tensor_proto fuzz_cache_file fuzz_model fuzz_model_text fuzz_host_json)
 cmake --build "$DIR" -j "${ONNX_LIGHT_JOBS:-$(nproc)}" --target "${TARGETS[@]}" onnx_light_unit_tests_asan
 # The unit tests on the same ASan + UBSan instrumented libraries first (FUZZ_UNIT_TESTS=0 skips them).

@@ -10,7 +10,8 @@ case "$KIND" in
   *) echo "usage: $0 address|thread" >&2; exit 2 ;;
 esac
 "$ROOT/scripts/install-deps.sh"
-BUILD_TARGET=onnx_light_unit_tests BUILD_TYPE=Debug "$ROOT/scripts/build.sh" "$DIR" -DONNX_LIGHT_SANITIZE="$SAN" -DONNX_LIGHT_BUILD_TESTS=ON
+BUILD_TARGET=onnx_light_unit_tests BUILD_TYPE=Debug "$ROOT/scripts/build.sh" "$DIR" -DONNX_LIGHT_SANITIZE="$SAN" -DONNX_LIGHT_BUILD_TESTS=ON \
+  -DONNX_LIGHT_UNITY_LIBRARIES=ON
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 cd "$DIR"

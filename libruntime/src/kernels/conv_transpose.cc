@@ -81,16 +81,16 @@ struct TransposeAttributes : SpatialAttributes {
 };
 
 // Resolved geometry of one run, 3-D (leading axes of size 1 for 1-D and 2-D).
-struct Geometry {
+struct TransposeGeometry {
   std::size_t rank = 0;  // the model's spatial dims
   std::array<int64_t, kMaxSpatial> in{}, kernel{}, stride{}, dilation{}, pad{}, out{};  // pad: at the beginning
   int64_t in_size = 1, out_size = 1, kernel_size = 1;
-  bool operator==(const Geometry&) const = default;
+  bool operator==(const TransposeGeometry&) const = default;
 };
 
 // One run, checked: the geometry, the operands and the output (already shaped).
 struct TransposeRun {
-  Geometry g;
+  TransposeGeometry g;
   int64_t batch = 0, channels = 0, maps = 0, group_channels = 0, group_maps = 0;
   const Tensor* x = nullptr;
   const Tensor* w = nullptr;
@@ -104,7 +104,7 @@ struct TransposeRun {
 // division (SAME_UPPER: the smaller half first; otherwise the larger half first); it may be
 // negative, then the output extends past what any input reaches (those positions get the bias).
 void resolve_axis(const TransposeAttributes& a, std::size_t i, std::size_t rank, int64_t in, int64_t kernel,
-                  Geometry& g, std::size_t axis, const std::string& label) {
+                  TransposeGeometry& g, std::size_t axis, const std::string& label) {
   const int64_t s = a.strides.empty() ? 1 : a.strides[i];
   const int64_t d = a.dilations.empty() ? 1 : a.dilations[i];
   const int64_t op = a.output_padding.empty() ? 0 : a.output_padding[i];
@@ -180,7 +180,7 @@ TransposeRun check_transpose(KernelExecution& execution, const TransposeAttribut
                                  shape_to_string(w.shape())));
   if (bias != nullptr && (bias->rank() != 1 || bias->shape()[0] != r.maps))
     throw InputError(fmt::format("{}: B {} must have shape [{}]", label, shape_to_string(bias->shape()), r.maps));
-  Geometry& g = r.g;
+  TransposeGeometry& g = r.g;
   g.rank = rank;
   for (std::size_t axis = 0; axis < kMaxSpatial - rank; ++axis) {
     g.in[axis] = g.kernel[axis] = g.stride[axis] = g.dilation[axis] = g.out[axis] = 1;
@@ -222,11 +222,11 @@ int64_t transpose_macs(const TransposeRun& r) {
 // Per-axis tap tables of the gather: for output coordinate o of an axis, the (kernel tap, input
 // coordinate) pairs with input * stride + tap * dilation - pad = o, taps ascending.
 struct TapTables {
-  Geometry g;  // the geometry they were built for
+  TransposeGeometry g;  // the geometry they were built for
   bool built = false;
   std::array<std::vector<int64_t>, kMaxSpatial> begin, tap, input;
 
-  void build(const Geometry& geometry) {
+  void build(const TransposeGeometry& geometry) {
     if (built && g == geometry) return;
     g = geometry;
     for (std::size_t a = 0; a < kMaxSpatial; ++a) {
@@ -273,7 +273,7 @@ class PortableConvTransposeKernel final : public Kernel {
   void run(KernelExecution& execution) override {
     const TransposeRun r = check_transpose(execution, attrs_, ElementTraits<T>::type, out_shape_);
     if (r.y->element_count() == 0) return;
-    const Geometry& g = r.g;
+    const TransposeGeometry& g = r.g;
     try {
       tables_.build(g);
     } catch (const std::bad_alloc&) {
@@ -332,7 +332,7 @@ class PortableConvTransposeKernel final : public Kernel {
 struct InputRange {
   int64_t lo, hi;
 };
-InputRange tap_inputs(const Geometry& g, std::size_t a, int64_t k) {
+InputRange tap_inputs(const TransposeGeometry& g, std::size_t a, int64_t k) {
   const int64_t shift = k * g.dilation[a] - g.pad[a];  // output = i * stride + shift
   int64_t lo = std::max<int64_t>(0, floor_div(-shift + g.stride[a] - 1, g.stride[a]));
   int64_t hi = std::min<int64_t>(g.in[a], floor_div(g.out[a] - 1 - shift, g.stride[a]) + 1);
@@ -344,7 +344,7 @@ InputRange tap_inputs(const Geometry& g, std::size_t a, int64_t k) {
 // coordinates reach it; along the last axis, a tap adds to every stride-th element.
 constexpr int64_t kPhaseFloats = 4096;  // col2im's phase buffer, on the stack
 
-void col2im_rows(const Geometry& g, const float* col, float bias, float* plane, int64_t row_begin, int64_t row_end) {
+void col2im_rows(const TransposeGeometry& g, const float* col, float bias, float* plane, int64_t row_begin, int64_t row_end) {
   const int64_t out_w = g.out[2], in_w = g.in[2], k_w = g.kernel[2], s_w = g.stride[2];
   // Whether one tap of the last axis covers a whole output row (k == stride, no dilation or pads).
   const bool exact_w = k_w == s_w && g.dilation[2] == 1 && g.pad[2] == 0 && out_w == in_w * s_w;
@@ -490,7 +490,7 @@ class PackedConvTransposeKernel final : public Kernel {
     const TransposeRun r = check_transpose(execution, attrs_, ElementType::float32, out_shape_);
     last_variant_ = variant_;
     if (r.y->element_count() == 0) return;
-    const Geometry& g = r.g;
+    const TransposeGeometry& g = r.g;
     const int64_t map_floats = checked_mul(g.kernel_size, g.in_size, "ConvTranspose's column buffer");
     if (g.kernel[0] > 64 || g.kernel[1] > 64 || g.kernel[2] > 64 || r.g.in_size == 0 || r.group_channels == 0 ||
         map_floats > kMaxMapFloats) {

@@ -15,7 +15,7 @@ namespace {
 
 using kernels::kFusedDomain;
 
-bool near(float a, double b) { return std::fabs(static_cast<double>(a) - b) <= 1e-6 * std::max(1.0, std::fabs(b)); }
+bool near_activation_constant(float a, double b) { return std::fabs(static_cast<double>(a) - b) <= 1e-6 * std::max(1.0, std::fabs(b)); }
 
 struct Activation {
   std::string name;            // epilogue.h activation name
@@ -33,15 +33,15 @@ bool is_product_of(const onnx::NodeProto& n, const std::string& x, const std::st
 // x * Clip(x + 3, 0, 6) / 6 (or * (1/6), or x * (Clip(...) / 6)) from the Add node `add` reading x.
 std::optional<Activation> decomposed_hard_swish(GraphEdit& g, const std::string& x, int add, int mul) {
   const auto& a = g.node(add);
-  if (!is_op(a, "Add") || other_input(a, x).empty() || !near(g.scalar(other_input(a, x)).value_or(0), 3.0)) return std::nullopt;
+  if (!is_op(a, "Add") || other_input(a, x).empty() || !near_activation_constant(g.scalar(other_input(a, x)).value_or(0), 3.0)) return std::nullopt;
   const int clip = g.only_reader(a.output(0));
   if (clip < 0 || !is_op(g.node(clip), "Clip") || g.node(clip).input(0) != a.output(0)) return std::nullopt;
   auto bounds = clip_bounds(g, g.node(clip));
   if (!bounds || bounds->first != 0.0f || bounds->second != 6.0f) return std::nullopt;
   auto divides_by_six = [&](int n, const std::string& v) {
     const auto& d = g.node(n);
-    if (is_op(d, "Div") && d.input_size() == 2 && d.input(0) == v) return near(g.scalar(d.input(1)).value_or(0), 6.0);
-    if (is_op(d, "Mul") && !other_input(d, v).empty()) return near(g.scalar(other_input(d, v)).value_or(0), 1.0 / 6.0);
+    if (is_op(d, "Div") && d.input_size() == 2 && d.input(0) == v) return near_activation_constant(g.scalar(d.input(1)).value_or(0), 6.0);
+    if (is_op(d, "Mul") && !other_input(d, v).empty()) return near_activation_constant(g.scalar(other_input(d, v)).value_or(0), 1.0 / 6.0);
     return false;
   };
   const std::string c = g.node(clip).output(0);
@@ -92,7 +92,7 @@ std::optional<Activation> match_activation(GraphEdit& g, const std::string& x) {
     if (gn.output_size() != 1 || gn.input_size() < 1) continue;
     // x * Sigmoid(x) and x * HardSigmoid(x) with HardSwish's constants.
     const bool sigmoid = is_op(gn, "Sigmoid");
-    const bool hard = is_op(gn, "HardSigmoid") && near(float_attribute(gn, "alpha", 0.2f), 1.0 / 6.0) &&
+    const bool hard = is_op(gn, "HardSigmoid") && near_activation_constant(float_attribute(gn, "alpha", 0.2f), 1.0 / 6.0) &&
                       float_attribute(gn, "beta", 0.5f) == 0.5f;
     if ((sigmoid || hard) && gn.input(0) == x && g.only_reader(gn.output(0)) == mul &&
         is_product_of(g.node(mul), x, gn.output(0)))

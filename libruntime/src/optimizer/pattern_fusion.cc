@@ -10,7 +10,7 @@ namespace {
 
 using kernels::kFusedDomain;
 
-bool near(float a, double b) { return std::fabs(static_cast<double>(a) - b) <= 1e-5 * std::max(1.0, std::fabs(b)); }
+bool near_pattern_constant(float a, double b) { return std::fabs(static_cast<double>(a) - b) <= 1e-5 * std::max(1.0, std::fabs(b)); }
 
 // The node reading `value` as `op` with the other operand a constant scalar near `c`; -1 otherwise.
 int scalar_op(GraphEdit& g, const std::string& value, std::string_view op, double c) {
@@ -19,7 +19,7 @@ int scalar_op(GraphEdit& g, const std::string& value, std::string_view op, doubl
   const std::string other = other_input(g.node(r), value);
   if (other.empty() || ((op == "Div" || op == "Sub" || op == "Pow") && g.node(r).input(0) != value)) return -1;
   auto v = g.scalar(other);
-  return v && near(*v, c) ? r : -1;
+  return v && near_pattern_constant(*v, c) ? r : -1;
 }
 
 // ReduceMean over exactly the last axis with keepdims; rank from the inferred shape of its input.
@@ -62,7 +62,7 @@ int64_t fuse_layer_norm(GraphEdit& g) {
       if (is_op(g.node(r), "Pow") && g.node(r).input(0) == d) pow = r;
       if (is_op(g.node(r), "Div") && g.node(r).input(0) == d) div = r;
     }
-    if (pow < 0 || div < 0 || !near(g.scalar(g.node(pow).input(1)).value_or(0), 2.0)) continue;
+    if (pow < 0 || div < 0 || !near_pattern_constant(g.scalar(g.node(pow).input(1)).value_or(0), 2.0)) continue;
     const int var = g.only_reader(g.node(pow).output(0));
     if (var < 0 || !reduces_last_axis(g, g.node(var))) continue;
     const int add_eps = g.only_reader(g.node(var).output(0));
@@ -134,11 +134,11 @@ int64_t fuse_gelu(GraphEdit& g) {
     if (scale < 0 || !g.sole_reader(erf.input(0), i)) continue;
     const auto& sn = g.node(scale);
     std::string x;
-    if (is_op(sn, "Div") && sn.input_size() == 2 && near(g.scalar(sn.input(1)).value_or(0), std::sqrt(2.0)))
+    if (is_op(sn, "Div") && sn.input_size() == 2 && near_pattern_constant(g.scalar(sn.input(1)).value_or(0), std::sqrt(2.0)))
       x = sn.input(0);
     else if (is_op(sn, "Mul") && sn.input_size() == 2) {
       for (int k = 0; k < 2; ++k)
-        if (near(g.scalar(sn.input(1 - k)).value_or(0), 1.0 / std::sqrt(2.0))) x = sn.input(k);
+        if (near_pattern_constant(g.scalar(sn.input(1 - k)).value_or(0), 1.0 / std::sqrt(2.0))) x = sn.input(k);
     }
     if (x.empty() || g.is_constant(x)) continue;
     const int one = scalar_op(g, erf.output(0), "Add", 1.0);
@@ -157,11 +157,11 @@ int64_t fuse_gelu(GraphEdit& g) {
       out = g.node(half).output(0);
     } else if (const int h = g.producer(other); h >= 0 && is_op(g.node(h), "Mul") && g.sole_reader(other, m1) &&
                                                !other_input(g.node(h), x).empty() &&
-                                               near(g.scalar(other_input(g.node(h), x)).value_or(0), 0.5)) {
+                                               near_pattern_constant(g.scalar(other_input(g.node(h), x)).value_or(0), 0.5)) {
       // (x * 0.5) * (1 + erf)
       nodes.push_back(h);
       out = g.node(m1).output(0);
-    } else if (near(g.scalar(other).value_or(0), 0.5)) {
+    } else if (near_pattern_constant(g.scalar(other).value_or(0), 0.5)) {
       // x * ((1 + erf) * 0.5)
       const int mx = g.only_reader(g.node(m1).output(0));
       if (mx < 0 || other_input(g.node(mx), g.node(m1).output(0)) != x || !is_op(g.node(mx), "Mul")) continue;

@@ -33,9 +33,9 @@ using runtime::TuningValues;
 
 namespace {
 
-constexpr int64_t kNsPerMs = 1'000'000;
+constexpr int64_t kNanosecondsPerMillisecond = 1'000'000;
 
-Diagnostic note(std::string message, std::optional<TuningKey> key = std::nullopt) {
+Diagnostic calibration_note(std::string message, std::optional<TuningKey> key = std::nullopt) {
   Diagnostic d;
   d.message = std::move(message);
   d.key = std::move(key);
@@ -341,7 +341,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   runtime::TuningRegistry& process_registry = context.registry ? *context.registry : runtime::process_tuning_registry();
   const std::shared_ptr<CalibrationClock> clock = options.clock ? options.clock : steady_calibration_clock();
   const int64_t start_ns = clock->now_ns();
-  const int64_t deadline_ns = start_ns + options.maximum_duration_ms * kNsPerMs;
+  const int64_t deadline_ns = start_ns + options.maximum_duration_ms * kNanosecondsPerMillisecond;
   const int threads = static_cast<int>(resolve_threads(options.num_threads.value_or(0), options.policy));
   const bool idle_spin = runtime::idle_workers_spin(options.policy);
 
@@ -350,7 +350,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   report.cache_path = resolve_cache_path(options.path).string();
   report.effective_threads = threads;
   report.maximum_duration_ms = options.maximum_duration_ms;
-  auto elapsed_ms = [&] { return (clock->now_ns() - start_ns) / kNsPerMs; };
+  auto elapsed_ms = [&] { return (clock->now_ns() - start_ns) / kNanosecondsPerMillisecond; };
   auto progress = [&](const char* phase, int round) {
     if (options.progress) options.progress({phase, round, elapsed_ms(), options.maximum_duration_ms});
   };
@@ -480,9 +480,9 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
     return def != nullptr && !tile_parameters(def->schema).empty();
   });
   if (threads <= 1) {
-    report.diagnostics.push_back(note("Thresholds kept: sessions run on one thread, so no node runs in parallel."));
+    report.diagnostics.push_back(calibration_note("Thresholds kept: sessions run on one thread, so no node runs in parallel."));
   } else if (threshold_keys.empty()) {
-    report.diagnostics.push_back(note("Thresholds kept: no node of the model compares work with a parallel threshold."));
+    report.diagnostics.push_back(calibration_note("Thresholds kept: no node of the model compares work with a parallel threshold."));
   } else {
     const int64_t phase_end = phase_deadline(tiles_possible ? 0.2 : 0.3);
     std::map<TuningKey, TuningValues> serial = old_values, parallel = old_values;
@@ -543,7 +543,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
     std::sort(report.nodes.begin(), report.nodes.end(), [](const auto& a, const auto& b) {
       return a.key.kernel != b.key.kernel ? a.key.kernel < b.key.kernel : a.work < b.work;
     });
-    report.diagnostics.push_back(note(fmt::format("Thresholds: {} nodes of {} keys measured in place, {} interleaved "
+    report.diagnostics.push_back(calibration_note(fmt::format("Thresholds: {} nodes of {} keys measured in place, {} interleaved "
                                                   "all-serial/all-parallel runs each.",
                                                   ser.size(), threshold_keys.size(), rounds)));
     struct Proposal {
@@ -635,7 +635,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
         // a candidate stopped early on a lucky streak would win by its luck.
         const EndToEndComparison e =
             whole_model_ab(old_values, candidates[i].values, until, 100, "thresholds_confirm", /*stop_early=*/false);
-        report.diagnostics.push_back(note(fmt::format("Whole-model candidate, {}: {}.", candidates[i].name,
+        report.diagnostics.push_back(calibration_note(fmt::format("Whole-model candidate, {}: {}.", candidates[i].name,
                                                       e.measured ? speedup_text(e) : std::string("not measured"))));
         if (confirmed(e) && (!best || e.ratio.mean < best_e.ratio.mean)) {
           best = i;
@@ -766,11 +766,11 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
         }
     }
     if (rounds < 6) {
-      report.diagnostics.push_back(note(fmt::format("Block sizes kept: only {} rounds fitted the budget (6 needed); one "
+      report.diagnostics.push_back(calibration_note(fmt::format("Block sizes kept: only {} rounds fitted the budget (6 needed); one "
                                                     "round runs the model {} times.",
                                                     rounds, variants.size() + 1)));
     } else {
-      report.diagnostics.push_back(note(fmt::format("Block sizes: {} variants against the base, {} interleaved rounds.",
+      report.diagnostics.push_back(calibration_note(fmt::format("Block sizes: {} variants against the base, {} interleaved rounds.",
                                                     variants.size(), rounds)));
       for (const auto& [key, t] : tiles) {
         ModelKeyCalibration& k = results[key];
@@ -826,7 +826,7 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
         // 2% by the whole interval: block steps that passed in process at +1-3% did not hold across
         // processes (bench/RESULTS.md, "Calibration driven by a model").
         const bool keep = e.measured && e.pairs >= 20 && e.ratio.high < 1.0 / 1.02;
-        report.diagnostics.push_back(note(fmt::format("Block sizes: the {} step{} on the whole model: {}; {}.", steps.size(),
+        report.diagnostics.push_back(calibration_note(fmt::format("Block sizes: the {} step{} on the whole model: {}; {}.", steps.size(),
                                                       steps.size() == 1 ? "" : "s", text, keep ? "kept" : "undone")));
         if (!keep)
           for (const auto& [key, name] : steps) {
@@ -851,26 +851,26 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
     const EndToEndComparison& e = report.end_to_end;
     if (!e.measured) {
       report.diagnostics.push_back(
-          note(fmt::format("End-to-end check: only {} pairs fitted the budget ({} needed); nothing is saved. Give a larger "
+          calibration_note(fmt::format("End-to-end check: only {} pairs fitted the budget ({} needed); nothing is saved. Give a larger "
                            "--max-duration-ms (one run takes {:.1f} ms).",
                            e.pairs, kMinimumEndToEndPairs, report.model_ms)));
     } else {
-      report.diagnostics.push_back(note(fmt::format(
+      report.diagnostics.push_back(calibration_note(fmt::format(
           "End-to-end: {:.3f} ms -> {:.3f} ms per run (medians), speedup x{:.3f} [{:.3f}, {:.3f}] over {} interleaved pairs: {}.",
           e.old_ms, e.new_ms, 1.0 / e.ratio.mean, 1.0 / e.ratio.high, e.ratio.low > 0 ? 1.0 / e.ratio.low : 0.0, e.pairs,
           e.verdict)));
     }
   } else {
-    report.diagnostics.push_back(note("Nothing changed: the values in force are the best measured for this model."));
+    report.diagnostics.push_back(calibration_note("Nothing changed: the values in force are the best measured for this model."));
   }
   for (auto& [key, k] : results) report.keys.push_back(std::move(k));
   std::sort(report.keys.begin(), report.keys.end(), [](const auto& a, const auto& b) { return a.share > b.share; });
 
   const bool keep = worth_saving(report.end_to_end);
   if (report.end_to_end.verdict == "slower")
-    report.diagnostics.push_back(note("Not saved: the model ran slower with the new values (a regression; nothing written)."));
+    report.diagnostics.push_back(calibration_note("Not saved: the model ran slower with the new values (a regression; nothing written)."));
   else if (report.end_to_end.verdict == "same" && !keep)
-    report.diagnostics.push_back(note("Not saved: the new values were not faster on the whole model."));
+    report.diagnostics.push_back(calibration_note("Not saved: the new values were not faster on the whole model."));
   std::vector<runtime::PublishedProfile> published;
   std::vector<CacheProfile> profiles;
   if (keep) {
