@@ -33,18 +33,23 @@ bool FilterFlags::idle_spin() const { return runtime::parse_spin_policy(spin) > 
 
 namespace {
 
-// Accepts what runtime::parse_spin_policy accepts, with its message otherwise.
-CLI::Validator spin_policy_validator() {
+// Accepts the text `parse` accepts; otherwise CLI11 reports parse's InvalidValueError message.
+template <typename Parse>
+CLI::Validator parsing_validator(Parse parse) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [parse](std::string& text) -> std::string {
         try {
-          runtime::parse_spin_policy(text);
+          parse(text);
         } catch (const InvalidValueError& e) {
           return e.what();
         }
         return {};
       },
       "");
+}
+
+CLI::Validator spin_policy_validator() {
+  return parsing_validator([](const std::string& text) { runtime::parse_spin_policy(text); });
 }
 
 }  // namespace
@@ -133,16 +138,7 @@ void add_policy_flags(CLI::App& verb, PolicyFlags& flags) {
   verb.add_option("--cpus", flags.cpus,
                   "Pin the pool's workers to these CPUs (e.g. 0-3,8), each allowed for this process; the thread "
                   "count defaults to their number")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            try {
-              runtime::parse_cpu_list(text);
-            } catch (const InvalidValueError& e) {
-              return e.what();
-            }
-            return {};
-          },
-          ""))
+      ->check(parsing_validator([](const std::string& text) { runtime::parse_cpu_list(text); }))
       ->type_name("LIST")
       ->excludes(affinity);
 }
@@ -288,6 +284,10 @@ std::string key_label(const runtime::TuningKey& key) {
 
 std::string host_label(const tune::HostDescriptor& h) {
   return fmt::format("{} {}{}", h.architecture, h.vendor, h.microarchitecture.empty() ? "" : " " + h.microarchitecture);
+}
+
+std::string threads_label(const tune::HostDescriptor& h) {
+  return h.idle_spin ? std::to_string(h.effective_threads) : fmt::format("{} (park)", h.effective_threads);
 }
 
 const std::vector<std::string>& conflict_policy_names() {

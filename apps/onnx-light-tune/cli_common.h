@@ -120,6 +120,8 @@ std::string paint(const std::string& text, Tone tone, bool color);
 
 // "x86_64 amd zen3": the host columns of the profile tables.
 std::string host_label(const tune::HostDescriptor& host);
+// A profile's THREADS cell: "2", or "2 (park)" for sessions whose idle workers park at once.
+std::string threads_label(const tune::HostDescriptor& host);
 
 // --on-conflict fail|keep|replace|newest (import, merge), with `fallback` as the default.
 void add_conflict_option(CLI::App& verb, std::string& policy, const std::string& fallback);

@@ -22,8 +22,9 @@ struct DiffVerbOptions {
 
 // "Abs float avx2 (abi 2) on x86_64 amd zen3, 4 threads (stepping 1, on build-07)".
 std::string identity_line(const tune::CacheProfile& p) {
-  return fmt::format("{} on {}, {} thread{} (family {} model {} stepping {}{})", key_label(p.key), host_label(p.host),
-                     p.host.effective_threads, p.host.effective_threads == 1 ? "" : "s", p.host.family, p.host.model,
+  return fmt::format("{} on {}, {} thread{}{} (family {} model {} stepping {}{})", key_label(p.key), host_label(p.host),
+                     p.host.effective_threads, p.host.effective_threads == 1 ? "" : "s",
+                     p.host.idle_spin ? "" : ", workers park", p.host.family, p.host.model,
                      p.host.stepping, p.provenance.hostname.empty() ? "" : ", written on " + p.provenance.hostname);
 }
 

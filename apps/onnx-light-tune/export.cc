@@ -25,7 +25,7 @@ void print_profiles(std::ostream& out, const std::vector<tune::CacheProfile>& pr
   Table table({"KERNEL", "TYPE", "IMPLEMENTATION", "ABI", "THREADS", "HOST", "VALUES", "SOURCE", "WRITTEN"});
   for (const auto& p : profiles) {
     table.add({p.key.kernel, element_type_label(p.key.element_type), p.key.implementation,
-               std::to_string(p.key.tuning_abi), std::to_string(p.host.effective_threads), host_label(p.host),
+               std::to_string(p.key.tuning_abi), threads_label(p.host), host_label(p.host),
                format_values(p.values), p.provenance.source, p.provenance.written});
   }
   table.print(out, color, 2);

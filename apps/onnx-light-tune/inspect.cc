@@ -103,7 +103,7 @@ int inspect_verb(InspectVerbOptions& options, AppContext& context) {
       const auto& h = p.profile.host;
       table.add({std::string(tune::cache_layer_name(p.layer)) + (p.shadowed ? "*" : ""), std::to_string(p.index),
                  p.profile.key.kernel, element_type_label(p.profile.key.element_type), p.profile.key.implementation,
-                 std::to_string(p.profile.key.tuning_abi), std::to_string(h.effective_threads),
+                 std::to_string(p.profile.key.tuning_abi), threads_label(h),
                  host_label(h),
                  paint(std::string(tune::profile_class_name(p.classification)), class_tone(p.classification), color),
                  p.local ? "yes" : "no", format_values(p.profile.values), p.profile.provenance.source,

@@ -44,7 +44,8 @@ int list_verb(ListOptions& options, AppContext& context) {
   if (!report.system_path.empty()) {
     out << fmt::format("; system cache: {} ({})", report.system_path, tune::file_status_name(report.system_status));
   }
-  out << fmt::format("; threads: {}\n", report.effective_threads);
+  out << fmt::format("; threads: {}{}\n", report.effective_threads,
+                     options.filters.idle_spin() ? "" : ", workers park (spin none)");
   Table table({"KERNEL", "TYPE", "IMPLEMENTATION", "ABI", "PARAMETER", "DEFAULT", "CACHED", "ACTIVE", "SOURCE",
                "CALIBRATABLE"});
   for (const auto& entry : report.kernels) {

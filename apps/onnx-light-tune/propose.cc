@@ -35,8 +35,8 @@ int propose_verb(ProposeOptions& options, AppContext& context) {
   const bool color = stdout_color(context);
   auto& out = *context.out;
   options.as_host.print(out);
-  out << fmt::format("cache: {} ({}); threads: {}\n", report.cache_path, tune::file_status_name(report.cache_status),
-                     report.effective_threads);
+  out << fmt::format("cache: {} ({}); threads: {}{}\n", report.cache_path, tune::file_status_name(report.cache_status),
+                     report.effective_threads, options.filters.idle_spin() ? "" : ", workers park (spin none)");
   out << fmt::format("{} selected: {} covered, {} missing ({} calibratable, {} without a calibration routine)\n",
                      report.selected.size(), report.covered.size(), report.missing.size(), report.calibratable.size(),
                      report.unsupported.size());

@@ -36,7 +36,7 @@ void print_profiles(std::ostream& out, const std::vector<tune::InspectedProfile>
     const auto& h = p.profile.host;
     table.add({std::to_string(p.index), p.profile.key.kernel.empty() ? "(unreadable)" : p.profile.key.kernel,
                element_type_label(p.profile.key.element_type), p.profile.key.implementation,
-               std::to_string(p.profile.key.tuning_abi), std::to_string(h.effective_threads),
+               std::to_string(p.profile.key.tuning_abi), threads_label(h),
                host_label(h),
                p.profile.provenance.hostname.empty() ? "-" : p.profile.provenance.hostname,
                std::string(tune::profile_class_name(p.classification)), p.profile.provenance.source});

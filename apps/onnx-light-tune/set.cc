@@ -82,8 +82,8 @@ int set_verb(const SetVerbOptions& options, AppContext& context) {
     return kExitFailed;
   }
   out << fmt::format("{} {}\n", paint("updated", Tone::good, color), report.path);
-  out << fmt::format("  {}, {} thread{}\n", report.key.to_string(), report.effective_threads,
-                     report.effective_threads == 1 ? "" : "s");
+  out << fmt::format("  {}, {} thread{}{}\n", report.key.to_string(), report.effective_threads,
+                     report.effective_threads == 1 ? "" : "s", options.filters.idle_spin() ? "" : ", workers park (spin none)");
   Table table({"PARAMETER", "OLD", "FROM", "", "NEW"});
   for (const auto& change : report.changes) {
     table.add({change.name, runtime::format_value(change.old_value), std::string(tune::value_origin_name(change.old_origin)),

@@ -139,6 +139,11 @@ assert p["idle_spin"] is False and p["tuning_abi"] == 3 and p["effective_threads
 assert p["local"] is False, p  # local means the default spin class unless asked
 PYEOF
 grep -q "^idle_spin = false$" "$SPIN_CACHE" || fail "the cache file does not record idle_spin = false"
+# The human tables say which class a profile serves.
+expect_exit 0 "${S[@]}" inspect --color never
+expect_grep "$SCRATCH/out" " 2 \(park\) "
+expect_exit 0 "${S[@]}" set Abs parallel.minimum_elements=123456 --threads 2 --spin none --color never
+expect_grep "$SCRATCH/out" "2 threads, workers park \(spin none\)"
 # A run uses the profile only under its class.
 run_source() {  # ARGS...: Abs's active_source in run --json
   "${S[@]}" run "$EX/abs.onnxtxt" -i x=random:3 --dim N=1000 -t 2 --profile --json "$@" >"$SCRATCH/run.json"
