@@ -256,8 +256,10 @@ int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
 
 void ThreadPool::publish(int blocks, int participants) {
   pending_.store(blocks, std::memory_order_relaxed);
-  // participants - 1 helper tickets (see worker_loop).
-  tickets_.store(static_cast<uint64_t>(participants - 1) << 32, std::memory_order_relaxed);
+  // participants - 1 helper tickets (see worker_loop); with one block per participant a worker past
+  // the admitted count finds no block to claim anyway, so no tickets are kept.
+  if (options_.blocks_per_participant > 1)
+    tickets_.store(static_cast<uint64_t>(participants - 1) << 32, std::memory_order_relaxed);
   // Released here and acquired by every claim, so a claimer sees the job fields and pending_.
   claim_.store(static_cast<uint64_t>(blocks) << 32, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_seq_cst);
@@ -340,8 +342,10 @@ void ThreadPool::worker_loop() {
     // More blocks than participants: an awake worker past the region's admitted count stays out,
     // so that `admitted` still bounds the threads a region occupies. (A ticket taken on a stale
     // word can let one late worker in beyond it: a soft bound, never a correctness matter.)
-    const uint64_t ticket = tickets_.fetch_add(1, std::memory_order_relaxed);
-    if (static_cast<uint32_t>(ticket) >= static_cast<uint32_t>(ticket >> 32)) continue;
+    if (options_.blocks_per_participant > 1) {
+      const uint64_t ticket = tickets_.fetch_add(1, std::memory_order_relaxed);
+      if (static_cast<uint32_t>(ticket) >= static_cast<uint32_t>(ticket >> 32)) continue;
+    }
     run_claimed_blocks();
   }
 }

@@ -25,11 +25,7 @@ bool HostDescriptor::same_machine(const HostDescriptor& other) const {
   return machine(*this) == machine(other);
 }
 
-HostDescriptor HostDescriptor::with_threads(int64_t threads) const {
-  HostDescriptor copy = *this;
-  copy.effective_threads = threads;
-  return copy;
-}
+HostDescriptor HostDescriptor::with_threads(int64_t threads) const { return with_conditions(threads, idle_spin); }
 
 HostDescriptor HostDescriptor::with_conditions(int64_t threads, bool spin) const {
   HostDescriptor copy = *this;
