@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Single-node depthwise Conv, pooling and Resize models on the shapes of the published CNNs (issue 15),
+"""Single-node depthwise and 1x1 Conv, pooling and Resize models on the shapes of the published CNNs (issue 15),
 with a manifest.tsv in the format of ../shared/peer, so that ONNX Runtime's ort_c_bench and our
 onnx-light-peer-bench time exactly the same models and inputs:
 
@@ -40,6 +40,17 @@ MODELS = {
     "dw3x3s2_64x24x96": ("Conv", [1, 64, 24, 96], dict(group=64, pads=[1, 1, 1, 1], strides=[2, 2]), [64, 1, 3, 3]),
     "dw5x5s1_480x6x80": ("Conv", [1, 480, 6, 80], dict(group=480, pads=[2, 2, 2, 2]), [480, 1, 5, 5]),
     "dw5x5s2x1_480x6x80": ("Conv", [1, 480, 6, 80], dict(group=480, pads=[2, 2, 2, 2], strides=[2, 1]), [480, 1, 5, 5]),
+    # 1x1 Convs (group 1, stride 1, no pad: a GEMM on the activation), the heaviest of the three PaddleOCR
+    # models by MACs (shape inference at their benchmark inputs): rec's 240 and 480 maps on 12x80/3x80 planes,
+    # det's 192 maps on 20x20 and 384 on 10x10 (few positions), cls's expand/project pair on 2x96.
+    "pw_240to240x12x80": ("Conv", [1, 240, 12, 80], dict(), [240, 240, 1, 1]),
+    "pw_480to480x3x80": ("Conv", [1, 480, 3, 80], dict(), [480, 480, 1, 1]),
+    "pw_128to240x12x80": ("Conv", [1, 128, 12, 80], dict(), [240, 128, 1, 1]),
+    "pw_192to192x20x20": ("Conv", [1, 192, 20, 20], dict(), [192, 192, 1, 1]),
+    "pw_384to384x10x10": ("Conv", [1, 384, 10, 10], dict(), [384, 384, 1, 1]),
+    "pw_16to32x160x160": ("Conv", [1, 16, 160, 160], dict(), [32, 16, 1, 1]),
+    "pw_32to200x2x96": ("Conv", [1, 32, 2, 96], dict(), [200, 32, 1, 1]),
+    "pw_200to32x2x96": ("Conv", [1, 200, 2, 96], dict(), [32, 200, 1, 1]),
     "maxpool2x2s2_200x2x96": ("MaxPool", [1, 200, 2, 96], dict(kernel_shape=[2, 2], strides=[2, 2]), None),
     "maxpool3x3s2p1_64x112x112": ("MaxPool", [1, 64, 112, 112], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), None),
     "avgpool2x2s2_96x32x100": ("AveragePool", [1, 96, 32, 100], dict(kernel_shape=[2, 2], strides=[2, 2]), None),

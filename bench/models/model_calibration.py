@@ -3,7 +3,7 @@
 defaults, per published model and thread count, measured across processes.
 
     /usr/bin/python3 bench/models/model_calibration.py [--build build-bench] [--threads 1,2]
-        [--only a,b] [--budget-ms 20000] [--pairs 6] [--runs 40] [--out F.md] [--json F.json]
+        [--only a,b] [--budget-ms 20000] [--pairs 6] [--runs 40] [--spin POLICY] [--out F.md] [--json F.json]
 
 Per model of models.tsv (fetched by fetch.sh; inputs are compare.py's in<j>.npy, made by a
 compare.py run) and thread count:
@@ -54,8 +54,10 @@ def run_json(cmd):
         sys.exit(f"{' '.join(cmd)}: exit {p.returncode}, no JSON: {p.stderr.strip()[:500]}")
 
 
-def latency(binary, model, inputs, threads, cache, runs):
+def latency(binary, model, inputs, threads, cache, runs, spin=""):
     cmd = [binary, "run", model, "--threads", str(threads), "-r", str(runs), "-w", "5", "--json", "--cache", cache]
+    if spin:
+        cmd += ["--spin", spin]
     for i in inputs:
         cmd += ["-i", i]
     code, j = run_json(cmd)
@@ -74,6 +76,7 @@ def main():
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--out")
     ap.add_argument("--json")
+    ap.add_argument("--spin", default="", help="spin policy for calibrate and run (default: the tool's)")
     a = ap.parse_args()
     binary = tool(a.build)
     only = set(filter(None, a.only.split(",")))
@@ -94,6 +97,8 @@ def main():
                 tuned = os.path.join(tmp, "tuned.cache")
                 cmd = [binary, "calibrate", "--model", model, "--threads", str(threads), "--cache", tuned, "--json",
                        "--max-duration-ms", str(a.budget_ms)]
+                if a.spin:
+                    cmd += ["--spin", a.spin]
                 for i in inputs:
                     cmd += ["-i", i]
                 code, report = run_json(cmd)
@@ -107,7 +112,7 @@ def main():
                     ratios = []
                     for p in range(a.pairs):
                         order = [empty, tuned] if p % 2 == 0 else [tuned, empty]
-                        t = {c: latency(binary, model, inputs, threads, c, a.runs) for c in order}
+                        t = {c: latency(binary, model, inputs, threads, c, a.runs, a.spin) for c in order}
                         ratios.append(t[tuned] / t[empty])
                     entry["process_ratios"] = ratios
                     # Which process of a pair runs first moves its time by up to +-15% on this VM;

@@ -260,6 +260,28 @@ TEST_CASE("n_not_multiple_of_nr") {
   for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 33, 47, 100}) check_matmul(13, 29, n);
 }
 
+TEST_CASE("n_le_16_tile_bit_identical_to_the_wide_tile") {
+  // A tile of at most 16 columns runs one vector per row (AVX-512); its columns must carry the same
+  // bits as when they sit in a full 32-column tile. Columns 16..31 of B: in the 48-wide product
+  // they are the second vector of a wide tile, in the 16-wide product a narrow tile of their own.
+  const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
+  const Tensor a = random({29, 300}, 21), wide_b = random({300, 48}, 22);
+  Tensor narrow_b(ElementType::float32, Shape{300, 16});
+  for (int64_t k = 0; k < 300; ++k)
+    for (int64_t j = 0; j < 16; ++j) narrow_b.data<float>()[k * 16 + j] = wide_b.data<float>()[k * 48 + 16 + j];
+  for (const std::string& impl : kSimd) {
+    if (!host_runs(impl)) continue;
+    CAPTURE(impl);
+    const Tensor wide = run(model, {{"a", a}, {"b", wide_b}}, impl, 1);
+    const Tensor narrow = run(model, {{"a", a}, {"b", narrow_b}}, impl, 1);
+    int differ = 0;
+    for (int64_t i = 0; i < 29; ++i)
+      for (int64_t j = 0; j < 16; ++j)
+        differ += std::memcmp(&wide.data<float>()[i * 48 + 16 + j], &narrow.data<float>()[i * 16 + j], sizeof(float)) != 0;
+    CHECK(differ == 0);
+  }
+}
+
 TEST_CASE("k_eq_1") {
   check_matmul(14, 1, 40);
   check_matmul(1, 1, 1);

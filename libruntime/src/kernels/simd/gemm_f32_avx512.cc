@@ -1,5 +1,8 @@
 // float32 GEMM for AVX-512: a 12 x 32 register tile (24 zmm accumulators), column edges by
 // mask registers, row edges by instantiating the tile for 1..12 rows (contract in gemm_f32.h).
+// A tile of at most 16 columns (a panel's tail, attention's 16-wide heads) runs one vector per row:
+// the second vector's FMAs would all be masked off, and they were half of the tile's cost
+// (1x1 Conv 384 -> 384 maps on 10x10: 100 = 3 x 32 + 4 columns).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -31,8 +34,8 @@ inline __m512 activate(const GemmF32Epilogue& e, __m512 v) {
 // Direct: A read in place (row r at pa + r * lda, k contiguous) instead of a packed panel; rows
 // are addressed from one pointer per group of three (base + j * lda), so the loop keeps every
 // address in a register. Indirect (with Direct): B row k at b_rows[k] + col instead of pb.
-template <int R, bool Direct, bool Indirect = false>
-void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, float* c, int64_t ldc, int n,
+template <int R, bool Direct, bool Indirect, int V>
+void kernel_rows_v(int64_t kc, const float* pa, int64_t lda, const float* pb, float* c, int64_t ldc, int n,
                  int accumulate, const GemmF32Epilogue* last, const float* const* b_rows = nullptr,
                  int64_t col = 0) {
   const __mmask16 m0 = low_mask(n), m1 = low_mask(n - 16);
@@ -41,13 +44,13 @@ void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, floa
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       acc0[r] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
-      acc1[r] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
+      if constexpr (V == 2) acc1[r] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
     }
   } else {
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       acc0[r] = _mm512_setzero_ps();
-      acc1[r] = _mm512_setzero_ps();
+      if constexpr (V == 2) acc1[r] = _mm512_setzero_ps();
     }
   }
   if constexpr (Direct) {
@@ -60,12 +63,12 @@ void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, floa
     for (int64_t k = 0; k < kc; ++k) {
       if constexpr (Indirect) pb = b_rows[k] + col;
       const __m512 b0 = _mm512_loadu_ps(pb);
-      const __m512 b1 = _mm512_loadu_ps(pb + 16);
+      const __m512 b1 = V == 2 ? _mm512_loadu_ps(pb + 16) : b0;
 #pragma GCC unroll 12
       for (int r = 0; r < R; ++r) {
         const __m512 a = _mm512_set1_ps(g[r / 3][(r % 3) * lda + k]);
         acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
-        acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
+        if constexpr (V == 2) acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
       }
       pb += NR;
     }
@@ -73,12 +76,12 @@ void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, floa
 #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; ++k) {
       const __m512 b0 = _mm512_loadu_ps(pb);
-      const __m512 b1 = _mm512_loadu_ps(pb + 16);
+      const __m512 b1 = V == 2 ? _mm512_loadu_ps(pb + 16) : b0;
 #pragma GCC unroll 12
       for (int r = 0; r < R; ++r) {
         const __m512 a = _mm512_set1_ps(pa[r]);
         acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
-        acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
+        if constexpr (V == 2) acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
       }
       pa += MR;
       pb += NR;
@@ -92,7 +95,7 @@ void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, floa
     for (int r = 0; r < R; ++r) {
       if (scale) {
         acc0[r] = _mm512_mul_ps(alpha, acc0[r]);
-        acc1[r] = _mm512_mul_ps(alpha, acc1[r]);
+        if constexpr (V == 2) acc1[r] = _mm512_mul_ps(alpha, acc1[r]);
       }
       if (last->bias != nullptr) {
         const float* bias = last->bias + r * last->bias_row_stride;
@@ -101,39 +104,48 @@ void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, floa
           v0 = v1 = _mm512_set1_ps(*bias);
         } else {
           v0 = _mm512_maskz_loadu_ps(m0, bias);
-          v1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+          v1 = V == 2 ? _mm512_maskz_loadu_ps(m1, bias + 16) : v0;
         }
         acc0[r] = _mm512_fmadd_ps(beta, v0, acc0[r]);
-        acc1[r] = _mm512_fmadd_ps(beta, v1, acc1[r]);
+        if constexpr (V == 2) acc1[r] = _mm512_fmadd_ps(beta, v1, acc1[r]);
       }
       if (last->relu) {
         // Keep v where v > 0 or v is NaN (not-less-or-equal is true when unordered); else +0.
         const __m512 zero = _mm512_setzero_ps();
         acc0[r] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(acc0[r], zero, _CMP_NLE_UQ), acc0[r]);
-        acc1[r] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(acc1[r], zero, _CMP_NLE_UQ), acc1[r]);
+        if constexpr (V == 2) acc1[r] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(acc1[r], zero, _CMP_NLE_UQ), acc1[r]);
       }
     }
     if (last->activation != GemmF32Activation::none || last->post_affine) {
 #pragma GCC unroll 12
       for (int r = 0; r < R; ++r) {
         acc0[r] = activate(*last, acc0[r]);
-        acc1[r] = activate(*last, acc1[r]);
+        if constexpr (V == 2) acc1[r] = activate(*last, acc1[r]);
       }
     }
   }
-  if (n == NR) {
+  if (n == V * 16) {
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       _mm512_storeu_ps(c + r * ldc, acc0[r]);
-      _mm512_storeu_ps(c + r * ldc + 16, acc1[r]);
+      if constexpr (V == 2) _mm512_storeu_ps(c + r * ldc + 16, acc1[r]);
     }
   } else {
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       _mm512_mask_storeu_ps(c + r * ldc, m0, acc0[r]);
-      _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc1[r]);
+      if constexpr (V == 2) _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc1[r]);
     }
   }
+}
+
+// The tile for n columns: one vector per row when n <= 16 (identical FMA sequence per element).
+template <int R, bool Direct, bool Indirect = false>
+void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, float* c, int64_t ldc, int n,
+                 int accumulate, const GemmF32Epilogue* last, const float* const* b_rows = nullptr,
+                 int64_t col = 0) {
+  if (n <= 16) kernel_rows_v<R, Direct, Indirect, 1>(kc, pa, lda, pb, c, ldc, n, accumulate, last, b_rows, col);
+  else kernel_rows_v<R, Direct, Indirect, 2>(kc, pa, lda, pb, c, ldc, n, accumulate, last, b_rows, col);
 }
 
 }  // namespace
