@@ -166,7 +166,7 @@ class ProfileGenerator {
 
 using Update = std::vector<CacheProfile>;
 // What the cache must hold: one profile per identity.
-using Model = std::map<Identity, CacheProfile>;
+using CacheModel = std::map<Identity, CacheProfile>;
 
 bool same_profile(const CacheProfile& a, const CacheProfile& b) {
   return a.key == b.key && a.host == b.host && a.values == b.values && a.provenance == b.provenance &&
@@ -195,7 +195,7 @@ std::string merged_file(const fs::path& cache, const Update& initial, const std:
   return file_bytes(cache);
 }
 
-void check_file_matches_model(const fs::path& cache, const Model& model) {
+void check_file_matches_model(const fs::path& cache, const CacheModel& model) {
   const CacheFile file = read_cache_file(cache);
   REQUIRE(file.status == (model.empty() ? FileStatus::not_found : FileStatus::loaded));
   CHECK(file.profiles.size() == model.size());
@@ -237,7 +237,7 @@ TEST_CASE("cache_merge_properties_on_random_update_sequences") {
 
     // The cache before the updates: a random set of profiles over all hosts.
     Update initial;
-    Model model;
+    CacheModel model;
     for (std::size_t i = gen.below(8); i > 0; --i) {
       CacheProfile p = gen.profile(gen.any_identity());
       model[gen.identity_of(p)] = p;

@@ -26,7 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-CacheProfile alpha(const Fixture& f, int64_t threads, int64_t minimum, const std::string& written = "2026-12-02T11:39:29Z") {
+CacheProfile alpha_profile(const Fixture& f, int64_t threads, int64_t minimum, const std::string& written = "2026-12-02T11:39:29Z") {
   CacheProfile p = f.profile(tune_test::alpha_schema(1, "portable"), threads);
   p.values["parallel.minimum_elements"] = minimum;
   p.provenance.written = written;
@@ -86,7 +86,7 @@ Snapshot snapshot(const Fixture& f, const fs::path& cache) { return {read_text(c
 TEST_CASE("export_then_import_into_an_empty_cache_gives_the_same_profiles") {
   Fixture f;
   const HostDescriptor foreign = other_machine(f, 7);
-  write_cache(f.cache, {alpha(f, 1, 1000), alpha(f, 2, 2000), beta(f, 2, 64), on_host(alpha(f, 4, 3000), foreign)});
+  write_cache(f.cache, {alpha_profile(f, 1, 1000), alpha_profile(f, 2, 2000), beta(f, 2, 64), on_host(alpha_profile(f, 4, 3000), foreign)});
 
   SUBCASE("this machine's profiles, every thread count") {
     ExportOptions exporting;
@@ -148,8 +148,8 @@ TEST_CASE("export_then_import_into_an_empty_cache_gives_the_same_profiles") {
 TEST_CASE("export_selects_by_host_threads_and_key_and_leaves_out_what_an_import_would_refuse") {
   Fixture f;
   const HostDescriptor foreign = other_machine(f, 7);
-  CacheProfile broken = alpha(f, 1, -5);  // out of the schema's range
-  write_cache(f.cache, {alpha(f, 2, 2000), beta(f, 2, 64), on_host(alpha(f, 4, 3000), foreign), broken});
+  CacheProfile broken = alpha_profile(f, 1, -5);  // out of the schema's range
+  write_cache(f.cache, {alpha_profile(f, 2, 2000), beta(f, 2, 64), on_host(alpha_profile(f, 4, 3000), foreign), broken});
   ExportOptions exporting;
   exporting.path = f.cache.string();
   exporting.output = "-";
@@ -215,10 +215,10 @@ TEST_CASE("merge_is_order_independent_and_idempotent_without_conflicts") {
   const HostDescriptor c_host = other_machine(f, 2);
   // A and B share one profile with equal values and different provenance; C shares one with A
   // with the very same provenance.
-  const fs::path a = write_cache(f.dir / "a.cache", {alpha(f, 1, 1000), alpha(f, 2, 2000, "2026-12-01T00:00:00Z")});
+  const fs::path a = write_cache(f.dir / "a.cache", {alpha_profile(f, 1, 1000), alpha_profile(f, 2, 2000, "2026-12-01T00:00:00Z")});
   const fs::path b = write_cache(f.dir / "b.cache",
-                                 {alpha(f, 2, 2000, "2026-12-05T00:00:00Z"), on_host(beta(f, 2, 16), b_host)});
-  const fs::path c = write_cache(f.dir / "c.cache", {alpha(f, 1, 1000), on_host(alpha(f, 8, 8000), c_host)});
+                                 {alpha_profile(f, 2, 2000, "2026-12-05T00:00:00Z"), on_host(beta(f, 2, 16), b_host)});
+  const fs::path c = write_cache(f.dir / "c.cache", {alpha_profile(f, 1, 1000), on_host(alpha_profile(f, 8, 8000), c_host)});
   std::vector<std::string> files{a.string(), b.string(), c.string()};
   std::sort(files.begin(), files.end());
   std::string first;
@@ -259,10 +259,10 @@ TEST_CASE("a_conflict_is_reported_with_both_sides_and_resolved_by_the_policy") {
   Fixture f;
   // In the cache: 1000, written 12:30 at +02:00 (10:30 UTC). Imported: 5000, written 11:00 UTC:
   // later, though it sorts first as text.
-  const CacheProfile old_profile = alpha(f, 2, 1000, "2026-12-02T12:30:00+02:00");
-  CacheProfile new_profile = alpha(f, 2, 5000, "2026-12-02T11:00:00Z");
+  const CacheProfile old_profile = alpha_profile(f, 2, 1000, "2026-12-02T12:30:00+02:00");
+  CacheProfile new_profile = alpha_profile(f, 2, 5000, "2026-12-02T11:00:00Z");
   new_profile.provenance.hostname = "build-07";
-  const fs::path incoming = write_cache(f.dir / "incoming.cache", {new_profile, alpha(f, 1, 300)});
+  const fs::path incoming = write_cache(f.dir / "incoming.cache", {new_profile, alpha_profile(f, 1, 300)});
 
   auto import_with = [&](ConflictPolicy policy) {
     write_cache(f.cache, {old_profile});
@@ -315,7 +315,7 @@ TEST_CASE("a_conflict_is_reported_with_both_sides_and_resolved_by_the_policy") {
     CHECK(cached_minimum() == 5000);
   }
   SUBCASE("newest: an older import is kept out") {
-    write_cache(f.dir / "older.cache", {alpha(f, 2, 7000, "2026-12-02T10:00:00Z")});
+    write_cache(f.dir / "older.cache", {alpha_profile(f, 2, 7000, "2026-12-02T10:00:00Z")});
     write_cache(f.cache, {old_profile});
     ImportOptions importing;
     importing.files = {(f.dir / "older.cache").string()};
@@ -371,9 +371,9 @@ TEST_CASE("a_conflict_is_reported_with_both_sides_and_resolved_by_the_policy") {
 
 TEST_CASE("a_malformed_or_partly_invalid_input_changes_nothing_byte_for_byte") {
   Fixture f;
-  write_cache(f.cache, {alpha(f, 2, 2000), beta(f, 1, 32)});
-  const fs::path good = write_cache(f.dir / "good.cache", {alpha(f, 1, 100), alpha(f, 4, 400)});
-  const fs::path single = write_cache(f.dir / "single.cache", {alpha(f, 1, 100)});
+  write_cache(f.cache, {alpha_profile(f, 2, 2000), beta(f, 1, 32)});
+  const fs::path good = write_cache(f.dir / "good.cache", {alpha_profile(f, 1, 100), alpha_profile(f, 4, 400)});
+  const fs::path single = write_cache(f.dir / "single.cache", {alpha_profile(f, 1, 100)});
   const Snapshot before = snapshot(f, f.cache);
   const std::string good_profile = read_text(single).substr(read_text(single).find("[[profile]]"));
   const std::string header = "format = \"onnx-light-kernel-tuning\"\nformat_version = 1\n\n";
@@ -448,8 +448,8 @@ TEST_CASE("a_malformed_or_partly_invalid_input_changes_nothing_byte_for_byte") {
 
 TEST_CASE("import_resolves_conflicts_between_its_files_in_order") {
   Fixture f;
-  const fs::path first = write_cache(f.dir / "first.cache", {alpha(f, 2, 1000, "2026-12-03T00:00:00Z")});
-  const fs::path second = write_cache(f.dir / "second.cache", {alpha(f, 2, 2000, "2026-12-01T00:00:00Z")});
+  const fs::path first = write_cache(f.dir / "first.cache", {alpha_profile(f, 2, 1000, "2026-12-03T00:00:00Z")});
+  const fs::path second = write_cache(f.dir / "second.cache", {alpha_profile(f, 2, 2000, "2026-12-01T00:00:00Z")});
   ImportOptions importing;
   importing.files = {first.string(), second.string()};
   importing.path = f.cache.string();
@@ -467,10 +467,10 @@ TEST_CASE("import_resolves_conflicts_between_its_files_in_order") {
 TEST_CASE("diff_lists_added_removed_and_changed_profiles_with_their_values") {
   Fixture f;
   const HostDescriptor foreign = other_machine(f, 3);
-  CacheProfile restamped = alpha(f, 1, 100);
+  CacheProfile restamped = alpha_profile(f, 1, 100);
   restamped.provenance.written = "2026-12-09T00:00:00Z";
-  const fs::path a = write_cache(f.dir / "a.cache", {alpha(f, 1, 100), alpha(f, 2, 200), beta(f, 2, 16)});
-  const fs::path b = write_cache(f.dir / "b.cache", {restamped, alpha(f, 2, 250), on_host(beta(f, 2, 16), foreign)});
+  const fs::path a = write_cache(f.dir / "a.cache", {alpha_profile(f, 1, 100), alpha_profile(f, 2, 200), beta(f, 2, 16)});
+  const fs::path b = write_cache(f.dir / "b.cache", {restamped, alpha_profile(f, 2, 250), on_host(beta(f, 2, 16), foreign)});
   const DiffReport report = diff_kernel_tuning_caches({a.string(), b.string()});
   CHECK(!report.identical());
   CHECK(report.a.profiles == 3);
@@ -500,7 +500,7 @@ TEST_CASE("merge_and_import_stay_linear_for_a_fleet_of_near_identical_hosts") {
   auto fleet = [&](int from) {
     std::vector<CacheProfile> profiles;
     for (int i = from; i < from + kCount; ++i) {
-      profiles.push_back(on_host(alpha(f, 1 + i % 4, 1000), other_machine(f, 1000 + i / 4)));
+      profiles.push_back(on_host(alpha_profile(f, 1 + i % 4, 1000), other_machine(f, 1000 + i / 4)));
     }
     return profiles;
   };
@@ -524,12 +524,12 @@ TEST_CASE("merge_and_import_stay_linear_for_a_fleet_of_near_identical_hosts") {
 TEST_CASE("the_streamed_json_reports_are_to_json_dump_2_byte_for_byte") {
   Fixture f;
   // Every value type, a string with quotes and a backslash, a hostname with a control character.
-  CacheProfile rich = alpha(f, 2, 3000);
+  CacheProfile rich = alpha_profile(f, 2, 3000);
   rich.values["split.ratio"] = 0.1;
   rich.values["vector.enabled"] = false;
   rich.values["mode"] = std::string("careful \"quoted\"");
   rich.provenance.hostname = "build\\07\t";
-  const fs::path a = write_cache(f.dir / "a.cache", {alpha(f, 1, 100), rich, beta(f, 2, 64)});
+  const fs::path a = write_cache(f.dir / "a.cache", {alpha_profile(f, 1, 100), rich, beta(f, 2, 64)});
   CacheProfile changed = rich;
   changed.values["split.ratio"] = 0.75;
   const fs::path b = write_cache(f.dir / "b.cache", {changed, on_host(beta(f, 4, 16), other_machine(f, 9))});
@@ -548,7 +548,7 @@ TEST_CASE("the_streamed_json_reports_are_to_json_dump_2_byte_for_byte") {
   ImportOptions importing;
   importing.files = {b.string(), a.string()};
   importing.path = (f.dir / "cache").string();
-  write_cache(importing.path, {alpha(f, 2, 5)});
+  write_cache(importing.path, {alpha_profile(f, 2, 5)});
   const ImportReport imported = import_kernel_tuning_cache(importing, f.context());
   CHECK(imported.conflicts.size() == 2);
   CHECK(!imported.added.empty());

@@ -522,7 +522,7 @@ struct FakeBenchmark final : CaseBenchmark {
   FakeClock& clock_;
 };
 
-class NullKernel final : public Kernel {
+class IdleKernel final : public Kernel {
  public:
   void run(KernelExecution&) override {}
 };
@@ -542,12 +542,12 @@ KernelDef fake_def(const std::string& op, bool with_workload = true) {
   tile.role = ParameterRole::tile;
   tile.allowed = {int64_t{4}, int64_t{8}, int64_t{16}};
   d.schema.parameters.push_back(tile);
-  d.create = [](const KernelCreateInfo&) { return std::make_unique<NullKernel>(); };
+  d.create = [](const KernelCreateInfo&) { return std::make_unique<IdleKernel>(); };
   if (with_workload) d.calibration_workload = [](int64_t, int, uint32_t) { return CalibrationWorkload{}; };
   return d;
 }
 
-struct Fixture {
+struct CalibrationFixture {
   KernelTable table;
   TuningRegistry registry;
   FakeClock clock;
@@ -555,7 +555,7 @@ struct Fixture {
   OperationContext context;
   std::filesystem::path dir;
 
-  Fixture() {
+  CalibrationFixture() {
     table.add(fake_def("Fast"));
     table.add(fake_def("Slow"));
     table.add(fake_def("Plain", false));
@@ -566,7 +566,7 @@ struct Fixture {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
   }
-  ~Fixture() { std::filesystem::remove_all(dir); }
+  ~CalibrationFixture() { std::filesystem::remove_all(dir); }
 
   CalibrationOptions options(std::vector<std::string> kernels) {
     CalibrationOptions o;
@@ -592,7 +592,7 @@ std::function<std::vector<double>(int64_t, const std::vector<TuningValues>&)> cr
 }
 
 TEST_CASE("engine_chooses_crossover_and_reports_bracket_like_the_seed") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(65536);
   CalibrationReport r = calibrate_kernel_tuning(f.options({"Fast"}), f.context);
   REQUIRE(r.calibrated.size() == 1);
@@ -622,7 +622,7 @@ TEST_CASE("engine_chooses_crossover_and_reports_bracket_like_the_seed") {
 }
 
 TEST_CASE("engine_publishes_all_keys_in_one_generation") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(4096);
   uint64_t before = f.registry.published_generation();
   CalibrationReport r = calibrate_kernel_tuning(f.options({"Fast", "Slow"}), f.context);
@@ -637,7 +637,7 @@ TEST_CASE("engine_publishes_all_keys_in_one_generation") {
 }
 
 TEST_CASE("engine_time_budget_exhaustion_keeps_default_with_reason") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(int64_t{1} << 40);  // never wins
   f.script.cost_ns = 30'000'000;                      // 30 ms per case
   auto o = f.options({"Fast"});
@@ -656,7 +656,7 @@ TEST_CASE("engine_time_budget_exhaustion_keeps_default_with_reason") {
 }
 
 TEST_CASE("engine_memory_budget_bounds_case_sizes") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(int64_t{1} << 40);
   f.script.bytes_per_element = 16;
   auto o = f.options({"Fast"});
@@ -668,7 +668,7 @@ TEST_CASE("engine_memory_budget_bounds_case_sizes") {
 }
 
 TEST_CASE("engine_memory_budget_below_first_case_keeps_default") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(1);
   auto o = f.options({"Fast"});
   o.maximum_memory_bytes = 100;
@@ -680,7 +680,7 @@ TEST_CASE("engine_memory_budget_below_first_case_keeps_default") {
 }
 
 TEST_CASE("engine_mismatch_is_an_error_and_nothing_is_published_for_that_key") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(2048);
   f.script.before_measure = [](int64_t size) {
     if (size == 4096) throw CalibrationMismatch("Fast: output 'y' of configuration 1 differs from the serial reference");
@@ -696,7 +696,7 @@ TEST_CASE("engine_mismatch_is_an_error_and_nothing_is_published_for_that_key") {
 }
 
 TEST_CASE("engine_one_thread_keeps_default_with_reason") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(1024);
   auto o = f.options({"Fast"});
   o.num_threads = 1;
@@ -708,7 +708,7 @@ TEST_CASE("engine_one_thread_keeps_default_with_reason") {
 }
 
 TEST_CASE("engine_comparison_mode_picks_lowest_summed_median") {
-  Fixture f;
+  CalibrationFixture f;
   // Config medians: width 4 -> 100, 8 -> 80, 16 -> 90 per case.
   f.script.medians = [](int64_t, const std::vector<TuningValues>& configs) {
     std::vector<double> out;
@@ -774,7 +774,7 @@ TEST_CASE("session_benchmark_sessions_take_their_configuration_under_every_spin_
 }
 
 TEST_CASE("engine_comparison_mode_rejects_invalid_values_and_unknown_parameter") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(1);
   auto o = f.options({"Fast"});
   o.parameters["tile.width"] = {"4", "12"};  // 12 not allowed
@@ -789,7 +789,7 @@ TEST_CASE("engine_comparison_mode_rejects_invalid_values_and_unknown_parameter")
 }
 
 TEST_CASE("engine_repeat_saves_median_pick_and_counts_agreement") {
-  Fixture f;
+  CalibrationFixture f;
   int run = 0;
   const int64_t crossovers[] = {4096, 8192, 4096, 16384, 4096};
   f.script.medians = [&](int64_t size, const std::vector<TuningValues>& c) {
@@ -812,7 +812,7 @@ TEST_CASE("engine_repeat_saves_median_pick_and_counts_agreement") {
 }
 
 TEST_CASE("engine_unsupported_and_only_missing") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(1024);
   CalibrationReport r = calibrate_kernel_tuning(f.options({"Plain"}), f.context);
   CHECK(r.calibrated.empty());
@@ -835,7 +835,7 @@ TEST_CASE("engine_unsupported_and_only_missing") {
 }
 
 TEST_CASE("engine_low_confidence_pick_is_published_but_not_saved_unless_forced") {
-  Fixture f;
+  CalibrationFixture f;
   // 8192 leans to a win but straddles the margin, and the memory budget ends the search there.
   f.script.pair_ratio = [](int64_t size, int index) {
     if (size == 8192) return index % 2 ? 1.10 : 0.80;
@@ -869,7 +869,7 @@ TEST_CASE("engine_low_confidence_pick_is_published_but_not_saved_unless_forced")
 }
 
 TEST_CASE("engine_measured_on_a_loaded_machine_is_low_confidence_and_not_saved") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(65536);  // a clean crossover: high confidence on an idle machine
   f.clock.other_cpus = 1.0;                // one busy loop beside it
   auto o = f.options({"Fast"});
@@ -921,7 +921,7 @@ TEST_CASE("engine_measured_on_a_loaded_machine_is_low_confidence_and_not_saved")
 }
 
 TEST_CASE("engine_nothing_measured_is_not_saved") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(1);
   auto o = f.options({"Fast"});
   o.save = true;
@@ -939,7 +939,7 @@ TEST_CASE("engine_time_budget_is_hard_when_warmups_and_minimum_pairs_cost_time")
   // doubling sizes soon make one batch a large share of the budget. The pair source predicts
   // each batch (warm-ups and minimum pairs included) and does not start one past the deadline.
   for (int64_t budget_ms : {30, 100, 250}) {
-    Fixture f;
+    CalibrationFixture f;
     f.script.medians = crossover_at(int64_t{1} << 40);
     f.script.pair_ratio = [](int64_t, int) { return 1.3; };
     f.script.cost_ns = 2'000'000;
@@ -954,7 +954,7 @@ TEST_CASE("engine_time_budget_is_hard_when_warmups_and_minimum_pairs_cost_time")
 }
 
 TEST_CASE("engine_first_pass_of_a_process_is_discarded_so_the_first_search_is_not_biased_high") {
-  Fixture f;
+  CalibrationFixture f;
   // The first measure() of the benchmark is cold: parallel looks 3x slower. Later calls are
   // clean, with parallel winning from the first size on.
   int calls = 0;
@@ -967,7 +967,7 @@ TEST_CASE("engine_first_pass_of_a_process_is_discarded_so_the_first_search_is_no
 }
 
 TEST_CASE("engine_save_writes_profiles_with_calibrate_provenance") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(2048);
   auto o = f.options({"Fast", "Slow"});
   o.save = true;
@@ -989,7 +989,7 @@ TEST_CASE("engine_save_writes_profiles_with_calibrate_provenance") {
 TEST_CASE("engine_records_the_spin_class_it_measured_under") {
   // Workers that park at once move the crossover: such a calibration is saved and published for
   // sessions of that spin class only, next to (not over) the spinning sessions' profile.
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(2048);
   auto spinning = f.options({"Fast"});
   spinning.save = true;
@@ -1015,7 +1015,7 @@ TEST_CASE("engine_records_the_spin_class_it_measured_under") {
 }
 
 TEST_CASE("engine_save_to_malformed_cache_fails_and_leaves_bytes") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(2048);
   auto o = f.options({"Fast"});
   o.save = true;
@@ -1030,7 +1030,7 @@ TEST_CASE("engine_save_to_malformed_cache_fails_and_leaves_bytes") {
 }
 
 TEST_CASE("engine_argument_errors") {
-  Fixture f;
+  CalibrationFixture f;
   f.script.medians = crossover_at(1);
   auto o = f.options({});
   CHECK_THROWS_AS(calibrate_kernel_tuning(o, f.context), InvalidValueError);
@@ -1184,7 +1184,7 @@ TEST_CASE("session_benchmark_mismatch_of_one_key_keeps_it_out_of_the_registry_an
 // --- verify: re-measured cached thresholds -------------------------------------------------------
 
 TEST_CASE("verify_reports_holds_drifted_and_not_measured_and_never_writes_or_publishes") {
-  Fixture f;
+  CalibrationFixture f;
   const std::string path = (f.dir / "cache.toml").string();
   for (const char* kernel : {"Fast", "Slow", "Plain"}) {
     SetOptions s;
@@ -1255,7 +1255,7 @@ TEST_CASE("verify_reports_holds_drifted_and_not_measured_and_never_writes_or_pub
 }
 
 TEST_CASE("verify_budget_and_argument_errors") {
-  Fixture f;
+  CalibrationFixture f;
   VerifyOptions o;
   o.path = (f.dir / "cache.toml").string();
   o.maximum_duration_ms = 0;

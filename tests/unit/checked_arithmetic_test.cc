@@ -35,7 +35,7 @@ Tensor scalar(ElementType type, T value) {
   return t;
 }
 
-Tensor int64s(const std::vector<int64_t>& values) {
+Tensor int64_operand(const std::vector<int64_t>& values) {
   Tensor t(ElementType::int64, {static_cast<int64_t>(values.size())});
   std::copy(values.begin(), values.end(), t.data<int64_t>());
   return t;
@@ -217,7 +217,7 @@ TEST_CASE("Tile refuses output dims and sizes past int64 or the address space, a
   auto run = [&](int64_t repeats, const Shape& x_shape = {4}) {
     RuntimeContext context;
     context.set("x", Tensor(ElementType::float32, x_shape));
-    context.set("r", int64s({repeats}));
+    context.set("r", int64_operand({repeats}));
     session.run(context);
     return context.get("y").shape();
   };
@@ -241,7 +241,7 @@ TEST_CASE("Reshape's product of known dims is checked, not wrapped") {
   auto run = [&](const Shape& x_shape, const std::vector<int64_t>& shape, RuntimeSession* s = nullptr) {
     RuntimeContext context;
     context.set("x", Tensor(ElementType::float32, x_shape));
-    context.set("s", int64s(shape));
+    context.set("s", int64_operand(shape));
     (s != nullptr ? *s : session).run(context);
     return context.get("y").shape();
   };
@@ -261,7 +261,7 @@ TEST_CASE("Pad, Concat, Expand and ConstantOfShape report overflowing output dim
     RuntimeSession pad = session_of("(float[2] x, int64[2] p) => (float[M] y) { y = Pad(x, p) }");
     RuntimeContext context;
     context.set("x", Tensor(ElementType::float32, {2}));
-    context.set("p", int64s({kMax, 1}));
+    context.set("p", int64_operand({kMax, 1}));
     const std::string message = input_error_of([&] { pad.run(context); });
     CHECK(message.find("Pad node") == 0);
     CHECK(message.find("overflows") != std::string::npos);
@@ -278,7 +278,7 @@ TEST_CASE("Pad, Concat, Expand and ConstantOfShape report overflowing output dim
     RuntimeSession expand = session_of("(float[1] x, int64[2] s) => (float[A, B] y) { y = Expand(x, s) }");
     RuntimeContext context;
     context.set("x", Tensor(ElementType::float32, {1}));
-    context.set("s", int64s({int64_t{1} << 32, int64_t{1} << 32}));
+    context.set("s", int64_operand({int64_t{1} << 32, int64_t{1} << 32}));
     const std::string message = input_error_of([&] { expand.run(context); });
     CHECK(message.find("Expand node") == 0);
     CHECK(message.find("[4294967296, 4294967296]") != std::string::npos);
@@ -286,7 +286,7 @@ TEST_CASE("Pad, Concat, Expand and ConstantOfShape report overflowing output dim
   {
     RuntimeSession constant = session_of("(int64[2] s) => (float[A, B] y) { y = ConstantOfShape(s) }");
     RuntimeContext context;
-    context.set("s", int64s({kTwo62, 4}));
+    context.set("s", int64_operand({kTwo62, 4}));
     const std::string message = input_error_of([&] { constant.run(context); });
     CHECK(message.find("ConstantOfShape node") == 0);
     CHECK(message.find("overflows") != std::string::npos);

@@ -20,7 +20,7 @@ using namespace onnx_light::test;
 
 namespace {
 
-const std::string kHeader = "<ir_version: 8, opset_import: [\"\" : 17]>\n";
+const std::string kModelHeader = "<ir_version: 8, opset_import: [\"\" : 17]>\n";
 
 Tensor boolean(bool value) {
   Tensor t(ElementType::boolean, Shape{});
@@ -33,7 +33,7 @@ std::vector<float> run_if(const std::string& graph, bool cond, const std::vector
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
   options.optimization = level;
-  RuntimeSession session(test::parse(kHeader + graph), options);
+  RuntimeSession session(test::parse(kModelHeader + graph), options);
   RuntimeContext context;
   context.set("c", boolean(cond));
   context.set("x", floats({static_cast<int64_t>(x.size())}, x));
@@ -116,12 +116,12 @@ TEST_CASE("if_branches_that_disagree_are_model_errors_naming_the_node") {
   const std::string types = R"(g (bool c, float[2] x) => (float[2] y) {
     y = If (c) <then_branch = t () => (float[2] r) { r = Neg(x) }, else_branch = e () => (int64[2] r) { r = Shape(x) }>
   })";
-  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(kHeader + types)), doctest::Contains("If node (output 'y'): output 0 is float in then_branch and int64 in else_branch"),
+  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(kModelHeader + types)), doctest::Contains("If node (output 'y'): output 0 is float in then_branch and int64 in else_branch"),
                        UnsupportedError);  // listed with every other node that cannot run
   const std::string counts = R"(g (bool c, float[2] x) => (float[2] y) {
     y = If (c) <then_branch = t () => (float[2] r, float[2] s) { r = Neg(x) s = Abs(x) }, else_branch = e () => (float[2] r) { r = Neg(x) }>
   })";
-  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(kHeader + counts)),
+  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(kModelHeader + counts)),
                        doctest::Contains("the node has 1 output(s), then_branch 2 and else_branch 1"), UnsupportedError);
 }
 
@@ -129,11 +129,11 @@ TEST_CASE("if_a_node_error_inside_a_branch_names_the_branch") {
   const std::string g = R"(g (bool c, float[2] x) => (float[2] y) {
     y = If (c) <then_branch = t () => (float[2] r) { r = NoSuchOp(x) }, else_branch = e () => (float[2] r) { r = Neg(x) }>
   })";
-  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(kHeader + g)), doctest::Contains("then_branch"), UnsupportedError);
+  CHECK_THROWS_WITH_AS(RuntimeSession(test::parse(kModelHeader + g)), doctest::Contains("then_branch"), UnsupportedError);
 }
 
 TEST_CASE("if_cond_of_two_elements_is_an_input_error") {
-  RuntimeSession session(test::parse(kHeader + R"(g (bool[2] c, float[2] x) => (float[2] y) {
+  RuntimeSession session(test::parse(kModelHeader + R"(g (bool[2] c, float[2] x) => (float[2] y) {
     y = If (c) <then_branch = t () => (float[2] r) { r = Neg(x) }, else_branch = e () => (float[2] r) { r = Abs(x) }>
   })"));
   RuntimeContext context;
@@ -147,7 +147,7 @@ TEST_CASE("if_profile_names_the_branch_that_ran") {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(1);
   options.profile = true;
-  RuntimeSession session(test::parse(kHeader + R"(g (bool c, float[2] x) => (float[2] y) {
+  RuntimeSession session(test::parse(kModelHeader + R"(g (bool c, float[2] x) => (float[2] y) {
     y = If (c) <then_branch = t () => (float[2] r) { r = Neg(x) }, else_branch = e () => (float[2] r) { r = Abs(x) }>
   })"), options);
   RuntimeContext context;
@@ -187,7 +187,7 @@ LoopResult run_loop(const std::string& graph, const std::vector<std::pair<std::s
                     int threads = 1) {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
-  RuntimeSession session(test::parse(kHeader + graph), options);
+  RuntimeSession session(test::parse(kModelHeader + graph), options);
   RuntimeContext context;
   for (const auto& [name, t] : inputs) context.set(name, t);
   session.run(context);
@@ -214,7 +214,7 @@ Tensor scalar_i64(int64_t value) { return int64s({}, {value}); }
 // The text syntax of ONNX 1.12 cannot leave an input out: the top graph's nodes read `omitted`
 // where the input is meant to be absent.
 Model with_omitted_inputs(const std::string& text) {
-  onnx::ModelProto proto = test::parse(kHeader + text).proto();
+  onnx::ModelProto proto = test::parse(kModelHeader + text).proto();
   for (auto& node : *proto.mutable_graph()->mutable_node())
     for (auto& input : *node.mutable_input())
       if (input == "omitted") input.clear();
@@ -268,7 +268,7 @@ TEST_CASE("loop_body_passing_iteration_num_straight_out_keeps_each_value") {
       bout = Add(b, a)
     }>
   })";
-  RuntimeSession session(test::parse(kHeader + g));
+  RuntimeSession session(test::parse(kModelHeader + g));
   RuntimeContext context;
   context.set("m", scalar_i64(4));
   context.set("c", boolean(true));
@@ -287,7 +287,7 @@ TEST_CASE("loop_scan_output_changing_shape_is_an_input_error") {
       s = Identity(vout)
     }>
   })";
-  RuntimeSession session(test::parse(kHeader + g));
+  RuntimeSession session(test::parse(kModelHeader + g));
   RuntimeContext context;
   context.set("m", scalar_i64(3));
   context.set("c", boolean(true));
@@ -311,7 +311,7 @@ TEST_CASE("loop_profile_counts_each_body_node_once_per_iteration") {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(1);
   options.profile = true;
-  RuntimeSession session(test::parse(kHeader + kAccumulate), options);
+  RuntimeSession session(test::parse(kModelHeader + kAccumulate), options);
   RuntimeContext context;
   context.set("m", int64s({}, {5}));
   context.set("c", boolean(true));

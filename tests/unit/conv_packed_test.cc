@@ -27,16 +27,16 @@ using namespace onnx_light::runtime;
 
 namespace {
 
-using Inputs = std::vector<std::pair<std::string, Tensor>>;
+using PackedConvInputs = std::vector<std::pair<std::string, Tensor>>;
 
-bool is_conv_f32(const KernelDef& def) { return def.op_type == "Conv" && def.element_type == ElementType::float32; }
+bool is_unfused_conv_f32(const KernelDef& def) { return def.op_type == "Conv" && def.element_type == ElementType::float32; }
 
 // Threshold 1 (parallel from the smallest problem) and the given blocks for every Conv float32.
-std::unique_ptr<TuningRegistry> registry_with(int64_t block_m, int64_t block_k, int64_t block_n) {
+std::unique_ptr<TuningRegistry> packed_conv_registry(int64_t block_m, int64_t block_k, int64_t block_n) {
   auto registry = std::make_unique<TuningRegistry>();
   std::vector<PublishedProfile> profiles;
   for (const auto& def : cpu_kernel_table().definitions()) {
-    if (!is_conv_f32(def)) continue;
+    if (!is_unfused_conv_f32(def)) continue;
     TuningValues values = def.schema.defaults();
     values["parallel.minimum_macs"] = int64_t{1};
     if (def.implementation != "portable") {
@@ -50,7 +50,7 @@ std::unique_ptr<TuningRegistry> registry_with(int64_t block_m, int64_t block_k, 
   return registry;
 }
 
-struct Case {
+struct PackedConvCase {
   std::string name;
   std::string attributes;  // inside Conv <...>, may be empty
   Shape x, w;
@@ -60,7 +60,7 @@ struct Case {
   std::vector<int64_t> strides, dilations, pad_begin;
 };
 
-std::vector<Case> cases() {
+std::vector<PackedConvCase> packed_conv_cases() {
   return {
       {"3x3 same, bias", "pads = [1, 1, 1, 1]", {1, 8, 9, 11}, {16, 8, 3, 3}, true, 1, {1, 1}, {1, 1}, {1, 1}},
       {"stride 2, dilation 2, asymmetric pads, batch 2", "strides = [2, 2], dilations = [2, 2], pads = [0, 1, 2, 1]",
@@ -99,9 +99,9 @@ std::vector<Case> cases() {
   };
 }
 
-// A direct convolution in double over the shapes and values `run` uses: the oracle both the
+// A direct convolution in double over the shapes and values `run_packed_conv` uses: the oracle both the
 // portable and the packed kernels are held to.
-std::vector<double> reference(const Case& c, const Shape& y_shape, const Tensor& x, const Tensor& w, const Tensor* b) {
+std::vector<double> packed_conv_reference(const PackedConvCase& c, const Shape& y_shape, const Tensor& x, const Tensor& w, const Tensor* b) {
   const std::size_t rank = c.x.size() - 2;
   const int64_t maps = c.w[0], group_channels = c.w[1], group_maps = maps / c.group;
   int64_t out_size = 1, kernel_size = 1, in_size = 1;
@@ -138,7 +138,7 @@ std::vector<double> reference(const Case& c, const Shape& y_shape, const Tensor&
   return y;
 }
 
-Tensor run(const Case& c, const std::string& implementation, int threads, TuningRegistry& registry) {
+Tensor run_packed_conv(const PackedConvCase& c, const std::string& implementation, int threads, TuningRegistry& registry) {
   const std::string dims_x = fmt::format("{}", fmt::join(c.x, ", "));
   const std::string dims_w = fmt::format("{}", fmt::join(c.w, ", "));
   const std::string text = fmt::format(
@@ -148,7 +148,7 @@ Tensor run(const Case& c, const std::string& implementation, int threads, Tuning
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
   options.registry = &registry;
-  options.kernels = &test::table_with_only("conv_f32", is_conv_f32, implementation);
+  options.kernels = &test::table_with_only("conv_f32", is_unfused_conv_f32, implementation);
   RuntimeSession session(test::parse(text), options);
   RuntimeContext context;
   context.set("x", random_tensor(ElementType::float32, c.x, 3));
@@ -160,7 +160,7 @@ Tensor run(const Case& c, const std::string& implementation, int threads, Tuning
   return context.get("y");
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
+bool same_packed_conv_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() &&
          std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.byte_size())) == 0;
 }
@@ -168,19 +168,19 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 TEST_CASE("packed_conv_matches_a_direct_convolution_and_ignores_threads_and_blocks") {
-  auto defaults = registry_with(96, 256, 256);
-  auto small = registry_with(24, 64, 32);
+  auto defaults = packed_conv_registry(96, 256, 256);
+  auto small = packed_conv_registry(24, 64, 32);
   for (const std::string implementation : {"avx512", "avx2"}) {
-    if (!test::host_runs("Conv float32", is_conv_f32, implementation)) continue;
-    for (const Case& c : cases()) {
+    if (!test::host_runs("Conv float32", is_unfused_conv_f32, implementation)) continue;
+    for (const PackedConvCase& c : packed_conv_cases()) {
       CAPTURE(implementation);
       CAPTURE(c.name);
-      const Tensor portable = run(c, "portable", 1, *defaults);
-      const Tensor got = run(c, implementation, 1, *defaults);
+      const Tensor portable = run_packed_conv(c, "portable", 1, *defaults);
+      const Tensor got = run_packed_conv(c, implementation, 1, *defaults);
       REQUIRE(got.shape() == portable.shape());
       const Tensor x = random_tensor(ElementType::float32, c.x, 3), w = random_tensor(ElementType::float32, c.w, 5);
       const Tensor b = random_tensor(ElementType::float32, {c.w[0]}, 7);
-      const std::vector<double> exact = reference(c, got.shape(), x, w, c.bias ? &b : nullptr);
+      const std::vector<double> exact = packed_conv_reference(c, got.shape(), x, w, c.bias ? &b : nullptr);
       REQUIRE(static_cast<int64_t>(exact.size()) == got.element_count());
       // Terms are products of values in [-1, 1), plus a bias in [-1, 1): a float sum of them is within
       // depth * u * (depth + 1) of the exact value (u = 2^-24).
@@ -199,8 +199,8 @@ TEST_CASE("packed_conv_matches_a_direct_convolution_and_ignores_threads_and_bloc
       CHECK(worst_portable <= bound);
       for (int threads = 2; threads <= 3; ++threads) {
         CAPTURE(threads);
-        CHECK(same_bits(run(c, implementation, threads, *defaults), got));
-        CHECK(same_bits(run(c, implementation, threads, *small), got));
+        CHECK(same_packed_conv_bits(run_packed_conv(c, implementation, threads, *defaults), got));
+        CHECK(same_packed_conv_bits(run_packed_conv(c, implementation, threads, *small), got));
       }
     }
   }

@@ -38,7 +38,7 @@ bool is_convt_f32(const KernelDef& def) {
 }
 
 // Threshold 1 (parallel from the smallest problem) and the given blocks for every ConvTranspose.
-std::unique_ptr<TuningRegistry> registry_with(int64_t block_m, int64_t block_k, int64_t block_n) {
+std::unique_ptr<TuningRegistry> conv_transpose_registry(int64_t block_m, int64_t block_k, int64_t block_n) {
   auto registry = std::make_unique<TuningRegistry>();
   std::vector<PublishedProfile> profiles;
   for (const auto& def : cpu_kernel_table().definitions()) {
@@ -56,7 +56,7 @@ std::unique_ptr<TuningRegistry> registry_with(int64_t block_m, int64_t block_k, 
   return registry;
 }
 
-struct Case {
+struct ConvTransposeCase {
   std::string name;
   std::string attributes;  // inside ConvTranspose <...>, may be empty
   Shape x, w;              // W [C, M/group, k...]
@@ -67,7 +67,7 @@ struct Case {
   std::vector<int64_t> out, pad_begin;
 };
 
-std::vector<Case> cases() {
+std::vector<ConvTransposeCase> conv_transpose_cases() {
   return {
       // full = s * (in - 1) + output_padding + (k - 1) * d + 1; out = full - pads, or given.
       {"2x2 stride 2 upsampling (kernel equals stride), bias", "strides = [2, 2]", {1, 8, 5, 7}, {8, 6, 2, 2}, true,
@@ -119,7 +119,7 @@ std::vector<Case> cases() {
   };
 }
 
-Shape y_shape(const Case& c) {
+Shape conv_transpose_y_shape(const ConvTransposeCase& c) {
   Shape s{c.x[0], c.w[1] * c.group};
   s.insert(s.end(), c.out.begin(), c.out.end());
   return s;
@@ -127,7 +127,7 @@ Shape y_shape(const Case& c) {
 
 // The exact result as a scatter: input position i with tap k adds x * w to output
 // i * stride + k * dilation - pad_begin, when that lies inside Y.
-std::vector<double> reference(const Case& c, const Tensor& x, const Tensor& w, const Tensor* b) {
+std::vector<double> conv_transpose_reference(const ConvTransposeCase& c, const Tensor& x, const Tensor& w, const Tensor* b) {
   const std::size_t rank = c.x.size() - 2;
   const int64_t channels = c.x[1], group_channels = channels / c.group, group_maps = c.w[1], maps = group_maps * c.group;
   int64_t in_size = 1, out_size = 1, kernel_size = 1;
@@ -166,7 +166,7 @@ std::vector<double> reference(const Case& c, const Tensor& x, const Tensor& w, c
   return y;
 }
 
-std::string model_text(const Case& c, const char* type = "float") {
+std::string conv_transpose_model_text(const ConvTransposeCase& c, const char* type = "float") {
   return fmt::format(
       "<ir_version: 8, opset_import: [\"\" : 17]>\ng ({0}[{1}] x, {0}[{2}] w{3}) => ({0}[] y) {{ y = ConvTranspose{4}(x, w{5}) }}",
       type, fmt::join(c.x, ", "), fmt::join(c.w, ", "), c.bias ? fmt::format(", {}[{}] b", type, c.w[1] * c.group) : "",
@@ -181,17 +181,17 @@ Model named_model(const std::string& text, const std::map<std::string, Tensor>& 
   return initializers.empty() ? model : with_initializers(model, initializers);
 }
 
-struct Operands {
+struct ConvTransposeOperands {
   Tensor x, w, b;
 };
-Operands operands(const Case& c) {
+ConvTransposeOperands conv_transpose_operands(const ConvTransposeCase& c) {
   return {random_tensor(ElementType::float32, c.x, 3), random_tensor(ElementType::float32, c.w, 5),
           random_tensor(ElementType::float32, {c.w[1] * c.group}, 7)};
 }
 
-Tensor run(const Case& c, const std::string& implementation, int threads, TuningRegistry& registry, bool constant_w,
+Tensor run_conv_transpose(const ConvTransposeCase& c, const std::string& implementation, int threads, TuningRegistry& registry, bool constant_w,
            std::string* variant = nullptr) {
-  const Operands o = operands(c);
+  const ConvTransposeOperands o = conv_transpose_operands(c);
   std::map<std::string, Tensor> initializers;
   if (constant_w) {
     initializers["w"] = o.w;
@@ -202,7 +202,7 @@ Tensor run(const Case& c, const std::string& implementation, int threads, Tuning
   options.registry = &registry;
   options.kernels = &test::table_with_only("convt_f32", is_convt_f32, implementation);
   options.profile = variant != nullptr;
-  RuntimeSession session(named_model(model_text(c), initializers), options);
+  RuntimeSession session(named_model(conv_transpose_model_text(c), initializers), options);
   RuntimeContext context;
   context.set("x", o.x);
   if (!constant_w) {
@@ -220,16 +220,16 @@ Tensor run(const Case& c, const std::string& implementation, int threads, Tuning
   return context.get("y");
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
+bool same_conv_transpose_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() &&
          std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.byte_size())) == 0;
 }
 
 // Worst absolute difference from the reference; checks the shape first.
-double worst_error(const Case& c, const Tensor& got) {
-  REQUIRE(got.shape() == y_shape(c));
-  const Operands o = operands(c);
-  const std::vector<double> exact = reference(c, o.x, o.w, c.bias ? &o.b : nullptr);
+double worst_error(const ConvTransposeCase& c, const Tensor& got) {
+  REQUIRE(got.shape() == conv_transpose_y_shape(c));
+  const ConvTransposeOperands o = conv_transpose_operands(c);
+  const std::vector<double> exact = conv_transpose_reference(c, o.x, o.w, c.bias ? &o.b : nullptr);
   REQUIRE(static_cast<int64_t>(exact.size()) == got.element_count());
   double worst = 0;
   for (int64_t i = 0; i < got.element_count(); ++i)
@@ -239,7 +239,7 @@ double worst_error(const Case& c, const Tensor& got) {
 
 // Products of values in [-1, 1) plus a bias in [-1, 1): a float sum of n terms is within
 // n * (n + 1) * u of the exact value (u = 2^-24), n = C/group * kernel taps.
-double bound(const Case& c) {
+double bound(const ConvTransposeCase& c) {
   double n = static_cast<double>(c.x[1] / c.group);
   for (std::size_t i = 2; i < c.w.size(); ++i) n *= static_cast<double>(c.w[i]);
   return (n + 1.0) * (n + 2.0) * std::ldexp(1.0, -24);
@@ -248,60 +248,60 @@ double bound(const Case& c) {
 }  // namespace
 
 TEST_CASE("convtranspose_portable_matches_a_double_scatter_on_every_edge") {
-  auto registry = registry_with(96, 256, 256);
-  for (const Case& c : cases())
+  auto registry = conv_transpose_registry(96, 256, 256);
+  for (const ConvTransposeCase& c : conv_transpose_cases())
     for (bool constant_w : {false, true}) {
       CAPTURE(c.name);
       CAPTURE(constant_w);
-      const Tensor got = run(c, "portable", 1, *registry, constant_w);
+      const Tensor got = run_conv_transpose(c, "portable", 1, *registry, constant_w);
       const double worst = worst_error(c, got);
       CAPTURE(worst);
       CHECK(worst <= bound(c));
-      CHECK(same_bits(run(c, "portable", 2, *registry, constant_w), got));
+      CHECK(same_conv_transpose_bits(run_conv_transpose(c, "portable", 2, *registry, constant_w), got));
     }
 }
 
 TEST_CASE("convtranspose_packed_matches_the_reference_and_the_portable_kernel_and_ignores_threads_and_blocks") {
-  auto defaults = registry_with(96, 256, 256);
-  auto small = registry_with(24, 8, 32);
+  auto defaults = conv_transpose_registry(96, 256, 256);
+  auto small = conv_transpose_registry(24, 8, 32);
   for (const std::string implementation : {"avx512", "avx2"}) {
     if (!test::host_runs("ConvTranspose float32", is_convt_f32, implementation)) continue;
-    for (const Case& c : cases())
+    for (const ConvTransposeCase& c : conv_transpose_cases())
       for (bool constant_w : {false, true}) {
         CAPTURE(implementation);
         CAPTURE(c.name);
         CAPTURE(constant_w);
         std::string variant;
-        const Tensor got = run(c, implementation, 1, *defaults, constant_w, &variant);
+        const Tensor got = run_conv_transpose(c, implementation, 1, *defaults, constant_w, &variant);
         CHECK(variant == "gemm_col2im_" + implementation);
         const double worst = worst_error(c, got);
         CAPTURE(worst);
         CHECK(worst <= bound(c));
         // Packed vs portable: both within the bound of the exact value, so within twice it of each other.
-        const Tensor portable = run(c, "portable", 1, *defaults, constant_w);
+        const Tensor portable = run_conv_transpose(c, "portable", 1, *defaults, constant_w);
         double apart = 0;
         for (int64_t i = 0; i < got.element_count(); ++i)
           apart = std::max(apart, static_cast<double>(std::fabs(got.data<float>()[i] - portable.data<float>()[i])));
         CHECK(apart <= 2 * bound(c));
         for (int threads = 2; threads <= 3; ++threads) {
           CAPTURE(threads);
-          CHECK(same_bits(run(c, implementation, threads, *defaults, constant_w), got));
-          CHECK(same_bits(run(c, implementation, threads, *small, constant_w), got));
+          CHECK(same_conv_transpose_bits(run_conv_transpose(c, implementation, threads, *defaults, constant_w), got));
+          CHECK(same_conv_transpose_bits(run_conv_transpose(c, implementation, threads, *small, constant_w), got));
         }
       }
   }
 }
 
 TEST_CASE("convtranspose_double_and_float16_portable_follow_the_reference") {
-  const Case c = cases()[1];  // 4x4 stride 2 pads 1, bias
-  const Operands o = operands(c);
-  const std::vector<double> exact = reference(c, o.x, o.w, &o.b);
+  const ConvTransposeCase c = conv_transpose_cases()[1];  // 4x4 stride 2 pads 1, bias
+  const ConvTransposeOperands o = conv_transpose_operands(c);
+  const std::vector<double> exact = conv_transpose_reference(c, o.x, o.w, &o.b);
   for (const char* type : {"double", "float16"}) {
     CAPTURE(type);
     const ElementType et = std::string(type) == "double" ? ElementType::float64 : ElementType::float16;
     RuntimeSessionOptions options;
     options.parameters = RuntimeParameters(2);
-    RuntimeSession session(named_model(model_text(c, type), {}), options);
+    RuntimeSession session(named_model(conv_transpose_model_text(c, type), {}), options);
     RuntimeContext context;
     // The float32 operands converted (exactly for double; float16 rounds them: a looser bound).
     auto convert = [&](const Tensor& t) {
@@ -317,7 +317,7 @@ TEST_CASE("convtranspose_double_and_float16_portable_follow_the_reference") {
     context.set("b", convert(o.b));
     session.run(context);
     const Tensor y = context.get("y");
-    REQUIRE(y.shape() == y_shape(c));
+    REQUIRE(y.shape() == conv_transpose_y_shape(c));
     double worst = 0;
     for (int64_t i = 0; i < y.element_count(); ++i)
       worst = std::max(worst, std::fabs((et == ElementType::float64 ? y.data<double>()[i]
@@ -331,12 +331,12 @@ TEST_CASE("convtranspose_double_and_float16_portable_follow_the_reference") {
 TEST_CASE("convtranspose_invalid_attributes_and_operands_give_errors_naming_the_node") {
   auto refused = [](const std::string& attributes, Shape x, Shape w, const std::string& needle) {
     CAPTURE(attributes);
-    const Case c{"bad", attributes, x, w, false, 1, {}, {}, {}, {}};
+    const ConvTransposeCase c{"bad", attributes, x, w, false, 1, {}, {}, {}, {}};
     std::string message;
     try {
       RuntimeSessionOptions options;
       options.parameters = RuntimeParameters(1);
-      RuntimeSession session(named_model(model_text(c), {}), options);
+      RuntimeSession session(named_model(conv_transpose_model_text(c), {}), options);
       RuntimeContext context;
       context.set("x", random_tensor(ElementType::float32, x, 1));
       context.set("w", random_tensor(ElementType::float32, w, 2));
@@ -363,13 +363,13 @@ TEST_CASE("convtranspose_invalid_attributes_and_operands_give_errors_naming_the_
 }
 
 TEST_CASE("convtranspose_packed_hands_a_kernel_wider_than_64_taps_to_the_gather_and_reports_portable") {
-  auto registry = registry_with(96, 256, 256);
-  const Case c{"1-D kernel of 70 taps", "strides = [2]", {1, 2, 5}, {2, 3, 70}, true, 1, {2}, {1}, {78}, {0}};
+  auto registry = conv_transpose_registry(96, 256, 256);
+  const ConvTransposeCase c{"1-D kernel of 70 taps", "strides = [2]", {1, 2, 5}, {2, 3, 70}, true, 1, {2}, {1}, {78}, {0}};
   for (const std::string implementation : {"avx512", "avx2"}) {
     if (!test::host_runs("ConvTranspose float32", is_convt_f32, implementation)) continue;
     CAPTURE(implementation);
     std::string variant;
-    const Tensor got = run(c, implementation, 2, *registry, true, &variant);
+    const Tensor got = run_conv_transpose(c, implementation, 2, *registry, true, &variant);
     CHECK(variant == "portable");
     const double worst = worst_error(c, got);
     CAPTURE(worst);

@@ -31,16 +31,16 @@ using namespace onnx_light::runtime;
 
 namespace {
 
-bool is_conv_f32(const KernelDef& def) {
+bool is_conv_or_fused_f32(const KernelDef& def) {
   return (def.op_type == "Conv" || def.op_type == "FusedConv") && def.element_type == ElementType::float32;
 }
 
 // Threshold 1: parallel from the smallest problem.
-std::unique_ptr<TuningRegistry> parallel_registry() {
+std::unique_ptr<TuningRegistry> depthwise_parallel_registry() {
   auto registry = std::make_unique<TuningRegistry>();
   std::vector<PublishedProfile> profiles;
   for (const auto& def : cpu_kernel_table().definitions()) {
-    if (!is_conv_f32(def)) continue;
+    if (!is_conv_or_fused_f32(def)) continue;
     TuningValues values = def.schema.defaults();
     values["parallel.minimum_macs"] = int64_t{1};
     for (int threads = 1; threads <= 3; ++threads) profiles.push_back({def.schema.key, threads, values});
@@ -49,7 +49,7 @@ std::unique_ptr<TuningRegistry> parallel_registry() {
   return registry;
 }
 
-struct Case {
+struct DepthwiseCase {
   std::string name;
   Shape x;                      // [n, c, h, w]
   int64_t multiplier;           // maps per channel
@@ -63,7 +63,7 @@ struct Case {
   std::vector<float> post_affine = {};  // {scale, shift} after the activation
 };
 
-std::vector<Case> cases() {
+std::vector<DepthwiseCase> depthwise_cases() {
   return {
       {"dwconv_3x3_s1_pad1", {1, 5, 9, 21}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
       {"dwconv_3x3_s2_pad1_odd_width", {1, 4, 11, 23}, 1, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, ""},
@@ -117,13 +117,13 @@ std::vector<Case> cases() {
   };
 }
 
-int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, const std::string& auto_pad) {
+int64_t depthwise_out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, const std::string& auto_pad) {
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return (in + s - 1) / s;
   return (in + pb + pe - ((k - 1) * d + 1)) / s + 1;
 }
 
 // Begin pads after auto_pad.
-int64_t pad_begin(const Case& c, int axis, int64_t out) {
+int64_t pad_begin(const DepthwiseCase& c, int axis, int64_t out) {
   const int64_t in = c.x[2 + axis], k = axis == 0 ? c.kh : c.kw, s = axis == 0 ? c.sh : c.sw,
                 d = axis == 0 ? c.dh : c.dw;
   if (c.auto_pad == "SAME_UPPER" || c.auto_pad == "SAME_LOWER") {
@@ -134,14 +134,14 @@ int64_t pad_begin(const Case& c, int axis, int64_t out) {
   return c.pads[static_cast<std::size_t>(axis)];
 }
 
-Shape y_shape(const Case& c) {
+Shape depthwise_y_shape(const DepthwiseCase& c) {
   const bool explicit_pads = !c.pads.empty();
   return {c.x[0], c.x[1] * c.multiplier,
-          out_dim(c.x[2], c.kh, c.sh, c.dh, explicit_pads ? c.pads[0] : 0, explicit_pads ? c.pads[2] : 0, c.auto_pad),
-          out_dim(c.x[3], c.kw, c.sw, c.dw, explicit_pads ? c.pads[1] : 0, explicit_pads ? c.pads[3] : 0, c.auto_pad)};
+          depthwise_out_dim(c.x[2], c.kh, c.sh, c.dh, explicit_pads ? c.pads[0] : 0, explicit_pads ? c.pads[2] : 0, c.auto_pad),
+          depthwise_out_dim(c.x[3], c.kw, c.sw, c.dw, explicit_pads ? c.pads[1] : 0, explicit_pads ? c.pads[3] : 0, c.auto_pad)};
 }
 
-double activate(const Case& c, double v) {
+double activate(const DepthwiseCase& c, double v) {
   const auto sigmoid = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
   if (c.activation == "Relu") return std::max(v, 0.0);
   if (c.activation == "Clip") return std::min(std::max(v, double(c.params[0])), double(c.params[1]));
@@ -154,19 +154,19 @@ double activate(const Case& c, double v) {
   return v;
 }
 
-struct Operands {
+struct DepthwiseOperands {
   Tensor x, w, b, z;
 };
 
-Operands operands(const Case& c) {
-  const Shape y = y_shape(c);
+DepthwiseOperands depthwise_operands(const DepthwiseCase& c) {
+  const Shape y = depthwise_y_shape(c);
   return {random_tensor(ElementType::float32, c.x, 3),
           random_tensor(ElementType::float32, {c.x[1] * c.multiplier, 1, c.kh, c.kw}, 5),
           random_tensor(ElementType::float32, {c.x[1] * c.multiplier}, 7), random_tensor(ElementType::float32, y, 11)};
 }
 
-std::vector<double> reference(const Case& c, const Operands& o) {
-  const Shape y = y_shape(c);
+std::vector<double> depthwise_reference(const DepthwiseCase& c, const DepthwiseOperands& o) {
+  const Shape y = depthwise_y_shape(c);
   const int64_t top = pad_begin(c, 0, y[2]), left = pad_begin(c, 1, y[3]);
   std::vector<double> out(static_cast<std::size_t>(y[0] * y[1] * y[2] * y[3]));
   std::size_t e = 0;
@@ -191,8 +191,8 @@ std::vector<double> reference(const Case& c, const Operands& o) {
   return out;
 }
 
-Tensor run(const Case& c, const Operands& o, const std::string& implementation, int threads, TuningRegistry& registry) {
-  const Shape y = y_shape(c);
+Tensor run_depthwise(const DepthwiseCase& c, const DepthwiseOperands& o, const std::string& implementation, int threads, TuningRegistry& registry) {
+  const Shape y = depthwise_y_shape(c);
   std::string attributes = fmt::format("group = {}, strides = [{}, {}], dilations = [{}, {}]", c.x[1], c.sh, c.sw, c.dh,
                                        c.dw);
   attributes += c.pads.empty() ? fmt::format(", auto_pad = \"{}\"", c.auto_pad)
@@ -209,7 +209,7 @@ Tensor run(const Case& c, const Operands& o, const std::string& implementation, 
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
   options.registry = &registry;
-  options.kernels = &test::table_with_only("dwconv_f32", is_conv_f32, implementation);
+  options.kernels = &test::table_with_only("dwconv_f32", is_conv_or_fused_f32, implementation);
   RuntimeSession session(test::parse(text), options);
   RuntimeContext context;
   context.set("x", o.x);
@@ -222,7 +222,7 @@ Tensor run(const Case& c, const Operands& o, const std::string& implementation, 
   return context.get("y");
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
+bool same_depthwise_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() &&
          std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.byte_size())) == 0;
 }
@@ -230,16 +230,16 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 TEST_CASE("depthwise_conv_matches_a_direct_convolution_on_every_edge") {
-  auto registry = parallel_registry();
+  auto registry = depthwise_parallel_registry();
   for (const std::string implementation : {"portable", "avx2", "avx512"}) {
-    if (implementation != "portable" && !test::host_runs("Conv float32", is_conv_f32, implementation)) continue;
-    for (const Case& c : cases()) {
+    if (implementation != "portable" && !test::host_runs("Conv float32", is_conv_or_fused_f32, implementation)) continue;
+    for (const DepthwiseCase& c : depthwise_cases()) {
       CAPTURE(implementation);
       CAPTURE(c.name);
-      const Operands o = operands(c);
-      const Tensor got = run(c, o, implementation, 1, *registry);
-      REQUIRE(got.shape() == y_shape(c));
-      const std::vector<double> exact = reference(c, o);
+      const DepthwiseOperands o = depthwise_operands(c);
+      const Tensor got = run_depthwise(c, o, implementation, 1, *registry);
+      REQUIRE(got.shape() == depthwise_y_shape(c));
+      const std::vector<double> exact = depthwise_reference(c, o);
       // Products of values in [-1, 1): a float sum of `taps` of them plus bias and residual is within
       // (taps + 2)^2 u of the exact sum (u = 2^-24); the activations here have slope at most 1.5.
       const double taps = double(c.kh * c.kw) + 2.0;
@@ -251,7 +251,7 @@ TEST_CASE("depthwise_conv_matches_a_direct_convolution_on_every_edge") {
         worst = std::max(worst, std::fabs(double(got.data<float>()[i]) - exact[static_cast<std::size_t>(i)]));
       CAPTURE(worst);
       CHECK(worst <= bound);
-      CHECK(same_bits(run(c, o, implementation, 3, *registry), got));
+      CHECK(same_depthwise_bits(run_depthwise(c, o, implementation, 3, *registry), got));
     }
   }
 }
@@ -266,10 +266,10 @@ TEST_CASE("depthwise_conv_reuses_its_scratch_across_shapes_without_stale_pads") 
       " y = Conv <group = 4, pads = [2, 1, 0, 1]> (x, w) }";
   const Tensor w = random_tensor(ElementType::float32, {4, 1, 3, 3}, 5);
   for (const std::string implementation : {"portable", "avx2", "avx512"}) {
-    if (implementation != "portable" && !test::host_runs("Conv float32", is_conv_f32, implementation)) continue;
+    if (implementation != "portable" && !test::host_runs("Conv float32", is_conv_or_fused_f32, implementation)) continue;
     RuntimeSessionOptions options;
     options.parameters = RuntimeParameters(1);
-    options.kernels = &test::table_with_only("dwconv_f32", is_conv_f32, implementation);
+    options.kernels = &test::table_with_only("dwconv_f32", is_conv_or_fused_f32, implementation);
     RuntimeSession reused(test::parse(text), options);
     for (const Shape& x_shape : std::vector<Shape>{{1, 4, 5, 7}, {1, 4, 9, 30}, {1, 4, 3, 70}, {1, 4, 5, 7}}) {
       CAPTURE(implementation);
@@ -284,7 +284,7 @@ TEST_CASE("depthwise_conv_reuses_its_scratch_across_shapes_without_stale_pads") 
       reused.run(a);
       RuntimeSession fresh(test::parse(text), options);
       fresh.run(b);
-      CHECK(same_bits(a.get("y"), b.get("y")));
+      CHECK(same_depthwise_bits(a.get("y"), b.get("y")));
     }
   }
 }

@@ -24,7 +24,7 @@ using namespace onnx_light::test;
 
 namespace {
 
-std::map<std::string, Tensor> run(const std::string& graph, const NamedTensors& inputs, int threads = 1) {
+std::map<std::string, Tensor> run_einsum(const std::string& graph, const NamedTensors& inputs, int threads = 1) {
   return run_graph("g " + graph, inputs, 17, threads);
 }
 
@@ -39,7 +39,7 @@ std::vector<float> iota(std::size_t n, float scale = 1.0f) {
 TEST_CASE("einsum_ellipsis_broadcasts_batch_dimensions_right_aligned_like_numpy") {
   // A [2,1,2,3] x B [4,3,2]: batch dims (2,1) and (4) broadcast to (2,4).
   const std::vector<float> a = iota(2 * 1 * 2 * 3), b = iota(4 * 3 * 2, 0.5f);
-  auto out = run("(float[2,1,2,3] a, float[4,3,2] b) => (float[2,4,2,2] y) { y = Einsum <equation = \"...ij,...jk->...ik\"> (a, b) }",
+  auto out = run_einsum("(float[2,1,2,3] a, float[4,3,2] b) => (float[2,4,2,2] y) { y = Einsum <equation = \"...ij,...jk->...ik\"> (a, b) }",
                  {{"a", floats({2, 1, 2, 3}, a)}, {"b", floats({4, 3, 2}, b)}});
   REQUIRE(out["y"].shape() == Shape{2, 4, 2, 2});
   const std::vector<float> y = values<float>(out["y"]);
@@ -56,7 +56,7 @@ TEST_CASE("einsum_ellipsis_broadcasts_batch_dimensions_right_aligned_like_numpy"
 TEST_CASE("einsum_implicit_output_is_the_ellipsis_then_letters_seen_once_in_alphabetical_order") {
   // "ba,bc": b occurs twice (summed), a and c once -> output "ac".
   const std::vector<float> a = iota(2 * 3), c = iota(2 * 4, 2.0f);
-  auto out = run("(float[2,3] a, float[2,4] c) => (float[3,4] y) { y = Einsum <equation = \"ba,bc\"> (a, c) }",
+  auto out = run_einsum("(float[2,3] a, float[2,4] c) => (float[3,4] y) { y = Einsum <equation = \"ba,bc\"> (a, c) }",
                  {{"a", floats({2, 3}, a)}, {"c", floats({2, 4}, c)}});
   REQUIRE(out["y"].shape() == Shape{3, 4});
   const std::vector<float> y = values<float>(out["y"]);
@@ -64,26 +64,26 @@ TEST_CASE("einsum_implicit_output_is_the_ellipsis_then_letters_seen_once_in_alph
     for (int k = 0; k < 4; ++k)
       CHECK(y[static_cast<std::size_t>(i * 4 + k)] == doctest::Approx(double(a[i]) * c[k] + double(a[3 + i]) * c[4 + k]));
   // "ji" alone is a transpose (implicit output "ij").
-  auto t = run("(float[2,3] x) => (float[3,2] y) { y = Einsum <equation = \"ji\"> (x) }", {{"x", floats({2, 3}, a)}});
+  auto t = run_einsum("(float[2,3] x) => (float[3,2] y) { y = Einsum <equation = \"ji\"> (x) }", {{"x", floats({2, 3}, a)}});
   CHECK(values<float>(t["y"]) == std::vector<float>{a[0], a[3], a[1], a[4], a[2], a[5]});
 }
 
 TEST_CASE("einsum_repeated_subscript_reads_the_diagonal_and_a_trace_sums_it") {
   const std::vector<float> m = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  auto diag = run("(float[3,3] x) => (float[3] y) { y = Einsum <equation = \"ii->i\"> (x) }", {{"x", floats({3, 3}, m)}});
+  auto diag = run_einsum("(float[3,3] x) => (float[3] y) { y = Einsum <equation = \"ii->i\"> (x) }", {{"x", floats({3, 3}, m)}});
   CHECK(values<float>(diag["y"]) == std::vector<float>{1, 5, 9});
-  auto trace = run("(float[3,3] x) => (float[] y) { y = Einsum <equation = \"ii\"> (x) }", {{"x", floats({3, 3}, m)}});
+  auto trace = run_einsum("(float[3,3] x) => (float[] y) { y = Einsum <equation = \"ii\"> (x) }", {{"x", floats({3, 3}, m)}});
   CHECK(trace["y"].shape().empty());
   CHECK(values<float>(trace["y"]) == std::vector<float>{15});
   // Diagonal of each batch matrix, batch last: "bii->ib".
-  auto batched = run("(float[2,2,2] x) => (float[2,2] y) { y = Einsum <equation = \"bii->ib\"> (x) }",
+  auto batched = run_einsum("(float[2,2,2] x) => (float[2,2] y) { y = Einsum <equation = \"bii->ib\"> (x) }",
                      {{"x", floats({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})}});
   CHECK(values<float>(batched["y"]) == std::vector<float>{1, 5, 4, 8});
 }
 
 TEST_CASE("einsum_three_operands_chain_matrix_products") {
   const std::vector<float> a = iota(2 * 3), b = iota(3 * 4, 0.5f), c = iota(4 * 2, 1.5f);
-  auto out = run("(float[2,3] a, float[3,4] b, float[4,2] c) => (float[2,2] y) { y = Einsum <equation = \"ij,jk,kl->il\"> (a, b, c) }",
+  auto out = run_einsum("(float[2,3] a, float[3,4] b, float[4,2] c) => (float[2,2] y) { y = Einsum <equation = \"ij,jk,kl->il\"> (a, b, c) }",
                  {{"a", floats({2, 3}, a)}, {"b", floats({3, 4}, b)}, {"c", floats({4, 2}, c)}});
   const std::vector<float> y = values<float>(out["y"]);
   for (int i = 0; i < 2; ++i)
@@ -96,21 +96,21 @@ TEST_CASE("einsum_three_operands_chain_matrix_products") {
 }
 
 TEST_CASE("einsum_contracting_an_empty_dimension_gives_zeros_and_an_empty_output_dimension_nothing") {
-  auto zeros = run("(float[2,0] a, float[0,3] b) => (float[2,3] y) { y = Einsum <equation = \"ij,jk->ik\"> (a, b) }",
+  auto zeros = run_einsum("(float[2,0] a, float[0,3] b) => (float[2,3] y) { y = Einsum <equation = \"ij,jk->ik\"> (a, b) }",
                    {{"a", floats({2, 0}, {})}, {"b", floats({0, 3}, {})}});
   CHECK(values<float>(zeros["y"]) == std::vector<float>(6, 0.0f));
-  auto empty = run("(float[0,4] a, float[4,3] b) => (float[0,3] y) { y = Einsum <equation = \"ij,jk->ik\"> (a, b) }",
+  auto empty = run_einsum("(float[0,4] a, float[4,3] b) => (float[0,3] y) { y = Einsum <equation = \"ij,jk->ik\"> (a, b) }",
                    {{"a", floats({0, 4}, {})}, {"b", floats({4, 3}, std::vector<float>(12, 1.0f))}});
   CHECK(empty["y"].shape() == Shape{0, 3});
 }
 
 TEST_CASE("einsum_int32_products_wrap_around_without_undefined_behaviour") {
   const int32_t big = 2'000'000'000;
-  auto out = run("(int32[2] a, int32[2] b) => (int32[] y) { y = Einsum <equation = \"i,i\"> (a, b) }",
+  auto out = run_einsum("(int32[2] a, int32[2] b) => (int32[] y) { y = Einsum <equation = \"i,i\"> (a, b) }",
                  {{"a", tensor<int32_t>(ElementType::int32, {2}, {big, big})}, {"b", tensor<int32_t>(ElementType::int32, {2}, {3, 1})}});
   const uint32_t expect = static_cast<uint32_t>(big) * 3u + static_cast<uint32_t>(big);
   CHECK(values<int32_t>(out["y"]) == std::vector<int32_t>{static_cast<int32_t>(expect)});
-  auto wide = run("(int64[2,2] a) => (int64[2] y) { y = Einsum <equation = \"ij->i\"> (a) }",
+  auto wide = run_einsum("(int64[2,2] a) => (int64[2] y) { y = Einsum <equation = \"ij->i\"> (a) }",
                   {{"a", int64s({2, 2}, {INT64_MAX, 1, -5, 7})}});
   CHECK(values<int64_t>(wide["y"]) == std::vector<int64_t>{INT64_MIN, 2});
 }
@@ -123,31 +123,31 @@ TEST_CASE("einsum_results_are_identical_at_one_and_three_threads") {
   for (float& v : b) v = dist(rng);
   const std::string g =
       "(float[4,32,48] a, float[4,48,40] b) => (float[4,32,40] y) { y = Einsum <equation = \"bij,bjk->bik\"> (a, b) }";
-  auto one = run(g, {{"a", floats({4, 32, 48}, a)}, {"b", floats({4, 48, 40}, b)}}, 1);
-  auto three = run(g, {{"a", floats({4, 32, 48}, a)}, {"b", floats({4, 48, 40}, b)}}, 3);
+  auto one = run_einsum(g, {{"a", floats({4, 32, 48}, a)}, {"b", floats({4, 48, 40}, b)}}, 1);
+  auto three = run_einsum(g, {{"a", floats({4, 32, 48}, a)}, {"b", floats({4, 48, 40}, b)}}, 3);
   CHECK(values<float>(one["y"]) == values<float>(three["y"]));
 }
 
 TEST_CASE("einsum_malformed_equations_and_mismatched_inputs_are_named") {
   const auto two = std::vector<std::pair<std::string, Tensor>>{{"a", floats({2, 3}, iota(6))}, {"b", floats({4, 2}, iota(8))}};
   CHECK_THROWS_WITH_AS(
-      run("(float[2,3] a, float[4,2] b) => (float[2,2] y) { y = Einsum <equation = \"ij,jk->ik\"> (a, b) }", two),
+      run_einsum("(float[2,3] a, float[4,2] b) => (float[2,2] y) { y = Einsum <equation = \"ij,jk->ik\"> (a, b) }", two),
       doctest::Contains("subscript 'j' has size 4 in input 1 [4, 2] but 3 elsewhere"), InputError);
-  CHECK_THROWS_WITH_AS(run("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"ij->k\"> (a) }", {two[0]}),
+  CHECK_THROWS_WITH_AS(run_einsum("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"ij->k\"> (a) }", {two[0]}),
                        doctest::Contains("output subscript 'k' is in no input"), UnsupportedError);
-  CHECK_THROWS_WITH_AS(run("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"ij,jk->ik\"> (a) }", {two[0]}),
+  CHECK_THROWS_WITH_AS(run_einsum("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"ij,jk->ik\"> (a) }", {two[0]}),
                        doctest::Contains("has 2 operands but the node has 1 input"), UnsupportedError);
-  CHECK_THROWS_WITH_AS(run("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"ijk->i\"> (a) }", {two[0]}),
+  CHECK_THROWS_WITH_AS(run_einsum("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"ijk->i\"> (a) }", {two[0]}),
                        doctest::Contains("operand 0 has 3 subscripts but input 0 has rank 2"), InputError);
-  CHECK_THROWS_WITH_AS(run("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"i1->i\"> (a) }", {two[0]}),
+  CHECK_THROWS_WITH_AS(run_einsum("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"i1->i\"> (a) }", {two[0]}),
                        doctest::Contains("'1' is not a subscript"), UnsupportedError);
-  CHECK_THROWS_WITH_AS(run("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"ij->ii\"> (a) }", {two[0]}),
+  CHECK_THROWS_WITH_AS(run_einsum("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"ij->ii\"> (a) }", {two[0]}),
                        doctest::Contains("repeats an output subscript"), UnsupportedError);
-  CHECK_THROWS_WITH_AS(run("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"ij->...i\"> (a) }", {two[0]}),
+  CHECK_THROWS_WITH_AS(run_einsum("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"ij->...i\"> (a) }", {two[0]}),
                        doctest::Contains("'...' in the output but in no input"), UnsupportedError);
-  CHECK_THROWS_WITH_AS(run("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"..i.->i\"> (a) }", {two[0]}),
+  CHECK_THROWS_WITH_AS(run_einsum("(float[2,3] a) => (float[2] y) { y = Einsum <equation = \"..i.->i\"> (a) }", {two[0]}),
                        doctest::Contains("only as one '...' per operand"), UnsupportedError);
-  CHECK_THROWS_WITH_AS(run("(float[2,3] a) => (float[2] y) { y = Einsum(a) }", {two[0]}),
+  CHECK_THROWS_WITH_AS(run_einsum("(float[2,3] a) => (float[2] y) { y = Einsum(a) }", {two[0]}),
                        doctest::Contains("Required attribute 'equation' is missing"), Error);
 }
 

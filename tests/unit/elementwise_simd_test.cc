@@ -40,17 +40,17 @@ bool is_span_op(const KernelDef& def) {
   return false;
 }
 
-bool host_runs(const std::string& implementation) {
+bool host_runs_elementwise(const std::string& implementation) {
   return test::host_runs("float32 elementwise kernels", is_span_op, implementation);
 }
 
-const KernelTable& table_for(const std::string& implementation) {
+const KernelTable& elementwise_table(const std::string& implementation) {
   return test::table_with_only("elementwise", is_span_op, implementation);
 }
 
 // Every span op parallel from one element, with the given streaming-store threshold where the
 // schema has one, for 1..4 threads.
-std::unique_ptr<TuningRegistry> registry_with(int64_t streaming_minimum) {
+std::unique_ptr<TuningRegistry> streaming_registry(int64_t streaming_minimum) {
   auto registry = std::make_unique<TuningRegistry>();
   std::vector<PublishedProfile> profiles;
   for (const auto& def : cpu_kernel_table().definitions()) {
@@ -84,12 +84,12 @@ Tensor special_tensor(const Shape& shape, uint32_t seed) {
   return t;
 }
 
-struct Case {
+struct ElementwiseCase {
   std::string op;
   Shape a, b;  // b empty for unary ops
 };
 
-Tensor run(const Case& c, const std::string& implementation, int threads, TuningRegistry& registry) {
+Tensor run_elementwise(const ElementwiseCase& c, const std::string& implementation, int threads, TuningRegistry& registry) {
   const bool binary = !c.b.empty();
   auto dims = [](const Shape& s) { return fmt::format("{}", fmt::join(s, ",")); };
   std::string text = fmt::format("<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[{}] a{}) => (float[] y) {{ y = {}(a{}) }}",
@@ -98,7 +98,7 @@ Tensor run(const Case& c, const std::string& implementation, int threads, Tuning
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
   options.registry = &registry;
-  options.kernels = &table_for(implementation);
+  options.kernels = &elementwise_table(implementation);
   RuntimeSession session(test::parse(text), options);
   RuntimeContext context;
   context.set("a", special_tensor(c.a, 11));
@@ -109,10 +109,10 @@ Tensor run(const Case& c, const std::string& implementation, int threads, Tuning
   return context.get("y");
 }
 
-void check_same_bits(const Case& c, const std::string& implementation, TuningRegistry& registry) {
-  const Tensor expected = run(c, "portable", 1, registry);
+void check_same_bits(const ElementwiseCase& c, const std::string& implementation, TuningRegistry& registry) {
+  const Tensor expected = run_elementwise(c, "portable", 1, registry);
   for (int threads = 1; threads <= 3; ++threads) {
-    const Tensor got = run(c, implementation, threads, registry);
+    const Tensor got = run_elementwise(c, implementation, threads, registry);
     INFO(c.op, " ", implementation, " a=", fmt::format("{}", fmt::join(c.a, "x")), " b=",
          fmt::format("{}", fmt::join(c.b, "x")), " threads=", threads);
     REQUIRE(got.shape() == expected.shape());
@@ -122,8 +122,8 @@ void check_same_bits(const Case& c, const std::string& implementation, TuningReg
 
 const std::vector<int64_t> kLengths{1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 39, 40, 41, 64, 100, 1000, 4099};
 
-std::vector<Case> binary_cases(const std::string& op) {
-  std::vector<Case> cases;
+std::vector<ElementwiseCase> binary_cases(const std::string& op) {
+  std::vector<ElementwiseCase> cases;
   for (int64_t n : kLengths) {
     cases.push_back({op, {n}, {n}});  // same shape
     cases.push_back({op, {n}, {1}});  // scalar right
@@ -140,22 +140,22 @@ std::vector<Case> binary_cases(const std::string& op) {
 }  // namespace
 
 TEST_CASE("avx2_unary_lengths_around_vector_width_match_portable_bits") {
-  if (!host_runs("avx2")) return;
-  auto registry = registry_with(int64_t{1} << 40);
+  if (!host_runs_elementwise("avx2")) return;
+  auto registry = streaming_registry(int64_t{1} << 40);
   for (const auto& op : kUnary)
     for (int64_t n : kLengths) check_same_bits({op, {n}, {}}, "avx2", *registry);
 }
 
 TEST_CASE("avx2_binary_every_broadcast_form_matches_portable_bits") {
-  if (!host_runs("avx2")) return;
-  auto registry = registry_with(int64_t{1} << 40);
+  if (!host_runs_elementwise("avx2")) return;
+  auto registry = streaming_registry(int64_t{1} << 40);
   for (const auto& op : kBinary)
     for (const auto& c : binary_cases(op)) check_same_bits(c, "avx2", *registry);
 }
 
 TEST_CASE("avx2_streaming_stores_misaligned_rows_match_portable_bits") {
-  if (!host_runs("avx2")) return;
-  auto registry = registry_with(1);  // every output written with non-temporal stores
+  if (!host_runs_elementwise("avx2")) return;
+  auto registry = streaming_registry(1);  // every output written with non-temporal stores
   for (const auto& op : kUnary)
     for (int64_t n : {1, 9, 33, 4099}) check_same_bits({op, {n}, {}}, "avx2", *registry);
   for (const auto& op : kBinary)
@@ -169,7 +169,7 @@ namespace simd = onnx_light::runtime::kernels::simd;
 // loop first aligns its output with a masked head: the same bits as the aligned call, and not one
 // float written outside [0, n) (the guards around the output keep their sentinel).
 TEST_CASE("avx2_spans_at_every_output_offset_write_exactly_n_floats") {
-  if (!host_runs("avx2")) return;
+  if (!host_runs_elementwise("avx2")) return;
   constexpr int64_t kGuard = 16;
   const float sentinel = 12345.0f;
   const Tensor a = special_tensor({4200}, 5), b = special_tensor({4200}, 9);
@@ -210,11 +210,11 @@ TEST_CASE("avx2_spans_at_every_output_offset_write_exactly_n_floats") {
 #endif
 
 TEST_CASE("relu_avx2_keeps_nan_and_turns_negative_zero_positive") {
-  if (!host_runs("avx2")) return;
-  auto registry = registry_with(int64_t{1} << 40);
+  if (!host_runs_elementwise("avx2")) return;
+  auto registry = streaming_registry(int64_t{1} << 40);
   RuntimeSessionOptions options;
   options.registry = registry.get();
-  options.kernels = &table_for("avx2");
+  options.kernels = &elementwise_table("avx2");
   RuntimeSession session(test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[4] a) => (float[4] y) { y = Relu(a) }"),
                          options);
   RuntimeContext context;

@@ -35,7 +35,7 @@ std::string message_of(auto&& call) {
   return "(no InvalidValueError)";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool policy_message_mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::string first_line(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -94,22 +94,22 @@ TEST_CASE("spin policy: anything else is refused, naming the text") {
   for (const char* bad : {"", "fast", "-5", "1e3", "50ms", "1000001", "99999999999", " "}) {
     CAPTURE(bad);
     const std::string message = message_of([&] { parse_spin_policy(bad); });
-    CHECK(contains(message, std::string("'") + bad + "'"));
-    CHECK(contains(message, "none, short"));
+    CHECK(policy_message_mentions(message, std::string("'") + bad + "'"));
+    CHECK(policy_message_mentions(message, "none, short"));
   }
   RuntimeParameters p;
   p.spin_microseconds = -1;
-  CHECK(contains(message_of([&] { effective_threads(p); }), "spin"));
+  CHECK(policy_message_mentions(message_of([&] { effective_threads(p); }), "spin"));
   p.spin_microseconds = kSpinMaximumMicroseconds + 1;
-  CHECK(contains(message_of([&] { effective_threads(p); }), "1000001"));
+  CHECK(policy_message_mentions(message_of([&] { effective_threads(p); }), "1000001"));
 }
 
 TEST_CASE("affinity policy: none and physical_cores parse; others are refused") {
   CHECK(parse_affinity_policy("none") == AffinityPolicy::none);
   CHECK(parse_affinity_policy("physical_cores") == AffinityPolicy::physical_cores);
   CHECK(affinity_policy_name(AffinityPolicy::physical_cores) == "physical_cores");
-  CHECK(contains(message_of([] { parse_affinity_policy("cores"); }), "'cores'"));
-  CHECK(contains(message_of([] { parse_affinity_policy("0-1"); }), "--cpus"));
+  CHECK(policy_message_mentions(message_of([] { parse_affinity_policy("cores"); }), "'cores'"));
+  CHECK(policy_message_mentions(message_of([] { parse_affinity_policy("0-1"); }), "--cpus"));
 }
 
 TEST_CASE("cpu list: ranges and singles, sorted and deduplicated, and formatted back") {
@@ -133,8 +133,8 @@ TEST_CASE("cpu list: malformed lists are refused, naming the list and the item")
                        Case{"0-", "'0-'"}, Case{"1024", "'1024'"}, Case{"0-3,x", "'x'"}, Case{"1.5", "'1.5'"}}) {
     CAPTURE(c.text);
     const std::string message = message_of([&] { parse_cpu_list(c.text); });
-    CHECK(contains(message, std::string("CPU list '") + c.text + "'"));
-    CHECK(contains(message, c.item));
+    CHECK(policy_message_mentions(message, std::string("CPU list '") + c.text + "'"));
+    CHECK(policy_message_mentions(message, c.item));
   }
 }
 
@@ -148,17 +148,17 @@ TEST_CASE("cpu list: CPUs outside the allowed set are named; the list sizes the 
 
   const int outside = cpus.back() + 4;  // this VM: CPUs 0-1, so 5
   const std::string message = message_of([&] { effective_threads(with_cpus({cpus.front(), outside})); });
-  CHECK(contains(message, "CPU " + std::to_string(outside) + " is not in the set"));
-  CHECK(contains(message, format_cpu_list(cpus)));
+  CHECK(policy_message_mentions(message, "CPU " + std::to_string(outside) + " is not in the set"));
+  CHECK(policy_message_mentions(message, format_cpu_list(cpus)));
   const std::string two = message_of([&] { effective_threads(with_cpus({outside, outside + 2})); });
-  CHECK(contains(two, "CPUs " + std::to_string(outside) + "," + std::to_string(outside + 2) + " are not"));
+  CHECK(policy_message_mentions(two, "CPUs " + std::to_string(outside) + "," + std::to_string(outside + 2) + " are not"));
 
   // A list must come with the cpu_list policy and be sorted and distinct.
   RuntimeParameters loose;
   loose.cpus = {0};
-  CHECK(contains(message_of([&] { effective_threads(loose); }), "affinity none"));
-  CHECK(contains(message_of([&] { effective_threads(with_cpus({})); }), "at least one CPU"));
-  CHECK(contains(message_of([&] { effective_threads(with_cpus({1, 0})); }), "sorted"));
+  CHECK(policy_message_mentions(message_of([&] { effective_threads(loose); }), "affinity none"));
+  CHECK(policy_message_mentions(message_of([&] { effective_threads(with_cpus({})); }), "at least one CPU"));
+  CHECK(policy_message_mentions(message_of([&] { effective_threads(with_cpus({1, 0})); }), "sorted"));
 }
 
 TEST_CASE("physical_cores: one CPU per allowed physical core, agreeing with physical_core_count") {
@@ -307,8 +307,8 @@ TEST_CASE("sessions: the parameters' placement reaches the pool; a shared pool m
   options.thread_pool = std::make_shared<ThreadPool>(3);  // short spin, not pinned
   const std::string message = message_of(
       [&] { RuntimeSession(onnx_light::test::parse(onnx_light::test::kSeedAbsModel), options); });
-  CHECK(contains(message, "spins 50 us on CPUs []"));
-  CHECK(contains(message, "0 us on CPUs [" + std::to_string(cpu) + "]"));
+  CHECK(policy_message_mentions(message, "spins 50 us on CPUs []"));
+  CHECK(policy_message_mentions(message, "0 us on CPUs [" + std::to_string(cpu) + "]"));
   options.thread_pool = std::make_shared<ThreadPool>(3, thread_pool_options(options.parameters));
   CHECK_NOTHROW(RuntimeSession(onnx_light::test::parse(onnx_light::test::kSeedAbsModel), options));
 }

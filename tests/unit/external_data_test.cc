@@ -25,13 +25,13 @@ namespace fs = std::filesystem;
 namespace {
 
 // A fresh directory per test case, removed at the end.
-struct TempDir {
+struct ScratchModelDir {
   fs::path path;
-  TempDir() {
+  ScratchModelDir() {
     std::string pattern = (fs::temp_directory_path() / "olt-external-XXXXXX").string();
     path = mkdtemp(pattern.data());
   }
-  ~TempDir() {
+  ~ScratchModelDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
@@ -44,7 +44,7 @@ void write_bytes(const fs::path& path, const std::vector<float>& values, std::si
   out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
 }
 
-std::vector<float> iota(int n, float start) {
+std::vector<float> ramp_values(int n, float start) {
   std::vector<float> v(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = start + static_cast<float>(i);
   return v;
@@ -104,8 +104,8 @@ std::vector<float> run_add(const Model& model, int n, float x) {
 }  // namespace
 
 TEST_CASE("aligned_external_tensor_is_a_view_of_the_mapping_and_runs") {
-  TempDir dir;
-  write_bytes(dir.path / "weights.bin", iota(64, 1.0f));
+  ScratchModelDir dir;
+  write_bytes(dir.path / "weights.bin", ramp_values(64, 1.0f));
   const fs::path model_path = save(add_model(64, {{"location", "weights.bin"}, {"offset", "0"}, {"length", "256"}}),
                                    dir.path / "model.onnx");
   Model model = load_model_file(model_path);
@@ -120,9 +120,9 @@ TEST_CASE("aligned_external_tensor_is_a_view_of_the_mapping_and_runs") {
 }
 
 TEST_CASE("unaligned_offset_is_copied_and_length_may_be_omitted") {
-  TempDir dir;
+  ScratchModelDir dir;
   fs::create_directory(dir.path / "data");
-  write_bytes(dir.path / "data" / "w.bin", iota(8, 10.0f), 4);
+  write_bytes(dir.path / "data" / "w.bin", ramp_values(8, 10.0f), 4);
   const fs::path model_path =
       save(add_model(8, {{"location", "data/w.bin"}, {"offset", "4"}, {"checksum", "ignored"}}), dir.path / "m.onnx");
   Model model = load_model_file(model_path);
@@ -135,7 +135,7 @@ TEST_CASE("unaligned_offset_is_copied_and_length_may_be_omitted") {
 TEST_CASE("external_weights_go_through_the_optimizer_and_conv_batchnorm_folding") {
   // Conv (W external) then BatchNormalization (scale external): the optimizer reads both through
   // the mapping, writes folded weights of its own and never writes the read-only pages.
-  TempDir dir;
+  ScratchModelDir dir;
   const std::string text =
       "<ir_version: 8, opset_import: [\"\" : 17]>\n"
       "g (float[1, 2, 4, 4] x) => (float[1, 2, 4, 4] y) <float[2, 2, 1, 1] w = {0, 0, 0, 0}, float[2] s = {0, 0}, "
@@ -173,10 +173,10 @@ TEST_CASE("external_weights_go_through_the_optimizer_and_conv_batchnorm_folding"
 }
 
 TEST_CASE("locations_leaving_the_model_directory_are_refused") {
-  TempDir dir;
+  ScratchModelDir dir;
   fs::create_directory(dir.path / "model");
-  write_bytes(dir.path / "outside.bin", iota(4, 0.0f));
-  write_bytes(dir.path / "model" / "inside.bin", iota(4, 0.0f));
+  write_bytes(dir.path / "outside.bin", ramp_values(4, 0.0f));
+  write_bytes(dir.path / "model" / "inside.bin", ramp_values(4, 0.0f));
   const fs::path m = dir.path / "model" / "m.onnx";
   SUBCASE("absolute") {
     save(add_model(4, {{"location", (dir.path / "outside.bin").string()}}), m);
@@ -216,8 +216,8 @@ TEST_CASE("locations_leaving_the_model_directory_are_refused") {
 }
 
 TEST_CASE("offsets_lengths_and_files_that_do_not_fit_the_tensor_are_refused") {
-  TempDir dir;
-  write_bytes(dir.path / "w.bin", iota(4, 0.0f));  // 16 bytes
+  ScratchModelDir dir;
+  write_bytes(dir.path / "w.bin", ramp_values(4, 0.0f));  // 16 bytes
   const fs::path m = dir.path / "m.onnx";
   SUBCASE("offset_past_the_end") {
     save(add_model(4, {{"location", "w.bin"}, {"offset", "17"}}), m);

@@ -31,13 +31,13 @@ bool is_conv_f32(const KernelDef& def) {
   return (def.op_type == "Conv" || def.op_type == "FusedConv") && def.element_type == ElementType::float32;
 }
 
-struct Activation {
+struct FusedActivation {
   std::string fused;    // activation = "...", activation_params = [...]
   std::string unfused;  // nodes from s to y
   bool exact = true;    // no exp: the same bits (a zero's sign aside), also from the packed micro-kernel's store
 };
 
-std::vector<Activation> activations() {
+std::vector<FusedActivation> fused_activations() {
   return {
       {"activation = \"Identity\"", "y = Identity(s)"},
       {"activation = \"Relu\"", "y = Relu(s)"},
@@ -84,7 +84,7 @@ std::vector<ConvCase> conv_cases() {
 
 std::string dims(const Shape& s) { return fmt::format("{}", fmt::join(s, ", ")); }
 
-Tensor scalar(float v) {
+Tensor clip_bound(float v) {
   Tensor t(ElementType::float32, {});
   t.data<float>()[0] = v;
   return t;
@@ -104,8 +104,8 @@ Tensor run_model(const std::string& text, const std::string& implementation, con
   if (bias) context.set("b", random_tensor(ElementType::float32, {c.w[0]}, 7));
   if (z) context.set("z", random_tensor(ElementType::float32, c.y, 11));
   if (text.find(" lo") != std::string::npos) {
-    context.set("lo", scalar(-0.5f));
-    context.set("hi", scalar(0.75f));
+    context.set("lo", clip_bound(-0.5f));
+    context.set("hi", clip_bound(0.75f));
   }
   session.run(context);
   for (const auto& t : session.resolved_tuning())
@@ -133,7 +133,7 @@ TEST_CASE("fused_conv_matches_conv_add_and_activation_nodes_for_every_activation
     for (const ConvCase& c : conv_cases())
       for (bool bias : {false, true})
         for (bool z : {false, true})
-          for (const Activation& a : activations()) {
+          for (const FusedActivation& a : fused_activations()) {
             CAPTURE(implementation);
             CAPTURE(c.name);
             CAPTURE(bias);

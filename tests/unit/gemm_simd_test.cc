@@ -29,7 +29,7 @@ using namespace onnx_light::runtime;
 
 namespace {
 
-using Inputs = std::vector<std::pair<std::string, Tensor>>;
+using GemmInputs = std::vector<std::pair<std::string, Tensor>>;
 
 const std::vector<std::string> kSimd{"avx512", "avx2"};
 
@@ -37,7 +37,7 @@ bool is_gemm_f32(const KernelDef& def) {
   return (def.op_type == "MatMul" || def.op_type == "Gemm") && def.element_type == ElementType::float32;
 }
 
-bool host_runs(const std::string& implementation) { return test::host_runs("GEMM", is_gemm_f32, implementation); }
+bool host_runs_gemm(const std::string& implementation) { return test::host_runs("GEMM", is_gemm_f32, implementation); }
 
 // The CPU table with MatMul/Gemm float32 restricted to one implementation.
 const KernelTable& table_for(const std::string& implementation) {
@@ -94,7 +94,7 @@ struct SessionRun {
   std::string last_implementation;    // of the last kernel
 };
 
-SessionRun run_session(const Model& model, const Inputs& inputs, const std::string& implementation, int threads,
+SessionRun run_session(const Model& model, const GemmInputs& inputs, const std::string& implementation, int threads,
                        TuningRegistry& registry, bool fuse_activations) {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
@@ -115,24 +115,24 @@ SessionRun run_session(const Model& model, const Inputs& inputs, const std::stri
   return result;
 }
 
-Tensor run(const Model& model, const Inputs& inputs, const std::string& implementation, int threads,
+Tensor run_gemm(const Model& model, const GemmInputs& inputs, const std::string& implementation, int threads,
            TuningRegistry& registry = small_blocks(), std::string* chosen = nullptr) {
   SessionRun result = run_session(model, inputs, implementation, threads, registry, true);
   if (chosen != nullptr) *chosen = result.last_implementation;
   return result.y;
 }
 
-Tensor random(const Shape& shape, uint32_t seed) { return random_tensor(ElementType::float32, shape, seed); }
+Tensor random_f32(const Shape& shape, uint32_t seed) { return random_tensor(ElementType::float32, shape, seed); }
 
 // y = alpha * op(a) op(b) + beta * c in double, with the sum of |terms| per element for the bound.
-struct Reference {
+struct GemmReference {
   std::vector<double> value, magnitude;
 };
 
-Reference gemm_reference(const Tensor& a, const Tensor& b, const Tensor* c, bool ta, bool tb, double alpha, double beta) {
+GemmReference gemm_reference(const Tensor& a, const Tensor& b, const Tensor* c, bool ta, bool tb, double alpha, double beta) {
   const int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
   const int64_t n = tb ? b.shape()[0] : b.shape()[1];
-  Reference r{std::vector<double>(static_cast<std::size_t>(m * n)), std::vector<double>(static_cast<std::size_t>(m * n))};
+  GemmReference r{std::vector<double>(static_cast<std::size_t>(m * n)), std::vector<double>(static_cast<std::size_t>(m * n))};
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   for (int64_t i = 0; i < m; ++i)
@@ -156,7 +156,7 @@ Reference gemm_reference(const Tensor& a, const Tensor& b, const Tensor* c, bool
 }
 
 // Every element within rtol of the reference's magnitude (the sum of |terms|).
-void check_close(const Tensor& y, const Reference& ref, const std::string& what) {
+void check_close(const Tensor& y, const GemmReference& ref, const std::string& what) {
   CAPTURE(what);
   REQUIRE(static_cast<std::size_t>(y.element_count()) == ref.value.size());
   int bad = 0;
@@ -171,10 +171,10 @@ void check_close(const Tensor& y, const Reference& ref, const std::string& what)
 
 // Runs a Gemm-shaped problem on portable and every SIMD implementation at 1..4 threads: each
 // implementation close to the double reference, bit-identical across thread counts.
-void check_gemm(const std::string& graph, const Inputs& inputs, bool ta, bool tb, double alpha, double beta,
+void check_gemm(const std::string& graph, const GemmInputs& inputs, bool ta, bool tb, double alpha, double beta,
                 const std::string& constant_b = "") {
   Model model = model_of(graph);
-  Inputs feed = inputs;
+  GemmInputs feed = inputs;
   if (!constant_b.empty()) {
     for (std::size_t i = 0; i < feed.size(); ++i)
       if (feed[i].first == constant_b) {
@@ -184,17 +184,17 @@ void check_gemm(const std::string& graph, const Inputs& inputs, bool ta, bool tb
       }
   }
   const Tensor* c = inputs.size() > 2 ? &inputs[2].second : nullptr;
-  const Reference ref = gemm_reference(inputs[0].second, inputs[1].second, c, ta, tb, alpha, beta);
+  const GemmReference ref = gemm_reference(inputs[0].second, inputs[1].second, c, ta, tb, alpha, beta);
   for (const std::string impl : {"portable", "avx2", "avx512"}) {
-    if (impl != "portable" && !host_runs(impl)) continue;
+    if (impl != "portable" && !host_runs_gemm(impl)) continue;
     std::string chosen;
-    const Tensor one = run(model, feed, impl, 1, small_blocks(), &chosen);
+    const Tensor one = run_gemm(model, feed, impl, 1, small_blocks(), &chosen);
     CHECK(chosen == impl);
     check_close(one, ref, impl);
     for (int threads = 2; threads <= 4; ++threads) {
       CAPTURE(impl);
       CAPTURE(threads);
-      CHECK(bitwise_equal(one, run(model, feed, impl, threads)));
+      CHECK(bitwise_equal(one, run_gemm(model, feed, impl, threads)));
     }
   }
 }
@@ -204,7 +204,7 @@ void check_matmul(int64_t m, int64_t k, int64_t n, uint32_t seed = 1) {
   CAPTURE(k);
   CAPTURE(n);
   check_gemm("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }",
-             {{"a", random({m, k}, seed)}, {"b", random({k, n}, seed + 1)}}, false, false, 1.0, 0.0);
+             {{"a", random_f32({m, k}, seed)}, {"b", random_f32({k, n}, seed + 1)}}, false, false, 1.0, 0.0);
 }
 
 }  // namespace
@@ -213,7 +213,7 @@ TEST_CASE("host_features_and_preference_order") {
   const CpuFeatures& f = host_cpu_features();
   MESSAGE(fmt::format("host: avx2={} fma3={} avx512f={} avx512vl={} avx512bw={}", f.avx2, f.fma3, f.avx512f,
                       f.avx512vl, f.avx512bw));
-  for (const std::string& impl : kSimd) host_runs(impl);
+  for (const std::string& impl : kSimd) host_runs_gemm(impl);
   for (const std::string op : {"MatMul", "Gemm"}) {
     std::vector<std::string> order;
     for (const auto& def : cpu_kernel_table().definitions())
@@ -265,15 +265,15 @@ TEST_CASE("n_le_16_tile_bit_identical_to_the_wide_tile") {
   // bits as when they sit in a full 32-column tile. Columns 16..31 of B: in the 48-wide product
   // they are the second vector of a wide tile, in the 16-wide product a narrow tile of their own.
   const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
-  const Tensor a = random({29, 300}, 21), wide_b = random({300, 48}, 22);
+  const Tensor a = random_f32({29, 300}, 21), wide_b = random_f32({300, 48}, 22);
   Tensor narrow_b(ElementType::float32, Shape{300, 16});
   for (int64_t k = 0; k < 300; ++k)
     for (int64_t j = 0; j < 16; ++j) narrow_b.data<float>()[k * 16 + j] = wide_b.data<float>()[k * 48 + 16 + j];
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
-    const Tensor wide = run(model, {{"a", a}, {"b", wide_b}}, impl, 1);
-    const Tensor narrow = run(model, {{"a", a}, {"b", narrow_b}}, impl, 1);
+    const Tensor wide = run_gemm(model, {{"a", a}, {"b", wide_b}}, impl, 1);
+    const Tensor narrow = run_gemm(model, {{"a", a}, {"b", narrow_b}}, impl, 1);
     int differ = 0;
     for (int64_t i = 0; i < 29; ++i)
       for (int64_t j = 0; j < 16; ++j)
@@ -292,7 +292,7 @@ TEST_CASE("k_eq_0_writes_every_element") {
   // (MatMul) or beta * C (Gemm) in every element.
   check_matmul(13, 0, 40);
   check_gemm("(float[M, K] a, float[K, N] b, float[N] c) => (float[M, N] y) { y = Gemm <beta = 2.0> (a, b, c) }",
-             {{"a", random({9, 0}, 5)}, {"b", random({0, 35}, 6)}, {"c", random({35}, 7)}}, false, false, 1, 2);
+             {{"a", random_f32({9, 0}, 5)}, {"b", random_f32({0, 35}, 6)}, {"c", random_f32({35}, 7)}}, false, false, 1, 2);
 }
 
 TEST_CASE("k_gt_block_k") {
@@ -306,14 +306,14 @@ TEST_CASE("large_square_crosses_every_block") { check_matmul(130, 300, 150); }
 TEST_CASE("block_sizes_do_not_change_results") {
   // Every element accumulates k ascending, resuming from its stored partial sum: bit-identical.
   const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
-  const Inputs inputs{{"a", random({61, 700}, 3)}, {"b", random({700, 83}, 4)}};
+  const GemmInputs inputs{{"a", random_f32({61, 700}, 3)}, {"b", random_f32({700, 83}, 4)}};
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
     auto r0 = registry_with(24, 64, 32), r1 = registry_with(96, 256, 256), r2 = registry_with(768, 1024, 2048);
-    const Tensor y0 = run(model, inputs, impl, 2, *r0);
-    CHECK(bitwise_equal(y0, run(model, inputs, impl, 3, *r1)));
-    CHECK(bitwise_equal(y0, run(model, inputs, impl, 1, *r2)));
+    const Tensor y0 = run_gemm(model, inputs, impl, 2, *r0);
+    CHECK(bitwise_equal(y0, run_gemm(model, inputs, impl, 3, *r1)));
+    CHECK(bitwise_equal(y0, run_gemm(model, inputs, impl, 1, *r2)));
   }
 }
 
@@ -321,19 +321,19 @@ TEST_CASE("b_packed_in_tasks_or_in_own_region_bit_identical") {
   // With several threads a non-constant B is packed by the GEMM tasks when one k-block of A is
   // small, else in a region of its own first; one thread packs it serially. Same bits every way.
   const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
-  const Inputs inputs{{"a", random({200, 700}, 8)}, {"b", random({700, 90}, 9)}};
+  const GemmInputs inputs{{"a", random_f32({200, 700}, 8)}, {"b", random_f32({700, 90}, 9)}};
   const kernels::GemmBlocking deep{96, 1024, 256}, shallow{96, 64, 256};
   REQUIRE_FALSE(kernels::pack_b_in_tasks(deep, 200, 700));
   REQUIRE(kernels::pack_b_in_tasks(shallow, 200, 700));
   auto own_region = registry_with(deep.m, deep.k, deep.n), in_tasks = registry_with(shallow.m, shallow.k, shallow.n);
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
-    const Tensor serial = run(model, inputs, impl, 1, *own_region);
+    const Tensor serial = run_gemm(model, inputs, impl, 1, *own_region);
     check_close(serial, gemm_reference(inputs[0].second, inputs[1].second, nullptr, false, false, 1, 0), impl);
     for (int threads : {2, 3}) {
-      CHECK(bitwise_equal(serial, run(model, inputs, impl, threads, *own_region)));
-      CHECK(bitwise_equal(serial, run(model, inputs, impl, threads, *in_tasks)));
+      CHECK(bitwise_equal(serial, run_gemm(model, inputs, impl, threads, *own_region)));
+      CHECK(bitwise_equal(serial, run_gemm(model, inputs, impl, threads, *in_tasks)));
     }
   }
 }
@@ -344,13 +344,13 @@ TEST_CASE("threads_1_to_4_bit_identical") {
 }
 
 TEST_CASE("batched_broadcast") {
-  const Tensor a = random({2, 1, 9, 21}, 5), b = random({3, 21, 35}, 6);
+  const Tensor a = random_f32({2, 1, 9, 21}, 5), b = random_f32({3, 21, 35}, 6);
   const Model model = model_of("(float[2, 1, M, K] a, float[3, K, N] b) => (float[2, 3, M, N] y) { y = MatMul(a, b) }");
-  const Tensor portable = run(model, {{"a", a}, {"b", b}}, "portable", 1);
+  const Tensor portable = run_gemm(model, {{"a", a}, {"b", b}}, "portable", 1);
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
-    const Tensor y = run(model, {{"a", a}, {"b", b}}, impl, 1);
+    const Tensor y = run_gemm(model, {{"a", a}, {"b", b}}, impl, 1);
     REQUIRE(y.shape() == Shape{2, 3, 9, 35});
     // Each batch against the 2-D reference.
     for (int64_t i = 0; i < 2; ++i)
@@ -361,7 +361,7 @@ TEST_CASE("batched_broadcast") {
         std::memcpy(ym.data<float>(), y.data<float>() + (i * 3 + j) * 9 * 35, 9 * 35 * sizeof(float));
         check_close(ym, gemm_reference(am, bm, nullptr, false, false, 1, 0), fmt::format("batch {},{}", i, j));
       }
-    for (int threads = 2; threads <= 4; ++threads) CHECK(bitwise_equal(y, run(model, {{"a", a}, {"b", b}}, impl, threads)));
+    for (int threads = 2; threads <= 4; ++threads) CHECK(bitwise_equal(y, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads)));
     // Same shape and close to portable.
     REQUIRE(portable.shape() == y.shape());
   }
@@ -371,14 +371,14 @@ TEST_CASE("batched_per_batch_b_packed_in_tasks_bit_identical") {
   // Attention-style [2, 3, M, K] x [2, 3, K, N] with K >= 64: with several threads each GEMM task
   // packs its own batch's B panels (one parallel region); one thread packs B first. Same bits, and
   // every batch matches its own product (a task packing into another batch's buffer would not).
-  const Tensor a = random({2, 3, 37, 70}, 11), b = random({2, 3, 70, 45}, 12);
+  const Tensor a = random_f32({2, 3, 37, 70}, 11), b = random_f32({2, 3, 70, 45}, 12);
   const Model model =
       model_of("(float[2, 3, M, K] a, float[2, 3, K, N] b) => (float[2, 3, M, N] y) { y = MatMul(a, b) }");
   REQUIRE(kernels::pack_b_in_tasks(kernels::GemmBlocking{}, 37, 70));
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
-    const Tensor serial = run(model, {{"a", a}, {"b", b}}, impl, 1);
+    const Tensor serial = run_gemm(model, {{"a", a}, {"b", b}}, impl, 1);
     for (int64_t t = 0; t < 6; ++t) {
       Tensor am(ElementType::float32, {37, 70}), bm(ElementType::float32, {70, 45}), ym(ElementType::float32, {37, 45});
       std::memcpy(am.data<float>(), a.data<float>() + t * 37 * 70, 37 * 70 * sizeof(float));
@@ -387,66 +387,66 @@ TEST_CASE("batched_per_batch_b_packed_in_tasks_bit_identical") {
       check_close(ym, gemm_reference(am, bm, nullptr, false, false, 1, 0), fmt::format("batch {}", t));
     }
     for (int threads = 2; threads <= 4; ++threads)
-      CHECK(bitwise_equal(serial, run(model, {{"a", a}, {"b", b}}, impl, threads)));
+      CHECK(bitwise_equal(serial, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads)));
   }
 }
 
 TEST_CASE("batched_shared_b_folds_batches") {
   // A [2, 3, M, K] with one B: the batches run as one tall matrix; also B as an initializer.
-  const Tensor a = random({2, 3, 10, 17}, 8), b = random({17, 20}, 9);
+  const Tensor a = random_f32({2, 3, 10, 17}, 8), b = random_f32({17, 20}, 9);
   const std::string graph = "(float[2, 3, M, K] a, float[K, N] b) => (float[2, 3, M, N] y) { y = MatMul(a, b) }";
   Tensor a2(ElementType::float32, {60, 17});
   std::memcpy(a2.data<float>(), a.data<float>(), 60 * 17 * sizeof(float));
-  const Reference ref = gemm_reference(a2, b, nullptr, false, false, 1, 0);
+  const GemmReference ref = gemm_reference(a2, b, nullptr, false, false, 1, 0);
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
-    const Tensor y = run(model_of(graph), {{"a", a}, {"b", b}}, impl, 3);
+    const Tensor y = run_gemm(model_of(graph), {{"a", a}, {"b", b}}, impl, 3);
     check_close(y, ref, "inputs");
-    const Tensor yc = run(with_initializer(model_of(graph), "b", b), {{"a", a}}, impl, 2);
+    const Tensor yc = run_gemm(with_initializer(model_of(graph), "b", b), {{"a", a}}, impl, 2);
     CHECK(bitwise_equal(y, yc));
   }
 }
 
 TEST_CASE("one_dimensional_operands") {
-  const Tensor a = random({23}, 10), b = random({23, 40}, 11), v = random({23}, 12);
+  const Tensor a = random_f32({23}, 10), b = random_f32({23, 40}, 11), v = random_f32({23}, 12);
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
-    const Tensor y = run(model_of("(float[K] a, float[K, N] b) => (float[N] y) { y = MatMul(a, b) }"),
+    const Tensor y = run_gemm(model_of("(float[K] a, float[K, N] b) => (float[N] y) { y = MatMul(a, b) }"),
                          {{"a", a}, {"b", b}}, impl, 2);
-    const Tensor p = run(model_of("(float[K] a, float[K, N] b) => (float[N] y) { y = MatMul(a, b) }"),
+    const Tensor p = run_gemm(model_of("(float[K] a, float[K, N] b) => (float[N] y) { y = MatMul(a, b) }"),
                          {{"a", a}, {"b", b}}, "portable", 1);
     REQUIRE(y.shape() == Shape{40});
     for (int64_t j = 0; j < 40; ++j) CHECK(y.data<float>()[j] == doctest::Approx(p.data<float>()[j]).epsilon(1e-5));
-    const Tensor yv = run(model_of("(float[K, N] b, float[N] v) => (float[K] y) { y = MatMul(b, v) }"),
-                          {{"b", random({23, 23}, 13)}, {"v", v}}, impl, 2);
+    const Tensor yv = run_gemm(model_of("(float[K, N] b, float[N] v) => (float[K] y) { y = MatMul(b, v) }"),
+                          {{"b", random_f32({23, 23}, 13)}, {"v", v}}, impl, 2);
     CHECK(yv.shape() == Shape{23});
   }
 }
 
 TEST_CASE("transposed_b") {
   check_gemm("(float[M, K] a, float[N, K] b) => (float[M, N] y) { y = Gemm <transB = 1> (a, b) }",
-             {{"a", random({13, 70}, 1)}, {"b", random({45, 70}, 2)}}, false, true, 1, 0);
+             {{"a", random_f32({13, 70}, 1)}, {"b", random_f32({45, 70}, 2)}}, false, true, 1, 0);
 }
 
 TEST_CASE("transposed_a_and_b_constant") {
   check_gemm("(float[K, M] a, float[N, K] b) => (float[M, N] y) { y = Gemm <transA = 1, transB = 1> (a, b) }",
-             {{"a", random({70, 15}, 3)}, {"b", random({33, 70}, 4)}}, true, true, 1, 0, "b");
+             {{"a", random_f32({70, 15}, 3)}, {"b", random_f32({33, 70}, 4)}}, true, true, 1, 0, "b");
 }
 
 TEST_CASE("bias_row_broadcast") {
   check_gemm("(float[M, K] a, float[K, N] b, float[N] c) => (float[M, N] y) { y = Gemm <alpha = 0.5, beta = 2.0> (a, b, c) }",
-             {{"a", random({14, 90}, 5)}, {"b", random({90, 37}, 6)}, {"c", random({37}, 7)}}, false, false, 0.5, 2.0);
+             {{"a", random_f32({14, 90}, 5)}, {"b", random_f32({90, 37}, 6)}, {"c", random_f32({37}, 7)}}, false, false, 0.5, 2.0);
 }
 
 TEST_CASE("bias_column_scalar_and_full") {
   check_gemm("(float[M, K] a, float[K, N] b, float[M, 1] c) => (float[M, N] y) { y = Gemm (a, b, c) }",
-             {{"a", random({17, 20}, 5)}, {"b", random({20, 35}, 6)}, {"c", random({17, 1}, 7)}}, false, false, 1, 1);
+             {{"a", random_f32({17, 20}, 5)}, {"b", random_f32({20, 35}, 6)}, {"c", random_f32({17, 1}, 7)}}, false, false, 1, 1);
   check_gemm("(float[M, K] a, float[K, N] b, float[1] c) => (float[M, N] y) { y = Gemm <beta = -1.5> (a, b, c) }",
-             {{"a", random({5, 20}, 5)}, {"b", random({20, 3}, 6)}, {"c", random({1}, 7)}}, false, false, 1, -1.5);
+             {{"a", random_f32({5, 20}, 5)}, {"b", random_f32({20, 3}, 6)}, {"c", random_f32({1}, 7)}}, false, false, 1, -1.5);
   check_gemm("(float[M, K] a, float[K, N] b, float[M, N] c) => (float[M, N] y) { y = Gemm <alpha = -2.0> (a, b, c) }",
-             {{"a", random({26, 130}, 5)}, {"b", random({130, 50}, 6)}, {"c", random({26, 50}, 7)}}, false, false, -2, 1);
+             {{"a", random_f32({26, 130}, 5)}, {"b", random_f32({130, 50}, 6)}, {"c", random_f32({26, 50}, 7)}}, false, false, -2, 1);
 }
 
 TEST_CASE("constant_weights_mlp") {
@@ -454,32 +454,32 @@ TEST_CASE("constant_weights_mlp") {
   const std::string graph =
       "(float[B, I] x, float[I, H] w1, float[H] b1, float[H, O] w2, float[O] b2) => (float[B, O] y) "
       "{ h = Gemm(x, w1, b1)\n r = Relu(h)\n y = Gemm(r, w2, b2) }";
-  const Tensor x = random({20, 48}, 1), w1 = random({48, 70}, 2), b1 = random({70}, 3), w2 = random({70, 30}, 4),
-               b2 = random({30}, 5);
+  const Tensor x = random_f32({20, 48}, 1), w1 = random_f32({48, 70}, 2), b1 = random_f32({70}, 3), w2 = random_f32({70, 30}, 4),
+               b2 = random_f32({30}, 5);
   Model model = model_of(graph);
   model = with_initializer(model, "w1", w1);
   model = with_initializer(model, "b1", b1);
   model = with_initializer(model, "w2", w2);
   model = with_initializer(model, "b2", b2);
-  const Tensor portable = run(model, {{"x", x}}, "portable", 1);
+  const Tensor portable = run_gemm(model, {{"x", x}}, "portable", 1);
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
-    const Tensor y = run(model, {{"x", x}}, impl, 1);
+    const Tensor y = run_gemm(model, {{"x", x}}, impl, 1);
     for (int64_t i = 0; i < y.element_count(); ++i)
       CHECK(y.data<float>()[i] == doctest::Approx(portable.data<float>()[i]).epsilon(1e-4));
-    for (int threads = 2; threads <= 4; ++threads) CHECK(bitwise_equal(y, run(model, {{"x", x}}, impl, threads)));
+    for (int threads = 2; threads <= 4; ++threads) CHECK(bitwise_equal(y, run_gemm(model, {{"x", x}}, impl, threads)));
   }
 }
 
 TEST_CASE("default_tuning_runs_the_simd_kernel") {
   // Without a published profile (portable defaults of the avx schemas) results match small blocks.
   const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
-  const Inputs inputs{{"a", random({100, 300}, 3)}, {"b", random({300, 260}, 4)}};
+  const GemmInputs inputs{{"a", random_f32({100, 300}, 3)}, {"b", random_f32({300, 260}, 4)}};
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     TuningRegistry empty;
-    CHECK(bitwise_equal(run(model, inputs, impl, 2, empty), run(model, inputs, impl, 1)));
+    CHECK(bitwise_equal(run_gemm(model, inputs, impl, 2, empty), run_gemm(model, inputs, impl, 1)));
   }
 }
 
@@ -491,16 +491,16 @@ TEST_CASE("relu_after_gemm_fused_bit_identical") {
   const std::string graph =
       "(float[B, I] x, float[I, H] w1, float[H] b1, float[H, O] w2, float[O] b2) => (float[B, O] y) "
       "{ h = Gemm(x, w1, b1)\n r = Relu(h)\n g = Gemm(r, w2, b2)\n y = Relu(g) }";
-  Tensor x = random({29, 40}, 1);
+  Tensor x = random_f32({29, 40}, 1);
   x.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();  // row 0 of h is NaN throughout
-  Tensor b1 = random({70}, 3);
+  Tensor b1 = random_f32({70}, 3);
   b1.data<float>()[5] = -0.0f;
-  const Inputs inputs{{"x", x}, {"w1", random({40, 70}, 2)}, {"b1", b1}, {"w2", random({70, 33}, 4)},
-                      {"b2", random({33}, 5)}};
+  const GemmInputs inputs{{"x", x}, {"w1", random_f32({40, 70}, 2)}, {"b1", b1}, {"w2", random_f32({70, 33}, 4)},
+                      {"b2", random_f32({33}, 5)}};
   const Model matmul = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { p = MatMul(a, b)\n y = Relu(p) }");
-  const Inputs matmul_inputs{{"a", random({17, 9}, 6)}, {"b", random({9, 50}, 7)}};
+  const GemmInputs matmul_inputs{{"a", random_f32({17, 9}, 6)}, {"b", random_f32({9, 50}, 7)}};
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
     for (int threads : {1, 3}) {
       const SessionRun fused = run_session(model_of(graph), inputs, impl, threads, small_blocks(), true);
@@ -524,9 +524,9 @@ TEST_CASE("relu_not_fused_when_the_product_has_other_readers") {
       "(float[M, K] a, float[K, N] b) => (float[M, N] y, float[M, N] h) { h = MatMul(a, b)\n y = Relu(h) }");
   const Model shared = model_of(
       "(float[M, K] a, float[K, N] b) => (float[M, N] y) { p = MatMul(a, b)\n r = Relu(p)\n y = Add(r, p) }");
-  const Inputs inputs{{"a", random({10, 12}, 1)}, {"b", random({12, 20}, 2)}};
+  const GemmInputs inputs{{"a", random_f32({10, 12}, 1)}, {"b", random_f32({12, 20}, 2)}};
   for (const std::string& impl : kSimd) {
-    if (!host_runs(impl)) continue;
+    if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
     RuntimeSessionOptions options;
     options.registry = &small_blocks();
@@ -548,7 +548,7 @@ TEST_CASE("relu_not_fused_when_the_product_has_other_readers") {
 
 TEST_CASE("portable_gemm_keeps_its_relu_node") {
   const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { p = MatMul(a, b)\n y = Relu(p) }");
-  const SessionRun s = run_session(model, {{"a", random({5, 6}, 1)}, {"b", random({6, 7}, 2)}}, "portable", 1,
+  const SessionRun s = run_session(model, {{"a", random_f32({5, 6}, 1)}, {"b", random_f32({6, 7}, 2)}}, "portable", 1,
                                    small_blocks(), true);
   CHECK(s.steps.size() == 2);
 }
@@ -560,7 +560,7 @@ TEST_CASE("shape_change_between_runs_replans") {
   const Model gemm =
       model_of("(float[M, K] a, float[K, N] b, float[C0, C1] c) => (float[M, N] y) { y = Gemm <beta = 2.0> (a, b, c) }");
   for (const std::string impl : {"portable", "avx2", "avx512"}) {
-    if (impl != "portable" && !host_runs(impl)) continue;
+    if (impl != "portable" && !host_runs_gemm(impl)) continue;
     CAPTURE(impl);
     RuntimeSessionOptions options;
     options.registry = &small_blocks();
@@ -570,14 +570,14 @@ TEST_CASE("shape_change_between_runs_replans") {
       const int64_t rows = m, columns = n;  // CAPTURE's lambda cannot take a structured binding on clang 14
       CAPTURE(rows);
       CAPTURE(columns);
-      const Tensor a = random({m, k}, 1), b = random({k, n}, 2);
+      const Tensor a = random_f32({m, k}, 1), b = random_f32({k, n}, 2);
       RuntimeContext context;
       context.set("a", a);
       context.set("b", b);
       mm.run(context);
       check_close(context.get("y"), gemm_reference(a, b, nullptr, false, false, 1, 0), "MatMul");
       for (const Shape& c_shape : {Shape{1, n}, Shape{m, 1}, Shape{m, n}}) {
-        const Tensor c = random(c_shape, 3);
+        const Tensor c = random_f32(c_shape, 3);
         context.set("c", c);
         gm.run(context);
         check_close(context.get("y"), gemm_reference(a, b, &c, false, false, 1, 2), "Gemm");

@@ -26,7 +26,7 @@ using namespace onnx_light::runtime;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool refusal_mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Burns about `ms` of CPU on the calling thread.
 double burn(int ms) {
@@ -72,17 +72,17 @@ Tensor input(int64_t n) {
 }  // namespace
 
 TEST_CASE("refusal_reasons_name_the_cause_an_operator_can_act_on") {
-  CHECK(contains(counter_refusal_reason(Counter::cycles, ENOENT, /*pmu=*/false, 2), "no hardware PMU"));
-  CHECK(contains(counter_refusal_reason(Counter::cycles, ENOENT, /*pmu=*/false, 2), "/sys/bus/event_source/devices/cpu"));
+  CHECK(refusal_mentions(counter_refusal_reason(Counter::cycles, ENOENT, /*pmu=*/false, 2), "no hardware PMU"));
+  CHECK(refusal_mentions(counter_refusal_reason(Counter::cycles, ENOENT, /*pmu=*/false, 2), "/sys/bus/event_source/devices/cpu"));
   // With a PMU the same errno means the PMU lacks that event, not that there is none.
-  CHECK_FALSE(contains(counter_refusal_reason(Counter::llc_misses, ENOENT, /*pmu=*/true, 2), "no hardware PMU"));
+  CHECK_FALSE(refusal_mentions(counter_refusal_reason(Counter::llc_misses, ENOENT, /*pmu=*/true, 2), "no hardware PMU"));
   const std::string denied = counter_refusal_reason(Counter::task_clock_ns, EACCES, true, 3);
-  CHECK(contains(denied, "perf_event_paranoid is 3"));
-  CHECK(contains(denied, "CAP_PERFMON"));
-  CHECK(contains(counter_refusal_reason(Counter::page_faults, EPERM, true, 1), "seccomp"));
-  CHECK(contains(counter_refusal_reason(Counter::cycles, EACCES, true, -1), "could not be read"));
-  CHECK(contains(counter_refusal_reason(Counter::task_clock_ns, ENOSYS, true, 2), "not available"));
-  CHECK(contains(counter_refusal_reason(Counter::task_clock_ns, EMFILE, true, 2), "ulimit -n"));
+  CHECK(refusal_mentions(denied, "perf_event_paranoid is 3"));
+  CHECK(refusal_mentions(denied, "CAP_PERFMON"));
+  CHECK(refusal_mentions(counter_refusal_reason(Counter::page_faults, EPERM, true, 1), "seccomp"));
+  CHECK(refusal_mentions(counter_refusal_reason(Counter::cycles, EACCES, true, -1), "could not be read"));
+  CHECK(refusal_mentions(counter_refusal_reason(Counter::task_clock_ns, ENOSYS, true, 2), "not available"));
+  CHECK(refusal_mentions(counter_refusal_reason(Counter::task_clock_ns, EMFILE, true, 2), "ulimit -n"));
   CHECK(counter_name(Counter::llc_misses) == "llc_misses");
   CHECK(counter_name(Counter::page_faults) == "page_faults");
   CHECK(is_hardware_counter(Counter::instructions));
@@ -99,7 +99,7 @@ TEST_CASE("thread_counters_refused_everywhere_report_every_counter_and_count_not
     CHECK(s.counter == static_cast<Counter>(i));
     CHECK(s.name == counter_name(s.counter));
     CHECK_FALSE(s.available);
-    CHECK(contains(s.reason, "not permitted"));
+    CHECK(refusal_mentions(s.reason, "not permitted"));
   }
   // Each refused kernel-side open was retried for user space only: two asks per counter.
   CHECK(opener.tids->size() == 2 * kCounterCount);
@@ -123,7 +123,7 @@ TEST_CASE("thread_counters_granted_for_user_space_only_say_so") {
     return;
   }
   CHECK(clock.user_space_only);
-  CHECK(contains(clock.reason, "user space only"));
+  CHECK(refusal_mentions(clock.reason, "user space only"));
 }
 
 TEST_CASE("thread_counters_count_the_calling_threads_cpu_time") {
@@ -237,7 +237,7 @@ TEST_CASE("session_with_every_counter_refused_runs_and_reports_why") {
   REQUIRE(p.counters.size() == kCounterCount);
   for (const auto& s : p.counters) {
     CHECK_FALSE(s.available);
-    CHECK(contains(s.reason, "perf_event_open is not available"));
+    CHECK(refusal_mentions(s.reason, "perf_event_open is not available"));
   }
   REQUIRE(p.nodes.size() == 1);
   CHECK(p.nodes[0].calls == 1);

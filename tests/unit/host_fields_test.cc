@@ -56,7 +56,7 @@ CacheProfile profile_for(const tune_test::Fixture& f, const HostDescriptor& host
   return profile;
 }
 
-bool contains(const std::vector<runtime::TuningKey>& keys, const runtime::TuningKey& key) {
+bool has_key(const std::vector<runtime::TuningKey>& keys, const runtime::TuningKey& key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
@@ -74,7 +74,7 @@ TEST_CASE("host_fields_this_machine_profile_is_loaded_and_published") {
   const CacheProfile profile = profile_for(f, detect_host(kThreads));
   REQUIRE(write_profiles(f.cache, {profile}).status == UpdateStatus::updated);
   const LoadReport report = load_kernel_tuning_cache({f.cache.string(), {}, std::nullopt}, context);
-  CHECK(contains(report.loaded, profile.key));
+  CHECK(has_key(report.loaded, profile.key));
   CHECK(report.incompatible.empty());
   CHECK(report.diagnostics.empty());
   CHECK(published(f, profile.key, kThreads) != nullptr);
@@ -95,8 +95,8 @@ TEST_CASE("host_fields_each_changed_field_makes_the_profile_incompatible_and_is_
     // Load: incompatible, nothing published, one diagnostic naming the field and both values.
     const LoadReport loaded = load_kernel_tuning_cache({f.cache.string(), {}, std::nullopt}, context);
     CHECK(loaded.status == FileStatus::loaded);
-    CHECK(contains(loaded.incompatible, profile.key));
-    CHECK_FALSE(contains(loaded.loaded, profile.key));
+    CHECK(has_key(loaded.incompatible, profile.key));
+    CHECK_FALSE(has_key(loaded.loaded, profile.key));
     CHECK(published(f, profile.key, kThreads) == nullptr);
     REQUIRE(loaded.diagnostics.size() == 1);
     const Diagnostic& diagnostic = loaded.diagnostics[0];
@@ -118,7 +118,7 @@ TEST_CASE("host_fields_effective_threads_selects_sessions_not_machines") {
   const CacheProfile profile = profile_for(f, detect_host(kThreads + 1));
   REQUIRE(write_profiles(f.cache, {profile}).status == UpdateStatus::updated);
   const LoadReport loaded = load_kernel_tuning_cache({f.cache.string(), {}, std::nullopt}, context);
-  CHECK(contains(loaded.loaded, profile.key));
+  CHECK(has_key(loaded.loaded, profile.key));
   CHECK(loaded.diagnostics.empty());
   CHECK(published(f, profile.key, kThreads + 1) != nullptr);
   CHECK(published(f, profile.key, kThreads) == nullptr);  // not for sessions of another thread count
@@ -144,7 +144,7 @@ TEST_CASE("host_fields_idle_spin_selects_sessions_not_machines") {
   REQUIRE(read_cache_file(f.cache).profiles.size() == 2);  // two identities, not one replacing the other
 
   const LoadReport loaded = load_kernel_tuning_cache({f.cache.string(), {}, std::nullopt}, context);
-  CHECK(contains(loaded.loaded, spins.key));
+  CHECK(has_key(loaded.loaded, spins.key));
   CHECK(loaded.diagnostics.empty());
   REQUIRE(published(f, spins.key, kThreads, true) != nullptr);
   REQUIRE(published(f, spins.key, kThreads, false) != nullptr);

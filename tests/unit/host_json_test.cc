@@ -36,7 +36,7 @@ std::string error_of(Read read) {
   return {};
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool host_error_mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -74,52 +74,52 @@ TEST_CASE("host_json_errors_name_the_source_and_the_field") {
   nlohmann::json missing = good;
   missing.erase("stepping");
   std::string message = error_of<InvalidValueError>(read(missing));
-  CHECK(contains(message, "fleet/a.json: field 'stepping' is missing"));
+  CHECK(host_error_mentions(message, "fleet/a.json: field 'stepping' is missing"));
 
   message = error_of<InvalidValueError>(read(with("steping", 1)));
-  CHECK(contains(message, "fleet/a.json: unknown field 'steping'"));
+  CHECK(host_error_mentions(message, "fleet/a.json: unknown field 'steping'"));
 
   message = error_of<TypeMismatchError>(read(with("stepping", "1")));
-  CHECK(contains(message, "fleet/a.json: field 'stepping' must be an integer, got a string"));
+  CHECK(host_error_mentions(message, "fleet/a.json: field 'stepping' must be an integer, got a string"));
   message = error_of<TypeMismatchError>(read(with("family", 6.5)));
-  CHECK(contains(message, "field 'family' must be an integer, got a number with a fraction"));
+  CHECK(host_error_mentions(message, "field 'family' must be an integer, got a number with a fraction"));
   message = error_of<TypeMismatchError>(read(with("physical_cores", true)));
-  CHECK(contains(message, "field 'physical_cores' must be an integer, got a boolean"));
+  CHECK(host_error_mentions(message, "field 'physical_cores' must be an integer, got a boolean"));
   message = error_of<TypeMismatchError>(read(with("vendor", nullptr)));
-  CHECK(contains(message, "field 'vendor' must be a string, got null"));
+  CHECK(host_error_mentions(message, "field 'vendor' must be a string, got null"));
   message = error_of<TypeMismatchError>(read(with("features", "avx2")));
-  CHECK(contains(message, "field 'features' must be an array of strings, got a string"));
+  CHECK(host_error_mentions(message, "field 'features' must be an array of strings, got a string"));
   message = error_of<TypeMismatchError>(read(with("features", {"avx", 2})));
-  CHECK(contains(message, "field 'features' must be an array of strings; element 1 is an integer"));
+  CHECK(host_error_mentions(message, "field 'features' must be an array of strings; element 1 is an integer"));
   message = error_of<TypeMismatchError>(read(with("idle_spin", "no")));
-  CHECK(contains(message, "field 'idle_spin' must be true or false, got a string"));
+  CHECK(host_error_mentions(message, "field 'idle_spin' must be true or false, got a string"));
   message = error_of<TypeMismatchError>(read(with("idle_spin", 0)));
-  CHECK(contains(message, "field 'idle_spin' must be true or false, got an integer"));
+  CHECK(host_error_mentions(message, "field 'idle_spin' must be true or false, got an integer"));
   message = error_of<TypeMismatchError>(read(with("hostname", 7)));
-  CHECK(contains(message, "field 'hostname' must be a string"));
+  CHECK(host_error_mentions(message, "field 'hostname' must be a string"));
 
   message = error_of<InvalidValueError>(read(with("model", -1)));
-  CHECK(contains(message, "field 'model' = -1 is out of range"));
+  CHECK(host_error_mentions(message, "field 'model' = -1 is out of range"));
   message = error_of<InvalidValueError>(read(with("effective_threads", 0)));
-  CHECK(contains(message, "field 'effective_threads' = 0 is out of range [1, 1048576]"));
+  CHECK(host_error_mentions(message, "field 'effective_threads' = 0 is out of range [1, 1048576]"));
   message = error_of<InvalidValueError>(read(with("l3_cache_bytes", nlohmann::json(uint64_t{1} << 63))));
-  CHECK(contains(message, "field 'l3_cache_bytes' = 9223372036854775808 is out of range"));
+  CHECK(host_error_mentions(message, "field 'l3_cache_bytes' = 9223372036854775808 is out of range"));
 
   message = error_of<TypeMismatchError>(read(nlohmann::json::array({1, 2})));
-  CHECK(contains(message, "fleet/a.json: a host descriptor must be a JSON object"));
+  CHECK(host_error_mentions(message, "fleet/a.json: a host descriptor must be a JSON object"));
 }
 
 TEST_CASE("host_file_errors_name_the_file") {
   tune_test::ScratchDir dir;
   const auto missing = dir / "absent.json";
-  CHECK(contains(error_of<NotFoundError>([&] { (void)read_host_file(missing); }),
+  CHECK(host_error_mentions(error_of<NotFoundError>([&] { (void)read_host_file(missing); }),
                  missing.string() + ": no such host descriptor file"));
-  CHECK(contains(error_of<IoError>([&] { (void)read_host_file(dir.path()); }), "is a directory"));
+  CHECK(host_error_mentions(error_of<IoError>([&] { (void)read_host_file(dir.path()); }), "is a directory"));
 
   const auto broken = dir / "broken.json";
   std::ofstream(broken) << "{\"architecture\": ";
   const std::string message = error_of<InvalidValueError>([&] { (void)read_host_file(broken); });
-  CHECK(contains(message, broken.string() + ": not a JSON host descriptor (parse error at line 1"));
+  CHECK(host_error_mentions(message, broken.string() + ": not a JSON host descriptor (parse error at line 1"));
 
   const auto good = dir / "good.json";
   const HostDescriptor host = tune_test::test_machine().with_threads(4);

@@ -28,13 +28,13 @@ namespace {
 
 bool is_integer_matmul(const KernelDef& d) { return d.op_type == "MatMulInteger" || d.op_type == "QLinearMatMul"; }
 
-const KernelTable& table_for(const std::string& implementation) {
+const KernelTable& integer_gemm_table(const std::string& implementation) {
   return test::table_with_only("integer_matmul", is_integer_matmul, implementation);
 }
 
 std::string type_name(ElementType t) { return t == ElementType::uint8 ? "uint8" : "int8"; }
 
-std::string dims(const Shape& shape) {
+std::string integer_gemm_dims(const Shape& shape) {
   std::string s;
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
   return s;
@@ -42,7 +42,7 @@ std::string dims(const Shape& shape) {
 
 // "uint8[3,4]", or "uint8" for a scalar.
 std::string declared(const std::string& type, const Shape& shape) {
-  return shape.empty() ? type : type + "[" + dims(shape) + "]";
+  return shape.empty() ? type : type + "[" + integer_gemm_dims(shape) + "]";
 }
 
 // Every byte value, seeded: extremes (0, 127, 128, 255) are frequent enough in 1000s of bytes.
@@ -50,7 +50,7 @@ Tensor bytes(ElementType type, const Shape& shape, uint32_t seed) { return rando
 
 Tensor zero_point(ElementType type, const Shape& shape, uint32_t seed) { return random_tensor(type, shape, seed); }
 
-struct Case {
+struct IntegerGemmCase {
   ElementType a_type, b_type;
   Shape a_shape, b_shape;
   Shape a_zero_shape, b_zero_shape;  // {} with `has_*_zero` false: omitted
@@ -58,7 +58,7 @@ struct Case {
   bool constant_b = false;
 };
 
-Model matmul_integer_model(const Case& c) {
+Model matmul_integer_model(const IntegerGemmCase& c) {
   const std::string a = type_name(c.a_type), b = type_name(c.b_type);
   Shape out(c.a_shape.begin(), c.a_shape.end() - 1);
   out.push_back(c.b_shape.back());
@@ -90,12 +90,12 @@ Model matmul_integer_model(const Case& c) {
   return model_from_proto(proto, "<integer matmul test>");
 }
 
-Tensor run(const Model& model, const test::NamedTensors& feeds, const std::string& implementation, int threads,
+Tensor run_integer_gemm(const Model& model, const test::NamedTensors& feeds, const std::string& implementation, int threads,
            std::string* ran = nullptr) {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
   options.registry = &test::threshold_one_registry();  // parallel at any size: block edges everywhere
-  options.kernels = &table_for(implementation);
+  options.kernels = &integer_gemm_table(implementation);
   options.optimization = OptimizationLevel::none;
   RuntimeSession session(model, options);
   RuntimeContext context;
@@ -127,7 +127,7 @@ TEST_CASE("vnni_matmul_integer_matches_the_reference_bit_for_bit_on_tile_and_pan
       for (const auto& size : sizes)
         for (int zero_kind = 0; zero_kind < 4; ++zero_kind) {
           const int64_t m = size[0], k = size[1], n = size[2];
-          Case c{at, bt, {m, k}, {k, n}, {}, {}};
+          IntegerGemmCase c{at, bt, {m, k}, {k, n}, {}, {}};
           // 0: per-tensor zero points; 1: per row of A / per column of B; 2: none; 3: only B's.
           c.has_a_zero = zero_kind != 2 && zero_kind != 3;
           c.has_b_zero = zero_kind != 2;
@@ -139,10 +139,10 @@ TEST_CASE("vnni_matmul_integer_matches_the_reference_bit_for_bit_on_tile_and_pan
           test::NamedTensors feeds{{"a", bytes(at, c.a_shape, seed++)}, {"b", bytes(bt, c.b_shape, seed++)}};
           if (c.has_a_zero) feeds.push_back({"az", zero_point(at, c.a_zero_shape, seed++)});
           if (c.has_b_zero) feeds.push_back({"bz", zero_point(bt, c.b_zero_shape, seed++)});
-          const Tensor expected = run(model, feeds, "portable", 1);
+          const Tensor expected = run_integer_gemm(model, feeds, "portable", 1);
           for (int threads = 1; threads <= 3; ++threads) {
             std::string ran;
-            const Tensor y = run(model, feeds, "avx512vnni", threads, &ran);
+            const Tensor y = run_integer_gemm(model, feeds, "avx512vnni", threads, &ran);
             const std::string what = fmt::format("A {} B {} m={} k={} n={} zero points {} threads {}", type_name(at),
                                                  type_name(bt), m, k, n, zero_kind, threads);
             CAPTURE(what);
@@ -156,7 +156,7 @@ TEST_CASE("vnni_matmul_integer_with_a_constant_b_packs_it_once_and_stays_exact_a
   if (!vnni_runs()) return;
   const int64_t m = 9, k = 70, n = 40;
   for (ElementType bt : {ElementType::uint8, ElementType::int8}) {
-    Case c{ElementType::int8, bt, {2, m, k}, {k, n}, {}, {}};
+    IntegerGemmCase c{ElementType::int8, bt, {2, m, k}, {k, n}, {}, {}};
     c.has_a_zero = false;
     c.b_zero_shape = {n};
     const Model plain = matmul_integer_model(c);
@@ -166,14 +166,14 @@ TEST_CASE("vnni_matmul_integer_with_a_constant_b_packs_it_once_and_stays_exact_a
     RuntimeSessionOptions options;
     options.parameters = RuntimeParameters(2);
     options.registry = &test::threshold_one_registry();
-    options.kernels = &table_for("avx512vnni");
+    options.kernels = &integer_gemm_table("avx512vnni");
     RuntimeSession session(with_constant, options);
     for (uint32_t run_index = 0; run_index < 3; ++run_index) {
       const Tensor a = bytes(ElementType::int8, c.a_shape, 100 + run_index);
       RuntimeContext context;
       context.set("a", a);
       session.run(context);
-      const Tensor expected = run(plain, {{"a", a}, {"b", b}, {"bz", bz}}, "portable", 1);
+      const Tensor expected = run_integer_gemm(plain, {{"a", a}, {"b", b}, {"bz", bz}}, "portable", 1);
       CAPTURE(run_index);
       CHECK(same_bytes(context.get("y"), expected));
     }
@@ -186,15 +186,15 @@ TEST_CASE("vnni_matmul_integer_batched_a_and_b_and_empty_depth") {
            {{3, 5, 9}, {3, 9, 34}},  // both batched
            {{2, 2, 4, 11}, {11, 7}},  // A batched, one B
            {{4, 0}, {0, 5}}}) {      // K = 0: every output is 0
-    Case c{ElementType::uint8, ElementType::uint8, a_shape, b_shape, {}, {}};
+    IntegerGemmCase c{ElementType::uint8, ElementType::uint8, a_shape, b_shape, {}, {}};
     const Model model = matmul_integer_model(c);
     const test::NamedTensors feeds{{"a", bytes(ElementType::uint8, a_shape, 5)},
                                    {"b", bytes(ElementType::uint8, b_shape, 6)},
                                    {"az", zero_point(ElementType::uint8, {}, 7)},
                                    {"bz", zero_point(ElementType::uint8, {}, 8)}};
-    const Tensor expected = run(model, feeds, "portable", 1);
-    const Tensor y = run(model, feeds, "avx512vnni", 2);
-    const std::string what = dims(a_shape) + " x " + dims(b_shape);
+    const Tensor expected = run_integer_gemm(model, feeds, "portable", 1);
+    const Tensor y = run_integer_gemm(model, feeds, "avx512vnni", 2);
+    const std::string what = integer_gemm_dims(a_shape) + " x " + integer_gemm_dims(b_shape);
     CAPTURE(what);
     CHECK(same_bytes(y, expected));
   }
@@ -207,13 +207,13 @@ TEST_CASE("reference_matmul_integer_is_the_exact_product_on_extreme_values") {
   std::memset(a.raw_data(), 255, a.byte_size());
   Tensor b(ElementType::int8, {k, n});
   std::memset(b.raw_data(), 0x80, b.byte_size());
-  Case c{ElementType::uint8, ElementType::int8, {m, k}, {k, n}, {}, {}};
+  IntegerGemmCase c{ElementType::uint8, ElementType::int8, {m, k}, {k, n}, {}, {}};
   c.has_a_zero = c.has_b_zero = false;
   const Model model = matmul_integer_model(c);
   std::vector<std::string> implementations{"portable"};
   if (test::cpu_runs_independently("avx512vnni").value_or(false) && vnni_runs()) implementations.push_back("avx512vnni");
   for (const auto& impl : implementations) {
-    const Tensor y = run(model, {{"a", a}, {"b", b}}, impl, 2);
+    const Tensor y = run_integer_gemm(model, {{"a", a}, {"b", b}}, impl, 2);
     CAPTURE(impl);
     for (int64_t e = 0; e < y.element_count(); ++e) CHECK(y.data<int32_t>()[e] == 255 * -128 * k);
   }
@@ -237,10 +237,10 @@ TEST_CASE("vnni_qlinear_matmul_matches_the_reference_bit_for_bit") {
                                    {"az", zero_point(t, {}, 12)},  {"b", bytes(t, {45, 50}, 13)},
                                    {"bs", scalar(0.015f)},         {"bz", zero_point(t, {}, 14)},
                                    {"ys", scalar(0.5f)},           {"yz", zero_point(t, {}, 15)}};
-    const Tensor expected = run(model, feeds, "portable", 1);
+    const Tensor expected = run_integer_gemm(model, feeds, "portable", 1);
     for (int threads = 1; threads <= 2; ++threads) {
       std::string ran;
-      const Tensor y = run(model, feeds, "avx512vnni", threads, &ran);
+      const Tensor y = run_integer_gemm(model, feeds, "avx512vnni", threads, &ran);
       CAPTURE(q);
       CAPTURE(threads);
       CHECK(ran == "avx512vnni");
@@ -257,7 +257,7 @@ TEST_CASE("vnni_qlinear_matmul_matches_the_reference_bit_for_bit") {
     RuntimeSessionOptions options;
     options.parameters = RuntimeParameters(2);
     options.registry = &test::threshold_one_registry();
-    options.kernels = &table_for("avx512vnni");
+    options.kernels = &integer_gemm_table("avx512vnni");
     RuntimeSession session(constant_b, options);
     for (int run_index = 0; run_index < 2; ++run_index) {
       RuntimeContext context;
@@ -289,7 +289,7 @@ Tensor run_quantization(const std::string& graph, const test::NamedTensors& feed
   return context.get(session.outputs().front().name);
 }
 
-Tensor floats(const std::vector<float>& values) {
+Tensor float_vector(const std::vector<float>& values) {
   Tensor t(ElementType::float32, {static_cast<int64_t>(values.size())});
   std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(float));
   return t;
@@ -316,7 +316,7 @@ TEST_CASE("avx512_quantize_and_dequantize_linear_match_the_reference_on_ties_nan
           "g (float[45] x, float s, {0} z) => ({0}[45] y, float[45] back) {{ y = QuantizeLinear(x, s, z)\n"
           " back = DequantizeLinear(y, s, z) }}",
           q);
-      const test::NamedTensors feeds{{"x", floats(x)}, {"s", s}, {"z", z}};
+      const test::NamedTensors feeds{{"x", float_vector(x)}, {"s", s}, {"z", z}};
       std::string ran_reference, ran_simd;
       const Tensor expected = run_quantization(graph, feeds, "portable", 1, &ran_reference);
       for (int threads = 1; threads <= 2; ++threads) {
@@ -329,7 +329,7 @@ TEST_CASE("avx512_quantize_and_dequantize_linear_match_the_reference_on_ties_nan
     }
   }
   // Per-axis parameters take the portable loop, and the profile says so.
-  Tensor scales = floats({0.5f, 0.25f});
+  Tensor scales = float_vector({0.5f, 0.25f});
   Tensor zeros(ElementType::uint8, {2});
   zeros.data<uint8_t>()[0] = 1;
   zeros.data<uint8_t>()[1] = 2;

@@ -37,7 +37,7 @@ struct Case {
 
 Tensor random(ElementType type, const Shape& shape, uint32_t seed) { return random_tensor(type, shape, seed); }
 
-Tensor int64s(const std::vector<int64_t>& values) {
+Tensor int64_vector(const std::vector<int64_t>& values) {
   Tensor t(ElementType::int64, {static_cast<int64_t>(values.size())});
   std::copy(values.begin(), values.end(), t.data<int64_t>());
   return t;
@@ -72,7 +72,7 @@ struct RunResult {
   int max_admitted = 0;
 };
 
-RunResult run(const Model& model, const Inputs& inputs, int threads) {
+RunResult run_eager(const Model& model, const Inputs& inputs, int threads) {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
   options.registry = &eager_registry();
@@ -87,7 +87,7 @@ RunResult run(const Model& model, const Inputs& inputs, int threads) {
   return result;
 }
 
-Model model_of(const std::string& graph) {
+Model kernels_model(const std::string& graph) {
   return test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\nkernels " + graph);
 }
 
@@ -185,7 +185,7 @@ std::vector<Case> cases() {
                [=](int64_t n, uint32_t s) { return Inputs{{"x", random(f, {n, 29}, s)}}; }});
   // reduce.cc
   c.push_back({"ReduceSum columns", "(float[R, C] x, int64[1] axes) => (float[1, C] y) { y = ReduceSum (x, axes) }", kRowSizes,
-               [=](int64_t n, uint32_t s) { return Inputs{{"x", random(f, {n, 300}, s)}, {"axes", int64s({0})}}; }});
+               [=](int64_t n, uint32_t s) { return Inputs{{"x", random(f, {n, 300}, s)}, {"axes", int64_vector({0})}}; }});
   c.push_back({"ReduceMean rows", "(float[R, C, D] x) => (float[R] y) { y = ReduceMean <axes = [1, 2], keepdims = 0> (x) }",
                kRowSizes, [=](int64_t n, uint32_t s) { return Inputs{{"x", random(f, {3 * n, 7, 5}, s)}}; }});
   c.push_back({"ReduceLogSumExp middle", "(double[R, C, D] x) => (double[R, 1, D] y) { y = ReduceLogSumExp <axes = [1]> (x) }",
@@ -200,24 +200,24 @@ std::vector<Case> cases() {
   c.push_back({"Slice negative steps", "(float[R, C] x, int64[2] st, int64[2] en, int64[2] ax, int64[2] sp) => (float[P, Q] y) "
                "{ y = Slice(x, st, en, ax, sp) }",
                kRowSizes, [=](int64_t n, uint32_t s) {
-                 return Inputs{{"x", random(f, {n + 2, 50}, s)}, {"st", int64s({-1, 3})}, {"en", int64s({-1000, 49})},
-                               {"ax", int64s({0, 1})}, {"sp", int64s({-1, 2})}};
+                 return Inputs{{"x", random(f, {n + 2, 50}, s)}, {"st", int64_vector({-1, 3})}, {"en", int64_vector({-1000, 49})},
+                               {"ax", int64_vector({0, 1})}, {"sp", int64_vector({-1, 2})}};
                }});
   c.push_back({"Concat and Split", "(float[R, A] a, float[R, B] b, int64[3] parts) => (float[R, P] p, float[R, Q] q, float[R, S] r) "
                "{ c = Concat <axis = 1> (a, b)  p, q, r = Split <axis = 1> (c, parts) }",
                kRowSizes, [=](int64_t n, uint32_t s) {
-                 return Inputs{{"a", random(f, {n, 10}, s)}, {"b", random(f, {n, 7}, s + 1)}, {"parts", int64s({5, 9, 3})}};
+                 return Inputs{{"a", random(f, {n, 10}, s)}, {"b", random(f, {n, 7}, s + 1)}, {"parts", int64_vector({5, 9, 3})}};
                }});
   c.push_back({"Gather", "(float[R, C] x, int64[I] i) => (float[I, C] y) { y = Gather <axis = 0> (x, i) }", kRowSizes,
                [=](int64_t n, uint32_t s) {
                  std::vector<int64_t> index;
                  for (int64_t k = 0; k < 3 * n; ++k) index.push_back((k * 5) % n - (k % 2 == 0 ? 0 : n));
-                 return Inputs{{"x", random(f, {n, 40}, s)}, {"i", int64s(index)}};
+                 return Inputs{{"x", random(f, {n, 40}, s)}, {"i", int64_vector(index)}};
                }});
   c.push_back({"Expand and Tile", "(float[1, C] x, int64[2] shape, int64[2] reps) => (float[R, C] e, float[R, T] t) "
                "{ e = Expand(x, shape)  t = Tile(e, reps) }",
                kRowSizes, [=](int64_t n, uint32_t s) {
-                 return Inputs{{"x", random(f, {1, 31}, s)}, {"shape", int64s({n, 31})}, {"reps", int64s({2, 3})}};
+                 return Inputs{{"x", random(f, {1, 31}, s)}, {"shape", int64_vector({n, 31})}, {"reps", int64_vector({2, 3})}};
                }});
   c.push_back({"Reshape from computed shape", "(float[R, C] x) => (float[C, R] y) "
                "{ s = Shape(x)  r = Slice(s, zero, one)  k = Slice(s, one, two)  t = Concat <axis = 0> (k, r)  y = Reshape(x, t) }",
@@ -235,7 +235,7 @@ std::vector<Case> cases() {
   // Extras: Pad, DepthToSpace, CumSum, InstanceNormalization.
   c.push_back({"Pad reflect", "(float[R, C] x, int64[4] p) => (float[S, T] y) { y = Pad <mode = \"reflect\"> (x, p) }",
                kRowSizes, [=](int64_t n, uint32_t s) {
-                 return Inputs{{"x", random(f, {n + 1, 30}, s)}, {"p", int64s({1, 3, 0, 4})}};
+                 return Inputs{{"x", random(f, {n + 1, 30}, s)}, {"p", int64_vector({1, 3, 0, 4})}};
                }});
   c.push_back({"DepthToSpace CRD", "(float[N, C, H, W] x) => (float[N, D, P, Q] y) "
                "{ y = DepthToSpace <blocksize = 2, mode = \"CRD\"> (x) }",
@@ -265,17 +265,17 @@ TEST_CASE("every_kernel_family_is_bit_identical_across_1_to_4_threads") {
       graph.replace(graph.find("{ ") + 2, 0,
                     "zero = Constant <value = int64[1] {0}> ()  one = Constant <value = int64[1] {1}> ()  "
                     "two = Constant <value = int64[1] {2}> ()  ");
-    const Model model = model_of(graph);
+    const Model model = kernels_model(graph);
     int largest_admitted = 0;
     for (int64_t n : c.sizes) {
       CAPTURE(c.name);
       CAPTURE(n);
       const Inputs inputs = c.inputs(n, static_cast<uint32_t>(n * 7 + 1));
-      const RunResult serial = run(model, inputs, 1);
+      const RunResult serial = run_eager(model, inputs, 1);
       REQUIRE(!serial.outputs.empty());
       for (int threads = 2; threads <= 4; ++threads) {
         CAPTURE(threads);
-        const RunResult parallel = run(model, inputs, threads);
+        const RunResult parallel = run_eager(model, inputs, threads);
         largest_admitted = std::max(largest_admitted, parallel.max_admitted);
         for (const auto& [name, expected] : serial.outputs) {
           const std::string output = name;  // CAPTURE's lambda cannot take a structured binding on clang 14
@@ -293,7 +293,7 @@ TEST_CASE("every_kernel_family_is_bit_identical_across_1_to_4_threads") {
 TEST_CASE("tile_sizes_do_not_change_portable_gemm_results") {
   // Every output element accumulates k in ascending order whatever the tiling. The portable float32
   // MatMul is forced through a table without the SIMD ones (gemm_simd_test covers those).
-  const Model model = model_of("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
+  const Model model = kernels_model("(float[M, K] a, float[K, N] b) => (float[M, N] y) { y = MatMul(a, b) }");
   const Inputs inputs{{"a", random(ElementType::float32, {37, 300}, 3)}, {"b", random(ElementType::float32, {300, 41}, 4)}};
   KernelTable portable_only;
   const KernelDef* def = nullptr;
@@ -335,7 +335,7 @@ TEST_CASE("unsupported_attributes_are_rejected_at_creation_naming_node_and_attri
   // one it has with a value the kernel does not implement is an UnsupportedError.
   auto message = [](const std::string& graph) -> std::string {
     try {
-      RuntimeSession session(model_of(graph));
+      RuntimeSession session(kernels_model(graph));
     } catch (const ModelError& e) {
       return std::string("ModelError: ") + e.what();
     } catch (const UnsupportedError& e) {
@@ -359,12 +359,12 @@ TEST_CASE("unsupported_attributes_are_rejected_at_creation_naming_node_and_attri
 
 TEST_CASE("shape_inputs_are_read_at_run_time") {
   // Reshape's target comes from a graph input, so it may change from run to run.
-  const Model model = model_of("(float[N] x, int64[2] s) => (float[A, B] y) { y = Reshape(x, s) }");
+  const Model model = kernels_model("(float[N] x, int64[2] s) => (float[A, B] y) { y = Reshape(x, s) }");
   RuntimeSession session(model);
   for (const auto& shape : std::vector<std::vector<int64_t>>{{2, 6}, {4, -1}, {0, 12}}) {
     RuntimeContext context;
     context.set("x", random(ElementType::float32, {12}, 1));
-    context.set("s", int64s(shape));
+    context.set("s", int64_vector(shape));
     if (shape[0] == 0) {
       CHECK_THROWS_AS(session.run(context), InputError);  // 0 copies a missing dim of a 1-D input
       continue;
@@ -375,7 +375,7 @@ TEST_CASE("shape_inputs_are_read_at_run_time") {
 }
 
 TEST_CASE("float_to_integer_cast_saturates_and_maps_nan_to_zero") {
-  const Model model = model_of("(float[5] x) => (int8[5] y, bool[5] b) { y = Cast <to = 3> (x)  b = Cast <to = 9> (x) }");
+  const Model model = kernels_model("(float[5] x) => (int8[5] y, bool[5] b) { y = Cast <to = 3> (x)  b = Cast <to = 9> (x) }");
   RuntimeSession session(model);
   RuntimeContext context;
   Tensor x(ElementType::float32, {5});
@@ -396,7 +396,7 @@ TEST_CASE("float_to_integer_cast_saturates_and_maps_nan_to_zero") {
 TEST_CASE("double_to_float16_rounds_once") {
   // 1 + 2^-11 + 2^-30 lies just above the midpoint between two halves: rounding through float
   // first would land on the midpoint and round to even (down); one rounding goes up.
-  const Model model = model_of("(double[1] x) => (float16[1] y) { y = Cast <to = 10> (x) }");
+  const Model model = kernels_model("(double[1] x) => (float16[1] y) { y = Cast <to = 10> (x) }");
   RuntimeSession session(model);
   RuntimeContext context;
   Tensor x(ElementType::float64, {1});

@@ -20,7 +20,7 @@ std::filesystem::path temp_file(const std::string& name, const std::string& cont
   return path;
 }
 
-std::string error_of(const std::function<void()>& f) {
+std::string model_error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -65,7 +65,7 @@ TEST_CASE("looks_like_onnx_text_distinguishes_binary") {
 }
 
 TEST_CASE("missing_file_names_the_path") {
-  auto message = error_of([] { load_model_file("/nonexistent/dir/model.onnx"); });
+  auto message = model_error_of([] { load_model_file("/nonexistent/dir/model.onnx"); });
   CHECK(message.find("/nonexistent/dir/model.onnx") != std::string::npos);
   CHECK(message.find("no such file") != std::string::npos);
   CHECK_THROWS_AS(load_model_file("/nonexistent/dir/model.onnx"), IoError);
@@ -73,7 +73,7 @@ TEST_CASE("missing_file_names_the_path") {
 
 TEST_CASE("not_protobuf_is_a_model_error_naming_the_file") {
   auto path = temp_file("garbage.onnx", std::string("\x01\x02\xff\xfe\x00\x13garbage", 13));
-  auto message = error_of([&] { load_model_file(path); });
+  auto message = model_error_of([&] { load_model_file(path); });
   CHECK(message.find(path.string()) != std::string::npos);
   CHECK_THROWS_AS(load_model_file(path), ModelError);
 }
@@ -89,7 +89,7 @@ TEST_CASE("truncated_protobuf_is_rejected") {
 }
 
 TEST_CASE("text_syntax_error_reports_line_and_column") {
-  auto message = error_of([] {
+  auto message = model_error_of([] {
     parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]>\nagraph (float[N] x) => (float[N] y)\n{ y = Abs(x ", "bad.onnxtxt");
   });
   CHECK(message.find("bad.onnxtxt") != std::string::npos);

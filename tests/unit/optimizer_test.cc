@@ -27,13 +27,13 @@ namespace {
 
 using Values = std::map<std::string, Tensor>;
 
-struct Outcome {
+struct LevelOutcome {
   Values outputs;
   OptimizationReport report;
   std::vector<std::string> ops;  // "Op" or "domain:Op", in graph order
 };
 
-Outcome run(const Model& model, OptimizationLevel level, const Values& inputs) {
+LevelOutcome run_at_level(const Model& model, OptimizationLevel level, const Values& inputs) {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(1);
   options.optimization = level;
@@ -41,7 +41,7 @@ Outcome run(const Model& model, OptimizationLevel level, const Values& inputs) {
   RuntimeContext context;
   for (const auto& [name, t] : inputs) context.set(name, t);
   session.run(context);
-  Outcome o;
+  LevelOutcome o;
   for (const auto& info : session.outputs()) o.outputs[info.name] = context.get(info.name);
   o.report = session.optimization_report();
   for (const auto& n : session.model().graph().node())
@@ -56,10 +56,10 @@ int64_t applied(const OptimizationReport& r, const std::string& name) {
   return total;
 }
 
-bool has_op(const Outcome& o, const std::string& op) { return std::find(o.ops.begin(), o.ops.end(), op) != o.ops.end(); }
+bool has_op(const LevelOutcome& o, const std::string& op) { return std::find(o.ops.begin(), o.ops.end(), op) != o.ops.end(); }
 
 // Outputs within 1e-5 of each output's largest magnitude (exact when `exact`).
-void check_equal(const Outcome& got, const Outcome& want, bool exact = false) {
+void check_equal(const LevelOutcome& got, const LevelOutcome& want, bool exact = false) {
   REQUIRE(got.outputs.size() == want.outputs.size());
   for (const auto& entry : want.outputs) {
     const std::string& name = entry.first;  // not a structured binding: INFO's lambda cannot take one on clang 14
@@ -87,18 +87,18 @@ Tensor positive(const Shape& shape, uint32_t seed) {
   return t;
 }
 
-Tensor scalar(float v) {
+Tensor float_scalar(float v) {
   Tensor t(ElementType::float32, {});
   *t.data<float>() = v;
   return t;
 }
 
 // Runs `text` with `weights` as initializers at `level` and at none; checks equal outputs.
-std::pair<Outcome, Outcome> compare(const std::string& text, const Values& weights, const Values& inputs,
+std::pair<LevelOutcome, LevelOutcome> compare(const std::string& text, const Values& weights, const Values& inputs,
                                     OptimizationLevel level = OptimizationLevel::all) {
   Model model = with_initializers(test::parse(text), weights);
-  Outcome optimized = run(model, level, inputs);
-  Outcome reference = run(model, OptimizationLevel::none, inputs);
+  LevelOutcome optimized = run_at_level(model, level, inputs);
+  LevelOutcome reference = run_at_level(model, OptimizationLevel::none, inputs);
   check_equal(optimized, reference, level == OptimizationLevel::basic);
   return {optimized, reference};
 }
@@ -110,7 +110,7 @@ bool fused_conv_available() { return cpu_kernel_table().implements(kernels::kFus
 TEST_CASE("optimizer: none runs the graph as written; levels parse by name") {
   Model model = test::parse(test::kSeedAbsModel);
   Values in{{"x", random_tensor(ElementType::float32, {5}, 1)}};
-  Outcome none = run(model, OptimizationLevel::none, in);
+  LevelOutcome none = run_at_level(model, OptimizationLevel::none, in);
   CHECK(none.report.transforms.empty());
   CHECK(none.report.nodes_before == 1);
   CHECK(none.report.nodes_after == 1);
@@ -352,7 +352,7 @@ g (float[3,8] x, float[3,5] z, float[8,5] w, float[5] b) => (float[3,5] y) {{
 
 TEST_CASE("optimizer: no epilogue fusion across a second reader, a graph output or non-constant Clip bounds") {
   Values weights{{"w", random_tensor(ElementType::float32, {8, 5}, 26)}};
-  Values in{{"x", random_tensor(ElementType::float32, {3, 8}, 27)}, {"lo", scalar(-0.1f)}, {"hi", scalar(0.2f)}};
+  Values in{{"x", random_tensor(ElementType::float32, {3, 8}, 27)}, {"lo", float_scalar(-0.1f)}, {"hi", float_scalar(0.2f)}};
   const std::vector<std::string> bodies{
       // the product is also a graph output
       "g = Gemm(x, w)\n y = Relu(g)\n out2 = Identity(g)",
@@ -461,8 +461,8 @@ g (float[N,T,C] x, float[G] gamma, float[G] beta) => (float[N,T,C] y) {
   // with an error naming the node rather than returning other values.
   Model model = with_initializers(test::parse(text), weights);
   Values thin{{"x", random_tensor(ElementType::float32, {2, 3, 1}, 40)}};
-  CHECK(run(model, OptimizationLevel::none, thin).outputs.at("y").shape() == Shape{2, 3, 8});
-  CHECK_THROWS_WITH_AS(run(model, OptimizationLevel::all, thin), doctest::Contains("LayerNormalization"), InputError);
+  CHECK(run_at_level(model, OptimizationLevel::none, thin).outputs.at("y").shape() == Shape{2, 3, 8});
+  CHECK_THROWS_WITH_AS(run_at_level(model, OptimizationLevel::all, thin), doctest::Contains("LayerNormalization"), InputError);
   // A gamma of length 1 could be a broadcast over any last axis: not fused.
   Values one{{"gamma", random_tensor(ElementType::float32, {1}, 41)}, {"beta", random_tensor(ElementType::float32, {1}, 42)}};
   auto [opt1, ref1] = compare(text, one, {{"x", random_tensor(ElementType::float32, {2, 3, 8}, 43)}});
@@ -536,7 +536,7 @@ g (float[2,3,5] x, float[2,3,5] u, float[2,3,5] w, float[1] k1, float k0) => (fl
   Tensor k1(ElementType::float32, {1});
   *k1.data<float>() = 1.5f;
   Tensor w = positive({2, 3, 5}, 52);
-  Values weights{{"k1", k1}, {"k0", scalar(-0.25f)}};
+  Values weights{{"k1", k1}, {"k0", float_scalar(-0.25f)}};
   auto [opt, ref] = compare(text, weights, {{"x", random_tensor(ElementType::float32, {2, 3, 5}, 50)},
                                             {"u", random_tensor(ElementType::float32, {2, 3, 5}, 51)},
                                             {"w", w}});
@@ -567,7 +567,7 @@ g (int32[2,3] n) => (int32[2,3] q) {
   n3 = Neg(n2)
   q = Abs(n3)
 })");
-  Outcome o = run(ints, OptimizationLevel::all, {{"n", random_tensor(ElementType::int32, {2, 3}, 55)}});
+  LevelOutcome o = run_at_level(ints, OptimizationLevel::all, {{"n", random_tensor(ElementType::int32, {2, 3}, 55)}});
   CHECK(o.ops == std::vector<std::string>{"Mul", "Neg", "Abs"});
 }
 
@@ -645,7 +645,7 @@ g (float[1,8,10,12] x, float[16,8,3,3] w, float[16,1,3,3] dw, float[12,5] m, flo
                  {"dw", random_tensor(ElementType::float32, {16, 1, 3, 3}, 71)},
                  {"m", random_tensor(ElementType::float32, {12, 5}, 72)},
                  {"s", s},
-                 {"b", scalar(-0.3f)}};
+                 {"b", float_scalar(-0.3f)}};
   auto [opt, ref] = compare(text, weights, {{"x", random_tensor(ElementType::float32, {1, 8, 10, 12}, 73)}});
   if (fused_conv_available()) {
     CHECK(opt.ops == std::vector<std::string>{"com.onnx_light:FusedConv", "com.onnx_light:FusedConv", "com.onnx_light:FusedMatMul"});

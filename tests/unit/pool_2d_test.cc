@@ -28,7 +28,7 @@ using namespace onnx_light::runtime;
 
 namespace {
 
-struct Case {
+struct PoolCase {
   std::string name;
   bool max;
   Shape x;
@@ -40,7 +40,7 @@ struct Case {
   std::string auto_pad = "";
 };
 
-std::vector<Case> cases() {
+std::vector<PoolCase> pool_cases() {
   return {
       {"maxpool_2x2_s2", true, {1, 5, 2, 96}, 2, 2, 2, 2},
       {"maxpool_3x3_s1_pad1_odd_width", true, {2, 3, 9, 23}, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}},
@@ -60,7 +60,7 @@ std::vector<Case> cases() {
   };
 }
 
-int64_t out_dim(const Case& c, int axis) {
+int64_t out_dim(const PoolCase& c, int axis) {
   const int64_t in = c.x[2 + axis], k = axis == 0 ? c.kh : c.kw, s = axis == 0 ? c.sh : c.sw,
                 d = axis == 0 ? c.dh : c.dw;
   if (!c.auto_pad.empty()) return (in + s - 1) / s;
@@ -72,7 +72,7 @@ int64_t out_dim(const Case& c, int axis) {
 }
 
 // Pads at the beginning and end of an axis after auto_pad.
-std::pair<int64_t, int64_t> pads_of(const Case& c, int axis) {
+std::pair<int64_t, int64_t> pads_of(const PoolCase& c, int axis) {
   if (c.auto_pad.empty())
     return {c.pads[static_cast<std::size_t>(axis)], c.pads[static_cast<std::size_t>(axis + 2)]};
   const int64_t in = c.x[2 + axis], k = axis == 0 ? c.kh : c.kw, s = axis == 0 ? c.sh : c.sw,
@@ -82,16 +82,16 @@ std::pair<int64_t, int64_t> pads_of(const Case& c, int axis) {
   return {begin, total - begin};
 }
 
-struct Reference {
+struct PoolReference {
   std::vector<double> values;
   std::vector<int64_t> indices;
 };
 
-Reference reference(const Case& c, const std::vector<double>& x) {
+PoolReference pool_reference(const PoolCase& c, const std::vector<double>& x) {
   const int64_t oh = out_dim(c, 0), ow = out_dim(c, 1), h = c.x[2], w = c.x[3];
   const auto [top, bottom] = pads_of(c, 0);
   const auto [left, right] = pads_of(c, 1);
-  Reference r;
+  PoolReference r;
   for (int64_t plane = 0; plane < c.x[0] * c.x[1]; ++plane)
     for (int64_t oy = 0; oy < oh; ++oy)
       for (int64_t ox = 0; ox < ow; ++ox) {
@@ -116,7 +116,7 @@ Reference reference(const Case& c, const std::vector<double>& x) {
   return r;
 }
 
-std::string attributes(const Case& c) {
+std::string attributes(const PoolCase& c) {
   std::string a = fmt::format("kernel_shape = [{}, {}], strides = [{}, {}]", c.kh, c.kw, c.sh, c.sw);
   a += c.auto_pad.empty() ? fmt::format(", pads = [{}]", fmt::join(c.pads, ", ")) : fmt::format(", auto_pad = \"{}\"", c.auto_pad);
   if (c.ceil_mode) a += ", ceil_mode = 1";
@@ -129,7 +129,7 @@ std::string attributes(const Case& c) {
   return a;
 }
 
-std::vector<Tensor> run(const Case& c, const std::string& type, const Tensor& x, int threads, TuningRegistry* registry) {
+std::vector<Tensor> run_pool(const PoolCase& c, const std::string& type, const Tensor& x, int threads, TuningRegistry* registry) {
   const std::string outputs = c.max ? fmt::format("{}[] y, int64[] i", type) : fmt::format("{}[] y", type);
   const std::string text = fmt::format(
       "<ir_version: 8, opset_import: [\"\" : 12]>\ng ({}[{}] x) => ({}) {{ {} = {} <{}> (x) }}", type,
@@ -146,9 +146,9 @@ std::vector<Tensor> run(const Case& c, const std::string& type, const Tensor& x,
   return result;
 }
 
-std::unique_ptr<TuningRegistry> parallel_registry() { return test::parallel_registry({"MaxPool", "AveragePool"}); }
+std::unique_ptr<TuningRegistry> pool_parallel_registry() { return test::parallel_registry({"MaxPool", "AveragePool"}); }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
+bool same_pool_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.element_type() == b.element_type() &&
          std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.byte_size())) == 0;
 }
@@ -156,8 +156,8 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 TEST_CASE("pool_2d_matches_a_direct_pool_on_every_edge") {
-  auto registry = parallel_registry();
-  for (const Case& c : cases())
+  auto registry = pool_parallel_registry();
+  for (const PoolCase& c : pool_cases())
     for (const std::string type : {"float", "int8"}) {
       if (type == "int8" && !c.max) continue;  // AveragePool has no integer kernels
       CAPTURE(c.name);
@@ -167,8 +167,8 @@ TEST_CASE("pool_2d_matches_a_direct_pool_on_every_edge") {
       std::vector<double> xv(static_cast<std::size_t>(x.element_count()));
       for (std::size_t i = 0; i < xv.size(); ++i)
         xv[i] = et == ElementType::float32 ? double(x.data<float>()[i]) : double(x.data<int8_t>()[i]);
-      const std::vector<Tensor> got = run(c, type, x, 1, registry.get());
-      const Reference want = reference(c, xv);
+      const std::vector<Tensor> got = run_pool(c, type, x, 1, registry.get());
+      const PoolReference want = pool_reference(c, xv);
       REQUIRE(got[0].element_count() == static_cast<int64_t>(want.values.size()));
       REQUIRE(got[0].shape() == Shape{c.x[0], c.x[1], out_dim(c, 0), out_dim(c, 1)});
       double worst = 0;
@@ -181,18 +181,18 @@ TEST_CASE("pool_2d_matches_a_direct_pool_on_every_edge") {
       // MaxPool is exact; an average of at most 25 values in [-1, 1) is within 26 u of exact.
       CHECK(worst <= (c.max ? 0.0 : 26 * std::ldexp(1.0, -24)));
       CHECK(wrong_indices == 0);
-      const std::vector<Tensor> threaded = run(c, type, x, 3, registry.get());
-      for (std::size_t k = 0; k < got.size(); ++k) CHECK(same_bits(threaded[k], got[k]));
+      const std::vector<Tensor> threaded = run_pool(c, type, x, 3, registry.get());
+      for (std::size_t k = 0; k < got.size(); ++k) CHECK(same_pool_bits(threaded[k], got[k]));
     }
 }
 
 TEST_CASE("pool_2d_float16_is_identical_across_threads") {
-  auto registry = parallel_registry();
-  for (const Case& c : cases()) {
+  auto registry = pool_parallel_registry();
+  for (const PoolCase& c : pool_cases()) {
     CAPTURE(c.name);
     const Tensor x = random_tensor(ElementType::float16, c.x, 19);
-    const std::vector<Tensor> one = run(c, "float16", x, 1, registry.get());
-    const std::vector<Tensor> three = run(c, "float16", x, 3, registry.get());
-    for (std::size_t k = 0; k < one.size(); ++k) CHECK(same_bits(three[k], one[k]));
+    const std::vector<Tensor> one = run_pool(c, "float16", x, 1, registry.get());
+    const std::vector<Tensor> three = run_pool(c, "float16", x, 3, registry.get());
+    for (std::size_t k = 0; k < one.size(); ++k) CHECK(same_pool_bits(three[k], one[k]));
   }
 }

@@ -21,13 +21,13 @@ using namespace onnx_light::test;
 
 namespace {
 
-std::map<std::string, Tensor> run(const std::string& graph, const NamedTensors& inputs) {
+std::map<std::string, Tensor> run_quantized(const std::string& graph, const NamedTensors& inputs) {
   return run_graph("g " + graph, inputs, 13);
 }
 
 std::string input_error(const std::string& graph, const std::vector<std::pair<std::string, Tensor>>& inputs) {
   try {
-    run(graph, inputs);
+    run_quantized(graph, inputs);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -39,16 +39,16 @@ std::string input_error(const std::string& graph, const std::vector<std::pair<st
 
 TEST_CASE("quantize_linear_rounds_ties_to_even_and_saturates") {
   const std::string g = "(float[6] x, float s, uint8 z) => (uint8[6] y) { y = QuantizeLinear(x, s, z) }";
-  auto out = run(g, {{"x", floats({6}, {2.5f, 3.5f, -2.5f, 1000.0f, -1000.0f, 0.49f})},
+  auto out = run_quantized(g, {{"x", floats({6}, {2.5f, 3.5f, -2.5f, 1000.0f, -1000.0f, 0.49f})},
                      {"s", floats({}, {1.0f})},
                      {"z", u8({}, {10})}});
   // 2.5 -> 2, 3.5 -> 4, -2.5 -> -2 (+10 each); 1000 and -1000 saturate.
   CHECK(values<uint8_t>(out["y"]) == std::vector<uint8_t>{12, 14, 8, 255, 0, 10});
   const std::string signed_g = "(float[3] x, float s, int8 z) => (int8[3] y) { y = QuantizeLinear(x, s, z) }";
-  auto signed_out = run(signed_g, {{"x", floats({3}, {-1000.0f, 1000.0f, -0.5f})}, {"s", floats({}, {0.5f})}, {"z", i8({}, {0})}});
+  auto signed_out = run_quantized(signed_g, {{"x", floats({3}, {-1000.0f, 1000.0f, -0.5f})}, {"s", floats({}, {0.5f})}, {"z", i8({}, {0})}});
   CHECK(values<int8_t>(signed_out["y"]) == std::vector<int8_t>{-128, 127, -1});
   // No zero point: uint8 with zero 0.
-  auto no_zero = run("(float[2] x, float s) => (uint8[2] y) { y = QuantizeLinear(x, s) }",
+  auto no_zero = run_quantized("(float[2] x, float s) => (uint8[2] y) { y = QuantizeLinear(x, s) }",
                      {{"x", floats({2}, {-1.0f, 3.0f})}, {"s", floats({}, {1.0f})}});
   CHECK(values<uint8_t>(no_zero["y"]) == std::vector<uint8_t>{0, 3});
 }
@@ -56,11 +56,11 @@ TEST_CASE("quantize_linear_rounds_ties_to_even_and_saturates") {
 TEST_CASE("per_axis_parameters_follow_the_axis_and_a_wrong_count_is_named") {
   const std::string g =
       "(float[2, 3] x, float[3] s, uint8[3] z) => (uint8[2, 3] y) { y = QuantizeLinear <axis = -1> (x, s, z) }";
-  auto out = run(g, {{"x", floats({2, 3}, {1, 2, 3, 4, 5, 6})}, {"s", floats({3}, {1, 2, 4})}, {"z", u8({3}, {0, 1, 2})}});
+  auto out = run_quantized(g, {{"x", floats({2, 3}, {1, 2, 3, 4, 5, 6})}, {"s", floats({3}, {1, 2, 4})}, {"z", u8({3}, {0, 1, 2})}});
   // 5 / 2 = 2.5 and 6 / 4 = 1.5 round to even: 2 and 2.
   CHECK(values<uint8_t>(out["y"]) == std::vector<uint8_t>{1, 2, 3, 4, 3, 4});
   const std::string d = "(uint8[2, 2] x, float[2] s, uint8[2] z) => (float[2, 2] y) { y = DequantizeLinear <axis = 0> (x, s, z) }";
-  auto deq = run(d, {{"x", u8({2, 2}, {10, 20, 10, 20})}, {"s", floats({2}, {0.5f, 2.0f})}, {"z", u8({2}, {10, 0})}});
+  auto deq = run_quantized(d, {{"x", u8({2, 2}, {10, 20, 10, 20})}, {"s", floats({2}, {0.5f, 2.0f})}, {"z", u8({2}, {10, 0})}});
   CHECK(values<float>(deq["y"]) == std::vector<float>{0.0f, 5.0f, 20.0f, 40.0f});
   const std::string any_count =
       "(float[2, 3] x, float[S] s, uint8[S] z) => (uint8[2, 3] y) { y = QuantizeLinear <axis = -1> (x, s, z) }";
@@ -72,10 +72,10 @@ TEST_CASE("per_axis_parameters_follow_the_axis_and_a_wrong_count_is_named") {
 TEST_CASE("dynamic_quantize_linear_all_zero_and_nan_inputs") {
   const std::string g =
       "(float[3] x) => (uint8[3] y, float s, uint8 z) { y, s, z = DynamicQuantizeLinear(x) }";
-  auto zeros = run(g, {{"x", floats({3}, {0, 0, 0})}});
+  auto zeros = run_quantized(g, {{"x", floats({3}, {0, 0, 0})}});
   CHECK(values<uint8_t>(zeros["y"]) == std::vector<uint8_t>{0, 0, 0});
   CHECK(*zeros["s"].data<float>() == 0.0f);
-  auto positive = run(g, {{"x", floats({3}, {0.0f, 2.55f, 1.0f})}});
+  auto positive = run_quantized(g, {{"x", floats({3}, {0.0f, 2.55f, 1.0f})}});
   CHECK(*positive["z"].data<uint8_t>() == 0);
   CHECK(values<uint8_t>(positive["y"]) == std::vector<uint8_t>{0, 255, 100});
   const std::string message = input_error(g, {{"x", floats({3}, {1.0f, std::nanf(""), 0.0f})}});
@@ -86,14 +86,14 @@ TEST_CASE("matmul_integer_mixed_signs_per_row_zero_points_and_batches") {
   // int8 A [2, 2] with per-row zero points [1, -1], uint8 B [2, 2] with zero 3.
   const std::string g =
       "(int8[2, 2] a, uint8[2, 2] b, int8[2] az, uint8 bz) => (int32[2, 2] y) { y = MatMulInteger(a, b, az, bz) }";
-  auto out = run(g, {{"a", i8({2, 2}, {-128, 127, 0, 5})},
+  auto out = run_quantized(g, {{"a", i8({2, 2}, {-128, 127, 0, 5})},
                      {"b", u8({2, 2}, {255, 3, 0, 4})},
                      {"az", i8({2}, {1, -1})},
                      {"bz", u8({}, {3})}});
   // (a - az) = [[-129, 126], [1, 6]]; (b - bz) = [[252, 0], [-3, 1]].
   CHECK(values<int32_t>(out["y"]) == std::vector<int32_t>{-129 * 252 + 126 * -3, 126, 252 - 18, 6});
   const std::string batched = "(uint8[2, 1, 2] a, uint8[2, 2, 1] b) => (int32[2, 1, 1] y) { y = MatMulInteger(a, b) }";
-  auto b_out = run(batched, {{"a", u8({2, 1, 2}, {1, 2, 3, 4})}, {"b", u8({2, 2, 1}, {5, 6, 7, 8})}});
+  auto b_out = run_quantized(batched, {{"a", u8({2, 1, 2}, {1, 2, 3, 4})}, {"b", u8({2, 2, 1}, {5, 6, 7, 8})}});
   CHECK(values<int32_t>(b_out["y"]) == std::vector<int32_t>{17, 53});
 }
 
@@ -102,7 +102,7 @@ TEST_CASE("qlinear_matmul_saturates_int8_output") {
       "(int8[1, 2] a, float as, int8 az, int8[2, 1] b, float bs, int8 bz, float ys, int8 yz) => (int8[1, 1] y) "
       "{ y = QLinearMatMul(a, as, az, b, bs, bz, ys, yz) }";
   auto run_with = [&](float y_scale) {
-    return values<int8_t>(run(g, {{"a", i8({1, 2}, {100, 100})}, {"as", floats({}, {1.0f})}, {"az", i8({}, {0})},
+    return values<int8_t>(run_quantized(g, {{"a", i8({1, 2}, {100, 100})}, {"as", floats({}, {1.0f})}, {"az", i8({}, {0})},
                                   {"b", i8({2, 1}, {100, -50})}, {"bs", floats({}, {1.0f})}, {"bz", i8({}, {0})},
                                   {"ys", floats({}, {y_scale})}, {"yz", i8({}, {-3})}})["y"]);
   };
@@ -126,10 +126,10 @@ TEST_CASE("conv_integer_matches_a_float_conv_of_the_shifted_operands_with_groups
     wf.data<float>()[i] = static_cast<float>(w.data<int8_t>()[i]) - static_cast<float>(wz[static_cast<std::size_t>(i / 18)]);
   }
   const std::string attrs = "<group = 2, strides = [2, 1], dilations = [1, 2], pads = [1, 2, 0, 1]>";
-  auto q = run("(uint8[1, 4, 7, 6] x, int8[4, 2, 3, 3] w, uint8 xz, int8[4] wz) => (int32[1, 4, A, B] y) { y = ConvInteger " +
+  auto q = run_quantized("(uint8[1, 4, 7, 6] x, int8[4, 2, 3, 3] w, uint8 xz, int8[4] wz) => (int32[1, 4, A, B] y) { y = ConvInteger " +
                    attrs + " (x, w, xz, wz) }",
                {{"x", x}, {"w", w}, {"xz", u8({}, {3})}, {"wz", i8({4}, wz)}});
-  auto f = run("(float[1, 4, 7, 6] x, float[4, 2, 3, 3] w) => (float[1, 4, A, B] y) { y = Conv " + attrs + " (x, w) }",
+  auto f = run_quantized("(float[1, 4, 7, 6] x, float[4, 2, 3, 3] w) => (float[1, 4, A, B] y) { y = Conv " + attrs + " (x, w) }",
                {{"x", xf}, {"w", wf}});
   REQUIRE(q["y"].shape() == f["y"].shape());
   for (int64_t i = 0; i < q["y"].element_count(); ++i)
@@ -143,7 +143,7 @@ TEST_CASE("qlinear_conv_adds_bias_before_requantizing_and_saturates") {
       "(uint8[1, 1, 1, 1] x, float xs, uint8 xz, uint8[1, 1, 1, 1] w, float ws, uint8 wz, float ys, uint8 yz, int32[1] b) "
       "=> (uint8[1, 1, 1, 1] y) { y = QLinearConv(x, xs, xz, w, ws, wz, ys, yz, b) }";
   auto with = [&](float y_scale) {
-    return values<uint8_t>(run(g, {{"x", u8({1, 1, 1, 1}, {10})}, {"xs", floats({}, {1})}, {"xz", u8({}, {0})},
+    return values<uint8_t>(run_quantized(g, {{"x", u8({1, 1, 1, 1}, {10})}, {"xs", floats({}, {1})}, {"xz", u8({}, {0})},
                                    {"w", u8({1, 1, 1, 1}, {3})}, {"ws", floats({}, {1})}, {"wz", u8({}, {1})},
                                    {"ys", floats({}, {y_scale})}, {"yz", u8({}, {100})},
                                    {"b", tensor(ElementType::int32, {1}, std::vector<int32_t>{5})}})["y"]);

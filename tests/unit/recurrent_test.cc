@@ -56,7 +56,7 @@ double apply(const Act& act, double x) {
   return 0;
 }
 
-struct Case {
+struct RecurrentCase {
   std::string name;
   std::string op;  // LSTM, GRU, RNN
   std::string direction = "forward";
@@ -69,10 +69,10 @@ struct Case {
   std::vector<Act> acts;  // empty: the defaults
 };
 
-int64_t gates(const Case& c) { return c.op == "LSTM" ? 4 : c.op == "GRU" ? 3 : 1; }
-int64_t dirs(const Case& c) { return c.direction == "bidirectional" ? 2 : 1; }
+int64_t gates(const RecurrentCase& c) { return c.op == "LSTM" ? 4 : c.op == "GRU" ? 3 : 1; }
+int64_t dirs(const RecurrentCase& c) { return c.direction == "bidirectional" ? 2 : 1; }
 
-std::vector<Act> activations(const Case& c) {
+std::vector<Act> recurrent_activations(const RecurrentCase& c) {
   std::vector<Act> per;
   if (!c.acts.empty()) return c.acts;
   if (c.op == "LSTM") per = {{"Sigmoid"}, {"Tanh"}, {"Tanh"}};
@@ -83,14 +83,14 @@ std::vector<Act> activations(const Case& c) {
   return all;
 }
 
-struct Operands {
+struct RecurrentOperands {
   Tensor x, w, r, b, lens, h0, c0, p;
 };
 
-Operands operands(const Case& c, ElementType type) {
+RecurrentOperands recurrent_operands(const RecurrentCase& c, ElementType type) {
   const int64_t D = dirs(c), G = gates(c), H = c.hidden;
   const Shape state = c.layout == 0 ? Shape{D, c.batch, H} : Shape{c.batch, D, H};
-  Operands o;
+  RecurrentOperands o;
   o.x = random_tensor(type, c.layout == 0 ? Shape{c.seq, c.batch, c.input} : Shape{c.batch, c.seq, c.input}, 11);
   o.w = random_tensor(type, {D, G * H, c.input}, 12);
   o.r = random_tensor(type, {D, G * H, H}, 13);
@@ -109,16 +109,16 @@ double at(const Tensor& t, int64_t i) {
   return t.element_type() == ElementType::float64 ? t.data<double>()[i] : static_cast<double>(t.data<float>()[i]);
 }
 
-struct Expected {
+struct RecurrentExpected {
   std::vector<double> y, y_h, y_c;
 };
 
 // The ONNX formulas, one (direction, batch, step) at a time in double.
-Expected reference(const Case& c, const Operands& o) {
+RecurrentExpected recurrent_reference(const RecurrentCase& c, const RecurrentOperands& o) {
   const int64_t D = dirs(c), G = gates(c), H = c.hidden, I = c.input, S = c.seq, B = c.batch;
-  const std::vector<Act> acts = activations(c);
+  const std::vector<Act> acts = recurrent_activations(c);
   const std::size_t per = acts.size() / static_cast<std::size_t>(D);
-  Expected e;
+  RecurrentExpected e;
   e.y.assign(static_cast<std::size_t>(S * D * B * H), 0.0);
   e.y_h.assign(static_cast<std::size_t>(D * B * H), 0.0);
   e.y_c = e.y_h;
@@ -206,7 +206,7 @@ void add_input(onnx::GraphProto& g, const std::string& name, const Tensor& t) {
 }
 
 // One recurrent node named "rec" over the case's operands; `outputs` names Y, Y_h (, Y_c), "" omitted.
-Model model(const Case& c, const Operands& o, const std::vector<std::string>& outputs, const std::string& extra_attr = "",
+Model model(const RecurrentCase& c, const RecurrentOperands& o, const std::vector<std::string>& outputs, const std::string& extra_attr = "",
             int64_t extra_value = 0) {
   onnx::ModelProto proto;
   proto.set_ir_version(8);
@@ -279,7 +279,7 @@ Model model(const Case& c, const Operands& o, const std::vector<std::string>& ou
 }
 
 // Parallel from the smallest product, for every recurrent kernel.
-std::unique_ptr<TuningRegistry> eager_registry() {
+std::unique_ptr<TuningRegistry> eager_recurrent_registry() {
   auto registry = std::make_unique<TuningRegistry>();
   std::vector<PublishedProfile> profiles;
   for (const auto& def : cpu_kernel_table().definitions()) {
@@ -296,7 +296,7 @@ struct Results {
   Tensor y, y_h, y_c;
 };
 
-Results run(const Case& c, const Operands& o, int threads, TuningRegistry* registry,
+Results run_recurrent(const RecurrentCase& c, const RecurrentOperands& o, int threads, TuningRegistry* registry,
             std::vector<std::string> outputs = {}) {
   if (outputs.empty()) outputs = c.op == "LSTM" ? std::vector<std::string>{"y", "yh", "yc"} : std::vector<std::string>{"y", "yh"};
   RuntimeSessionOptions options;
@@ -330,18 +330,18 @@ double worst(const Tensor& got, const std::vector<double>& exact) {
   return w;
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
+bool same_recurrent_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.byte_size())) == 0;
 }
 
-Shape y_shape(const Case& c) {
+Shape recurrent_y_shape(const RecurrentCase& c) {
   return c.layout == 0 ? Shape{c.seq, dirs(c), c.batch, c.hidden} : Shape{c.batch, c.seq, dirs(c), c.hidden};
 }
 
-std::vector<Case> cases() {
-  std::vector<Case> all;
-  auto add = [&](Case c) { all.push_back(std::move(c)); };
-  Case c;
+std::vector<RecurrentCase> recurrent_cases() {
+  std::vector<RecurrentCase> all;
+  auto add = [&](RecurrentCase c) { all.push_back(std::move(c)); };
+  RecurrentCase c;
   // LSTM
   c = {"lstm forward defaults", "LSTM"};
   add(c);
@@ -409,13 +409,13 @@ std::vector<Case> cases() {
 }  // namespace
 
 TEST_CASE("recurrent_matches_a_double_reference_on_every_edge_and_ignores_threads") {
-  auto eager = eager_registry();
-  for (const Case& c : cases()) {
+  auto eager = eager_recurrent_registry();
+  for (const RecurrentCase& c : recurrent_cases()) {
     CAPTURE(c.name);
-    const Operands o = operands(c, ElementType::float32);
-    const Expected e = reference(c, o);
-    const Results got = run(c, o, 1, nullptr);
-    CHECK(got.y.shape() == y_shape(c));
+    const RecurrentOperands o = recurrent_operands(c, ElementType::float32);
+    const RecurrentExpected e = recurrent_reference(c, o);
+    const Results got = run_recurrent(c, o, 1, nullptr);
+    CHECK(got.y.shape() == recurrent_y_shape(c));
     const double tolerance = 2e-5 * static_cast<double>(c.input + c.hidden);
     CHECK(worst(got.y, e.y) <= tolerance);
     CHECK(worst(got.y_h, e.y_h) <= tolerance);
@@ -425,44 +425,44 @@ TEST_CASE("recurrent_matches_a_double_reference_on_every_edge_and_ignores_thread
       if (e.y[i] == 0.0) CHECK(at(got.y, static_cast<int64_t>(i)) == 0.0);
     for (int threads : {1, 3}) {
       CAPTURE(threads);
-      const Results parallel = run(c, o, threads, eager.get());
-      CHECK(same_bits(parallel.y, got.y));
-      CHECK(same_bits(parallel.y_h, got.y_h));
-      if (c.op == "LSTM") CHECK(same_bits(parallel.y_c, got.y_c));
+      const Results parallel = run_recurrent(c, o, threads, eager.get());
+      CHECK(same_recurrent_bits(parallel.y, got.y));
+      CHECK(same_recurrent_bits(parallel.y_h, got.y_h));
+      if (c.op == "LSTM") CHECK(same_recurrent_bits(parallel.y_c, got.y_c));
     }
   }
 }
 
 TEST_CASE("recurrent_float64_follows_the_reference_closely") {
-  for (const Case& c : cases()) {
+  for (const RecurrentCase& c : recurrent_cases()) {
     CAPTURE(c.name);
-    const Operands o = operands(c, ElementType::float64);
-    const Expected e = reference(c, o);
-    const Results got = run(c, o, 1, nullptr);
+    const RecurrentOperands o = recurrent_operands(c, ElementType::float64);
+    const RecurrentExpected e = recurrent_reference(c, o);
+    const Results got = run_recurrent(c, o, 1, nullptr);
     CHECK(worst(got.y, e.y) <= 1e-12);
     CHECK(worst(got.y_h, e.y_h) <= 1e-12);
   }
 }
 
 TEST_CASE("recurrent_omitted_outputs_leave_the_others_unchanged") {
-  Case c = cases()[1];  // LSTM reverse, sequence_lens
-  const Operands o = operands(c, ElementType::float32);
-  const Results all = run(c, o, 1, nullptr);
-  const Results only_c = run(c, o, 1, nullptr, {"", "", "yc"});
-  CHECK(same_bits(only_c.y_c, all.y_c));
-  const Results only_h = run(c, o, 1, nullptr, {"", "yh"});
-  CHECK(same_bits(only_h.y_h, all.y_h));
-  const Results only_y = run(c, o, 1, nullptr, {"y"});
-  CHECK(same_bits(only_y.y, all.y));
+  RecurrentCase c = recurrent_cases()[1];  // LSTM reverse, sequence_lens
+  const RecurrentOperands o = recurrent_operands(c, ElementType::float32);
+  const Results all = run_recurrent(c, o, 1, nullptr);
+  const Results only_c = run_recurrent(c, o, 1, nullptr, {"", "", "yc"});
+  CHECK(same_recurrent_bits(only_c.y_c, all.y_c));
+  const Results only_h = run_recurrent(c, o, 1, nullptr, {"", "yh"});
+  CHECK(same_recurrent_bits(only_h.y_h, all.y_h));
+  const Results only_y = run_recurrent(c, o, 1, nullptr, {"y"});
+  CHECK(same_recurrent_bits(only_y.y, all.y));
 }
 
 TEST_CASE("recurrent_invalid_attributes_and_operands_give_errors_naming_the_node") {
-  auto refused = [](Case c, const std::string& needle, const std::string& extra = "", int64_t value = 0,
+  auto refused = [](RecurrentCase c, const std::string& needle, const std::string& extra = "", int64_t value = 0,
                     Shape w_shape = {}) {
     CAPTURE(c.name);
     std::string message;
     try {
-      Operands o = operands(c, ElementType::float32);
+      RecurrentOperands o = recurrent_operands(c, ElementType::float32);
       if (!w_shape.empty()) o.w = random_tensor(ElementType::float32, w_shape, 3);
       RuntimeSessionOptions options;
       options.parameters = RuntimeParameters(1);
@@ -480,7 +480,7 @@ TEST_CASE("recurrent_invalid_attributes_and_operands_give_errors_naming_the_node
     CHECK(message.find(c.op + " node 'rec'") != std::string::npos);
     CHECK(message.find(needle) != std::string::npos);
   };
-  Case c{"bad direction", "LSTM", "sideways"};
+  RecurrentCase c{"bad direction", "LSTM", "sideways"};
   refused(c, "direction");
   c = {"unknown activation", "GRU"};
   c.acts = {{"Sigmoid"}, {"Swish"}};
@@ -531,11 +531,11 @@ TEST_CASE("recurrent_constant_weights_packed_at_creation_give_the_bits_of_weight
   cb.set("r", tensor_of({1, 16, 4}, r));
   a.run(ca);
   b.run(cb);
-  CHECK(same_bits(ca.get("y"), cb.get("y")));
+  CHECK(same_recurrent_bits(ca.get("y"), cb.get("y")));
   // New values with the same shapes: repacked, so the outputs change.
   std::vector<float> r2 = r;
   for (float& v : r2) v = -v;
   cb.set("r", tensor_of({1, 16, 4}, r2));
   b.run(cb);
-  CHECK_FALSE(same_bits(ca.get("y"), cb.get("y")));
+  CHECK_FALSE(same_recurrent_bits(ca.get("y"), cb.get("y")));
 }

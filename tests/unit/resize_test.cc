@@ -31,7 +31,7 @@ using namespace onnx_light::runtime;
 
 namespace {
 
-struct Case {
+struct ResizeCase {
   std::string name;
   Shape x;
   std::string mode = "nearest";
@@ -57,7 +57,7 @@ struct AxisSpec {
   double roi0 = 0, roi1 = 1;
 };
 
-std::vector<double> coefficients(const Case& c, double ratio, double scale) {
+std::vector<double> coefficients(const ResizeCase& c, double ratio, double scale) {
   if (c.mode == "nearest") {
     if (ratio == 1) return {0, 1};
     if (c.nearest == "round_prefer_floor") return {double(ratio <= 0.5), double(ratio > 0.5)};
@@ -92,7 +92,7 @@ std::vector<double> coefficients(const Case& c, double ratio, double scale) {
   return w;
 }
 
-double interpolate_1d(const Case& c, const std::vector<double>& data, const AxisSpec& a, int64_t o) {
+double interpolate_1d(const ResizeCase& c, const std::vector<double>& data, const AxisSpec& a, int64_t o) {
   const double in = double(data.size()), x = double(o);
   double xo = 0;
   if (c.transform == "half_pixel") xo = (x + 0.5) / a.scale - 0.5;
@@ -135,13 +135,13 @@ double interpolate_1d(const Case& c, const std::vector<double>& data, const Axis
   return v;
 }
 
-struct Reference {
+struct ReferenceAxes {
   Shape out;
   std::vector<AxisSpec> axes;
 };
 
-Reference reference_axes(const Case& c) {
-  Reference r;
+ReferenceAxes reference_axes(const ResizeCase& c) {
+  ReferenceAxes r;
   const std::size_t rank = c.x.size();
   std::vector<int64_t> axes = c.axes;
   if (axes.empty())
@@ -191,7 +191,7 @@ struct AxisAffine {
   std::vector<std::pair<int64_t, double>> weights;  // input index, weight (nonzero only)
 };
 
-std::vector<std::vector<AxisAffine>> axis_affines(const Case& c, const Reference& r) {
+std::vector<std::vector<AxisAffine>> axis_affines(const ResizeCase& c, const ReferenceAxes& r) {
   std::vector<std::vector<AxisAffine>> all(c.x.size());
   for (std::size_t d = 0; d < c.x.size(); ++d) {
     const auto in = std::size_t(c.x[d]);
@@ -211,7 +211,7 @@ std::vector<std::vector<AxisAffine>> axis_affines(const Case& c, const Reference
   return all;
 }
 
-double reference_at(const Case& c, const std::vector<std::vector<AxisAffine>>& f, const std::vector<double>& x,
+double reference_at(const ResizeCase& c, const std::vector<std::vector<AxisAffine>>& f, const std::vector<double>& x,
                     std::size_t d, int64_t offset, const std::vector<int64_t>& o) {
   int64_t stride = 1;
   for (std::size_t k = d + 1; k < c.x.size(); ++k) stride *= c.x[k];
@@ -222,7 +222,7 @@ double reference_at(const Case& c, const std::vector<std::vector<AxisAffine>>& f
   return sum;
 }
 
-std::vector<double> reference(const Case& c, const Reference& r, const std::vector<double>& x) {
+std::vector<double> resize_reference(const ResizeCase& c, const ReferenceAxes& r, const std::vector<double>& x) {
   const auto f = axis_affines(c, r);
   std::vector<double> y;
   std::vector<int64_t> o(c.x.size(), 0);
@@ -240,7 +240,7 @@ std::vector<double> reference(const Case& c, const Reference& r, const std::vect
 
 // ---- Running the kernel -----------------------------------------------------------------------
 
-std::string model_text(const Case& c, const std::string& type) {
+std::string model_text(const ResizeCase& c, const std::string& type) {
   std::string body, inputs = "x, ";
   if (!c.roi.empty()) {
     body += fmt::format("roi = Constant <value = float[{}] {{{}}}> ()\n", c.roi.size(), fmt::join(c.roi, ", "));
@@ -265,7 +265,7 @@ std::string model_text(const Case& c, const std::string& type) {
                      type, fmt::join(c.x, ", "), type, body, attrs, inputs);
 }
 
-std::unique_ptr<TuningRegistry> parallel_registry() { return test::parallel_registry({"Resize", "Upsample"}, 2); }
+std::unique_ptr<TuningRegistry> resize_parallel_registry() { return test::parallel_registry({"Resize", "Upsample"}, 2); }
 
 struct Result {
   Tensor y;
@@ -287,7 +287,7 @@ Result run_text(const std::string& text, const Tensor& x, int threads, TuningReg
   return {context.get("y"), implementation};
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
+bool same_resize_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.element_type() == b.element_type() &&
          std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.byte_size())) == 0;
 }
@@ -306,11 +306,11 @@ std::vector<double> as_doubles(const Tensor& t) {
   return v;
 }
 
-void check_case(const Case& c, TuningRegistry* registry) {
+void check_case(const ResizeCase& c, TuningRegistry* registry) {
   CAPTURE(c.name);
   const Tensor x = random_tensor(ElementType::float32, c.x, 23);
-  const Reference r = reference_axes(c);
-  const std::vector<double> want = reference(c, r, as_doubles(x));
+  const ReferenceAxes r = reference_axes(c);
+  const std::vector<double> want = resize_reference(c, r, as_doubles(x));
   const std::string text = model_text(c, "float");
   const Result one = run_text(text, x, 1, registry);
   REQUIRE(one.y.shape() == r.out);
@@ -321,7 +321,7 @@ void check_case(const Case& c, TuningRegistry* registry) {
   CHECK(worst <= (c.mode == "nearest" ? 0.0 : 2e-6));
   if (!c.variant.empty()) CHECK(one.implementation == c.variant);
   const Result two = run_text(text, x, 2, registry);
-  CHECK(same_bits(one.y, two.y));
+  CHECK(same_resize_bits(one.y, two.y));
 }
 
 const char* const kTransforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -330,11 +330,11 @@ const char* const kTransforms[] = {"half_pixel", "pytorch_half_pixel", "align_co
 }  // namespace
 
 TEST_CASE("resize_nearest_every_nearest_mode_and_transform_up_and_down_non_integer_scales") {
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   for (const char* nearest : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
     for (const char* transform : kTransforms)
       for (const auto& scales : {std::vector<float>{1, 1, 1.7f, 2.5f}, std::vector<float>{1, 1, 0.6f, 0.45f}}) {
-        Case c{fmt::format("nearest {} {} {}", nearest, transform, scales), {2, 3, 5, 7}};
+        ResizeCase c{fmt::format("nearest {} {} {}", nearest, transform, scales), {2, 3, 5, 7}};
         c.nearest = nearest;
         c.transform = transform;
         c.scales = scales;
@@ -349,12 +349,12 @@ TEST_CASE("resize_nearest_every_nearest_mode_and_transform_up_and_down_non_integ
 TEST_CASE("resize_nearest_integer_factors_repeat_rows_and_columns") {
   // 2x writes two output rows from one read (SSE2 on x86-64, odd widths end element by element);
   // other integer factors repeat then copy rows.
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   for (const char* nearest : {"floor", "round_prefer_floor"})
     for (const char* transform : {"asymmetric", "half_pixel"})
       for (const auto& scales : {std::vector<float>{1, 1, 2, 2}, std::vector<float>{1, 1, 4, 3},
                                  std::vector<float>{1, 1, 8, 8}, std::vector<float>{1, 1, 2, 1}}) {
-        Case c{fmt::format("nearest {} {} {}", nearest, transform, scales), {2, 3, 5, 9}};
+        ResizeCase c{fmt::format("nearest {} {} {}", nearest, transform, scales), {2, 3, 5, 9}};
         c.nearest = nearest;
         c.transform = transform;
         c.scales = scales;
@@ -364,12 +364,12 @@ TEST_CASE("resize_nearest_integer_factors_repeat_rows_and_columns") {
 }
 
 TEST_CASE("resize_linear_and_cubic_every_transform_up_and_down") {
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   for (const char* mode : {"linear", "cubic"})
     for (const char* transform : kTransforms)
       for (const auto& scales : {std::vector<float>{1, 1, 2, 2}, std::vector<float>{1, 1, 1.7f, 2.5f},
                                  std::vector<float>{1, 1, 0.6f, 0.45f}}) {
-        Case c{fmt::format("{} {} {}", mode, transform, scales), {1, 3, 5, 7}, mode, transform};
+        ResizeCase c{fmt::format("{} {} {}", mode, transform, scales), {1, 3, 5, 7}, mode, transform};
         c.scales = scales;
         c.variant = std::string(transform) == "tf_half_pixel_for_centers" ? "interpolate_nd" : "interpolate_2d";
         check_case(c, registry.get());
@@ -377,10 +377,10 @@ TEST_CASE("resize_linear_and_cubic_every_transform_up_and_down") {
 }
 
 TEST_CASE("resize_cubic_coeff_a_and_exclude_outside") {
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   for (bool exclude : {false, true})
     for (const auto& scales : {std::vector<float>{1, 1, 2.3f, 1.5f}, std::vector<float>{1, 1, 0.5f, 0.7f}}) {
-      Case c{fmt::format("cubic a=-0.5 exclude={} {}", exclude, scales), {1, 2, 6, 5}, "cubic"};
+      ResizeCase c{fmt::format("cubic a=-0.5 exclude={} {}", exclude, scales), {1, 2, 6, 5}, "cubic"};
       c.cubic_a = -0.5;
       c.exclude_outside = exclude;
       c.scales = scales;
@@ -389,28 +389,28 @@ TEST_CASE("resize_cubic_coeff_a_and_exclude_outside") {
 }
 
 TEST_CASE("resize_one_by_one_input_and_one_by_one_output") {
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   for (const char* mode : {"nearest", "linear", "cubic"})
     for (const char* transform : kTransforms) {
-      Case up{fmt::format("{} {} 1x1 up", mode, transform), {1, 2, 1, 1}, mode, transform};
+      ResizeCase up{fmt::format("{} {} 1x1 up", mode, transform), {1, 2, 1, 1}, mode, transform};
       up.sizes = {1, 2, 3, 4};
       check_case(up, registry.get());
-      Case down{fmt::format("{} {} to 1x1", mode, transform), {1, 2, 4, 5}, mode, transform};
+      ResizeCase down{fmt::format("{} {} to 1x1", mode, transform), {1, 2, 4, 5}, mode, transform};
       down.sizes = {1, 2, 1, 1};
       check_case(down, registry.get());
     }
 }
 
 TEST_CASE("resize_sizes_with_keep_aspect_ratio_policy_and_axes") {
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   for (const char* policy : {"stretch", "not_larger", "not_smaller"})
     for (const char* mode : {"nearest", "linear"}) {
-      Case c{fmt::format("{} {}", policy, mode), {1, 2, 6, 9}, mode};
+      ResizeCase c{fmt::format("{} {}", policy, mode), {1, 2, 6, 9}, mode};
       c.policy = policy;
       c.axes = {2, 3};
       c.sizes = {4, 4};  // ratios 0.667 and 0.444: the policies give 4x6, 3x4 (rounded) and 4x4
       check_case(c, registry.get());
-      Case up = c;
+      ResizeCase up = c;
       up.name += " up";
       up.sizes = {10, 11};
       check_case(up, registry.get());
@@ -418,47 +418,47 @@ TEST_CASE("resize_sizes_with_keep_aspect_ratio_policy_and_axes") {
 }
 
 TEST_CASE("resize_axes_subset_last_axis_only_and_negative_axis") {
-  auto registry = parallel_registry();
-  Case last{"axes [-1] linear", {2, 3, 4, 6}, "linear"};
+  auto registry = resize_parallel_registry();
+  ResizeCase last{"axes [-1] linear", {2, 3, 4, 6}, "linear"};
   last.axes = {-1};
   last.scales = {1.5f};
   last.variant = "interpolate_2d";
   check_case(last, registry.get());
-  Case height{"axes [2] cubic", {1, 2, 5, 4}, "cubic"};
+  ResizeCase height{"axes [2] cubic", {1, 2, 5, 4}, "cubic"};
   height.axes = {2};
   height.scales = {0.8f};
   check_case(height, registry.get());
 }
 
 TEST_CASE("resize_channel_axis_and_trilinear_take_the_nd_path") {
-  auto registry = parallel_registry();
-  Case channel{"linear over channels", {1, 4, 3, 3}, "linear"};
+  auto registry = resize_parallel_registry();
+  ResizeCase channel{"linear over channels", {1, 4, 3, 3}, "linear"};
   channel.scales = {1, 1.5f, 1, 2};
   channel.variant = "interpolate_nd";
   check_case(channel, registry.get());
-  Case nearest{"nearest over channels", {2, 3, 2, 3}, "nearest"};
+  ResizeCase nearest{"nearest over channels", {2, 3, 2, 3}, "nearest"};
   nearest.scales = {1, 2, 1.5f, 1};
   nearest.variant = "nearest_nd";
   check_case(nearest, registry.get());
-  Case trilinear{"trilinear 5-D", {1, 2, 3, 4, 5}, "linear", "align_corners"};
+  ResizeCase trilinear{"trilinear 5-D", {1, 2, 3, 4, 5}, "linear", "align_corners"};
   trilinear.scales = {1, 1, 1.7f, 0.8f, 1.4f};
   trilinear.variant = "interpolate_nd";
   check_case(trilinear, registry.get());
-  Case rank1{"rank 1 cubic", {9}, "cubic", "asymmetric"};
+  ResizeCase rank1{"rank 1 cubic", {9}, "cubic", "asymmetric"};
   rank1.scales = {1.6f};
   check_case(rank1, registry.get());
 }
 
 TEST_CASE("resize_antialias_downscale_linear_and_cubic") {
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   for (const char* mode : {"linear", "cubic"})
     for (const auto& scales : {std::vector<float>{1, 1, 0.4f, 0.3f}, std::vector<float>{1, 1, 0.5f, 1.5f}}) {
-      Case c{fmt::format("antialias {} {}", mode, scales), {1, 2, 10, 12}, mode};
+      ResizeCase c{fmt::format("antialias {} {}", mode, scales), {1, 2, 10, 12}, mode};
       c.antialias = true;
       c.scales = scales;
       check_case(c, registry.get());
     }
-  Case nd{"antialias on the N-D path", {1, 6, 5, 7}, "linear"};
+  ResizeCase nd{"antialias on the N-D path", {1, 6, 5, 7}, "linear"};
   nd.antialias = true;
   nd.scales = {1, 0.5f, 0.4f, 0.6f};
   nd.variant = "interpolate_nd";
@@ -466,14 +466,14 @@ TEST_CASE("resize_antialias_downscale_linear_and_cubic") {
 }
 
 TEST_CASE("resize_tf_crop_and_resize_roi_and_extrapolation") {
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   for (const char* mode : {"nearest", "linear", "cubic"}) {
-    Case c{fmt::format("crop {}", mode), {1, 2, 6, 7}, mode, "tf_crop_and_resize"};
+    ResizeCase c{fmt::format("crop {}", mode), {1, 2, 6, 7}, mode, "tf_crop_and_resize"};
     c.roi = {0, 0, -0.2f, 0.1f, 1, 1, 0.9f, 1.3f};  // some output rows and columns outside
     c.sizes = {1, 2, 5, 6};
     c.extrapolation = 10;
     check_case(c, registry.get());
-    Case nd = c;
+    ResizeCase nd = c;
     nd.name += " N-D";
     nd.roi = {0, 0.25f, 0, 0, 1, 1.5f, 1, 1};
     nd.sizes = {1, 3, 6, 7};
@@ -482,22 +482,22 @@ TEST_CASE("resize_tf_crop_and_resize_roi_and_extrapolation") {
 }
 
 TEST_CASE("resize_nearest_uint8_is_a_gather_identical_across_threads") {
-  auto registry = parallel_registry();
-  Case c{"nearest uint8", {1, 3, 5, 6}};
+  auto registry = resize_parallel_registry();
+  ResizeCase c{"nearest uint8", {1, 3, 5, 6}};
   c.scales = {1, 1, 2, 1.5f};
   const Tensor x = random_tensor(ElementType::uint8, c.x, 5);
-  const Reference r = reference_axes(c);
-  const std::vector<double> want = reference(c, r, as_doubles(x));
+  const ReferenceAxes r = reference_axes(c);
+  const std::vector<double> want = resize_reference(c, r, as_doubles(x));
   const std::string text = model_text(c, "uint8");
   const Result one = run_text(text, x, 1, registry.get());
   REQUIRE(one.y.shape() == r.out);
   CHECK(as_doubles(one.y) == want);
-  CHECK(same_bits(one.y, run_text(text, x, 2, registry.get()).y));
+  CHECK(same_resize_bits(one.y, run_text(text, x, 2, registry.get()).y));
 }
 
 TEST_CASE("resize_double_float16_and_bfloat16_interpolate_in_their_compute_type") {
   // double computes in double, the 16-bit floats in float and round once when stored.
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   struct TypeCase {
     const char* name;
     ElementType type;
@@ -507,12 +507,12 @@ TEST_CASE("resize_double_float16_and_bfloat16_interpolate_in_their_compute_type"
                             TypeCase{"bfloat16", ElementType::bfloat16, 8e-3}})
     for (const char* mode : {"linear", "cubic"})
       for (const auto& scales : {std::vector<float>{1, 1, 1.7f, 0.6f}, std::vector<float>{1, 2, 1.5f, 1}}) {
-        Case c{fmt::format("{} {} {}", t.name, mode, scales), {1, 2, 5, 6}, mode};
+        ResizeCase c{fmt::format("{} {} {}", t.name, mode, scales), {1, 2, 5, 6}, mode};
         c.scales = scales;
         CAPTURE(c.name);
         const Tensor x = random_tensor(t.type, c.x, 41);
-        const Reference r = reference_axes(c);
-        const std::vector<double> want = reference(c, r, as_doubles(x));
+        const ReferenceAxes r = reference_axes(c);
+        const std::vector<double> want = resize_reference(c, r, as_doubles(x));
         const std::string text = model_text(c, t.name);
         const Result one = run_text(text, x, 1, registry.get());
         REQUIRE(one.y.shape() == r.out);
@@ -521,33 +521,33 @@ TEST_CASE("resize_double_float16_and_bfloat16_interpolate_in_their_compute_type"
         double worst = 0;
         for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
         CHECK(worst <= t.tolerance);
-        CHECK(same_bits(one.y, run_text(text, x, 2, registry.get()).y));
+        CHECK(same_resize_bits(one.y, run_text(text, x, 2, registry.get()).y));
       }
 }
 
 TEST_CASE("resize_large_2x_nchw_identical_at_1_and_2_threads") {
   // Several blocks per thread and row-cache reuse across planes.
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   for (const char* mode : {"nearest", "linear", "cubic"})
     for (const char* transform : {"asymmetric", "half_pixel", "align_corners"}) {
-      Case c{fmt::format("{} {} 2x", mode, transform), {2, 16, 20, 24}, mode, transform};
+      ResizeCase c{fmt::format("{} {} 2x", mode, transform), {2, 16, 20, 24}, mode, transform};
       c.nearest = "floor";
       c.scales = {1, 1, 2, 2};
       const Tensor x = random_tensor(ElementType::float32, c.x, 31);
       const std::string text = model_text(c, "float");
       CAPTURE(c.name);
-      CHECK(same_bits(run_text(text, x, 1, registry.get()).y, run_text(text, x, 2, registry.get()).y));
+      CHECK(same_resize_bits(run_text(text, x, 1, registry.get()).y, run_text(text, x, 2, registry.get()).y));
     }
 }
 
 TEST_CASE("upsample_opset7_and_9_and_resize_opset10_are_asymmetric") {
-  auto registry = parallel_registry();
+  auto registry = resize_parallel_registry();
   const Tensor x = random_tensor(ElementType::float32, {1, 2, 3, 4}, 3);
   for (const char* mode : {"nearest", "linear"}) {
-    Case c{mode, {1, 2, 3, 4}, mode, "asymmetric", "floor"};
+    ResizeCase c{mode, {1, 2, 3, 4}, mode, "asymmetric", "floor"};
     c.scales = {1, 1, 2, 1.5f};
-    const Reference r = reference_axes(c);
-    const std::vector<double> want = reference(c, r, as_doubles(x));
+    const ReferenceAxes r = reference_axes(c);
+    const std::vector<double> want = resize_reference(c, r, as_doubles(x));
     const std::string texts[] = {
         fmt::format("<ir_version: 8, opset_import: [\"\" : 7]>\ng (float[1,2,3,4] x) => (float[] y) {{ y = Upsample "
                     "<mode = \"{}\", scales = [1.0, 1.0, 2.0, 1.5]> (x) }}",
@@ -566,7 +566,7 @@ TEST_CASE("upsample_opset7_and_9_and_resize_opset10_are_asymmetric") {
       for (int64_t i = 0; i < got.y.element_count(); ++i)
         worst = std::max(worst, std::fabs(double(got.y.data<float>()[i]) - want[std::size_t(i)]));
       CHECK(worst <= 1e-6);
-      CHECK(same_bits(got.y, run_text(text, x, 2, registry.get()).y));
+      CHECK(same_resize_bits(got.y, run_text(text, x, 2, registry.get()).y));
     }
   }
 }

@@ -32,9 +32,9 @@ using namespace onnx_light::test;
 
 namespace {
 
-using Inputs = std::vector<std::pair<std::string, Tensor>>;
+using SamplingInputs = std::vector<std::pair<std::string, Tensor>>;
 
-Tensor run(const std::string& text, const Inputs& inputs, int threads = 1, TuningRegistry* registry = nullptr,
+Tensor run(const std::string& text, const SamplingInputs& inputs, int threads = 1, TuningRegistry* registry = nullptr,
            bool allow_newer_opset = false) {
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
@@ -48,14 +48,14 @@ Tensor run(const std::string& text, const Inputs& inputs, int threads = 1, Tunin
 }
 
 // Thresholds at 1, so that even small cases run in parallel.
-std::unique_ptr<TuningRegistry> parallel_registry() { return test::parallel_registry({"GridSample", "RoiAlign"}); }
+std::unique_ptr<TuningRegistry> sampling_parallel_registry() { return test::parallel_registry({"GridSample", "RoiAlign"}); }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
+bool same_sampling_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.element_type() == b.element_type() &&
          std::memcmp(a.raw_data(), b.raw_data(), a.byte_size()) == 0;
 }
 
-std::vector<double> as_doubles(const Tensor& t) {
+std::vector<double> sampled_doubles(const Tensor& t) {
   std::vector<double> v;
   for (int64_t i = 0; i < t.element_count(); ++i)
     v.push_back(t.element_type() == ElementType::float64 ? t.data<double>()[i] : double(t.data<float>()[i]));
@@ -200,7 +200,7 @@ void check_grid_case(const GridCase& c, ElementType type) {
   const Tensor y = run(grid_model(c, type == ElementType::float64 ? "double" : "float"),
                        {{"x", of_type(type, xs, x)}, {"grid", of_type(type, gs, grid)}});
   REQUIRE(y.shape() == Shape{2, 3, 6, 7});
-  const std::vector<double> got = as_doubles(y);
+  const std::vector<double> got = sampled_doubles(y);
   const double tolerance = type == ElementType::float64 ? 1e-12 : 2e-5;
   double worst = 0;
   for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
@@ -292,7 +292,7 @@ struct RoiData {
   std::vector<int64_t> batch{0, 1, 1, 0, 1, 0, 1};
 };
 
-Inputs roi_inputs(const RoiData& d, ElementType type = ElementType::float32) {
+SamplingInputs roi_inputs(const RoiData& d, ElementType type = ElementType::float32) {
   const auto count = static_cast<int64_t>(d.batch.size());
   return {{"x", of_type(type, d.xs, d.x)}, {"rois", of_type(type, {count, 4}, d.rois)}, {"b", int64s({count}, d.batch)}};
 }
@@ -306,7 +306,7 @@ void check_roi_case(const RoiCase& c, ElementType type = ElementType::float32) {
   const std::vector<double> want = roi_reference(c, d.x, d.xs, d.rois, d.batch);
   const Tensor y = run(roi_model(c, type == ElementType::float64 ? "double" : "float"), roi_inputs(d, type));
   REQUIRE(y.shape() == Shape{7, 3, c.out_h, c.out_w});
-  const std::vector<double> got = as_doubles(y);
+  const std::vector<double> got = sampled_doubles(y);
   const double tolerance = type == ElementType::float64 ? 1e-12 : 1e-5;
   double worst = 0;
   for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
@@ -467,9 +467,9 @@ TEST_CASE("gridsample_opset_20_takes_linear_and_cubic_and_refuses_5d") {
   // Past opset 18 only with allow_newer_opset; the kernel still reads opset 20's mode names.
   const Tensor x = floats({1, 1, 3, 2}, {0, 1, 2, 3, 4, 5});
   const Tensor grid = floats({1, 1, 2, 2}, {-0.2f, -0.2f, 0.5f, 0.5f});
-  const Inputs in{{"x", x}, {"grid", grid}};
-  CHECK(same_bits(run(grid_model({"linear", "zeros", 0, 20}), in, 1, nullptr, true), run(grid_model({"bilinear", "zeros", 0, 16}), in)));
-  CHECK(same_bits(run(grid_model({"cubic", "border", 1, 20}), in, 1, nullptr, true), run(grid_model({"bicubic", "border", 1, 16}), in)));
+  const SamplingInputs in{{"x", x}, {"grid", grid}};
+  CHECK(same_sampling_bits(run(grid_model({"linear", "zeros", 0, 20}), in, 1, nullptr, true), run(grid_model({"bilinear", "zeros", 0, 16}), in)));
+  CHECK(same_sampling_bits(run(grid_model({"cubic", "border", 1, 20}), in, 1, nullptr, true), run(grid_model({"bicubic", "border", 1, 16}), in)));
   CHECK_THROWS_WITH_AS(run(grid_model({"bilinear", "zeros", 0, 20}), in, 1, nullptr, true),
                        doctest::Contains("is not one of linear, nearest, cubic"), UnsupportedError);
   const std::string volume =
@@ -482,7 +482,7 @@ TEST_CASE("gridsample_opset_20_takes_linear_and_cubic_and_refuses_5d") {
 }
 
 TEST_CASE("gridsample_results_identical_at_1_and_3_threads") {
-  auto registry = parallel_registry();
+  auto registry = sampling_parallel_registry();
   const Shape xs{2, 3, 9, 8}, gs{2, 12, 11, 2};
   const Tensor x = of_type(ElementType::float32, xs, pseudo_random(2 * 3 * 9 * 8, 3));
   const Tensor grid = of_type(ElementType::float32, gs, grid_values(2 * 12 * 11 * 2, 17));
@@ -491,7 +491,7 @@ TEST_CASE("gridsample_results_identical_at_1_and_3_threads") {
     const std::string m = grid_model({mode, "reflection", 0});
     const Tensor one = run(m, {{"x", x}, {"grid", grid}}, 1, registry.get());
     const Tensor three = run(m, {{"x", x}, {"grid", grid}}, 3, registry.get());
-    CHECK(same_bits(one, three));
+    CHECK(same_sampling_bits(one, three));
   }
 }
 
@@ -535,14 +535,14 @@ TEST_CASE("roialign_max_takes_the_largest_weighted_corner_as_onnxruntime") {
   c.out_h = c.out_w = 1;
   c.sampling_ratio = 1;
   c.half_pixel = false;
-  const Inputs in{{"x", floats({1, 1, 2, 2}, {1, 2, 3, 4})}, {"rois", floats({1, 4}, {0, 0, 1, 1})}, {"b", int64s({1}, {0})}};
+  const SamplingInputs in{{"x", floats({1, 1, 2, 2}, {1, 2, 3, 4})}, {"rois", floats({1, 4}, {0, 0, 1, 1})}, {"b", int64s({1}, {0})}};
   c.mode = "max";
   CHECK(values<float>(run(roi_model(c), in)) == std::vector<float>{1});
   c.mode = "avg";
   CHECK(values<float>(run(roi_model(c), in)) == std::vector<float>{2.5f});
   // Samples outside the image count as 0 in max too: all-negative pixels give 0 for a roi
   // reaching outside.
-  const Inputs negative{{"x", floats({1, 1, 2, 2}, {-1, -2, -3, -4})}, {"rois", floats({1, 4}, {-6, -6, 1, 1})},
+  const SamplingInputs negative{{"x", floats({1, 1, 2, 2}, {-1, -2, -3, -4})}, {"rois", floats({1, 4}, {-6, -6, 1, 1})},
                         {"b", int64s({1}, {0})}};
   c.mode = "max";
   c.sampling_ratio = 4;
@@ -556,7 +556,7 @@ TEST_CASE("roialign_sampling_ratio_0_adapts_to_the_bin_size") {
   adaptive.out_h = 2;
   adaptive.out_w = 2;
   adaptive.half_pixel = false;
-  const Inputs in{{"x", of_type(ElementType::float32, {1, 1, 10, 9}, pseudo_random(90, 9))},
+  const SamplingInputs in{{"x", of_type(ElementType::float32, {1, 1, 10, 9}, pseudo_random(90, 9))},
                   {"rois", floats({1, 4}, {1, 0.5f, 5.5f, 7.5f})},
                   {"b", int64s({1}, {0})}};
   const std::vector<float> y = values<float>(run(roi_model(adaptive), in));
@@ -583,7 +583,7 @@ TEST_CASE("roialign_sampling_ratio_0_adapts_to_the_bin_size") {
 TEST_CASE("roialign_rois_outside_the_image_give_zero") {
   RoiCase c;
   c.sampling_ratio = 0;
-  const Inputs in{{"x", floats({1, 2, 4, 4}, std::vector<float>(32, 3))},
+  const SamplingInputs in{{"x", floats({1, 2, 4, 4}, std::vector<float>(32, 3))},
                   {"rois", floats({2, 4}, {10, 10, 20, 12, -30, -9, -2.5f, -1.75f})},
                   {"b", int64s({2}, {0, 0})}};
   for (const char* mode : {"avg", "max"}) {
@@ -598,7 +598,7 @@ TEST_CASE("roialign_roi_far_larger_than_the_image_costs_no_more_than_the_image")
   RoiCase c;
   c.sampling_ratio = 0;
   c.out_h = c.out_w = 1;
-  const Inputs in{{"x", floats({1, 1, 4, 4}, std::vector<float>(16, 1))},
+  const SamplingInputs in{{"x", floats({1, 1, 4, 4}, std::vector<float>(16, 1))},
                   {"rois", floats({1, 4}, {-1e7f, -1e7f, 1e7f, 1e7f})},
                   {"b", int64s({1}, {0})}};
   const float avg = values<float>(run(roi_model(c), in))[0];
@@ -607,7 +607,7 @@ TEST_CASE("roialign_roi_far_larger_than_the_image_costs_no_more_than_the_image")
   c.mode = "max";
   CHECK(values<float>(run(roi_model(c), in))[0] == doctest::Approx(1).epsilon(1e-6));
   // A roi needing more than 2^40 samples per bin is refused rather than counted.
-  const Inputs absurd{{"x", floats({1, 1, 4, 4}, std::vector<float>(16, 1))},
+  const SamplingInputs absurd{{"x", floats({1, 1, 4, 4}, std::vector<float>(16, 1))},
                       {"rois", floats({1, 4}, {0, 0, 1e30f, 1})},
                       {"b", int64s({1}, {0})}};
   CHECK_THROWS_WITH_AS(run(roi_model(c), absurd), doctest::Contains("samples per bin along x"), InputError);
@@ -681,22 +681,22 @@ TEST_CASE("roialign_opset_10_behaves_as_output_half_pixel") {
   old.opset = 10;
   RoiCase now;
   now.half_pixel = false;
-  CHECK(same_bits(run(roi_model(old), roi_inputs(d)), run(roi_model(now), roi_inputs(d))));
+  CHECK(same_sampling_bits(run(roi_model(old), roi_inputs(d)), run(roi_model(now), roi_inputs(d))));
   // Opset 16's default is half_pixel.
   const std::string defaulted =
       "<ir_version: 8, opset_import: [\"\" : 16]>\ng (float[N, C, H, W] x, float[R, F] rois, int64[L] b) => (float[P, Q, U, V] y) "
       "{ y = RoiAlign <output_height = 3, output_width = 2, sampling_ratio = 2> (x, rois, b) }";
-  CHECK(same_bits(run(defaulted, roi_inputs(d)), run(roi_model(RoiCase{}), roi_inputs(d))));
+  CHECK(same_sampling_bits(run(defaulted, roi_inputs(d)), run(roi_model(RoiCase{}), roi_inputs(d))));
 }
 
 TEST_CASE("roialign_results_identical_at_1_and_3_threads") {
-  auto registry = parallel_registry();
+  auto registry = sampling_parallel_registry();
   const RoiData d;
   for (const char* mode : {"avg", "max"}) {
     CAPTURE(mode);
     RoiCase c;
     c.mode = mode;
     c.sampling_ratio = 0;
-    CHECK(same_bits(run(roi_model(c), roi_inputs(d), 1, registry.get()), run(roi_model(c), roi_inputs(d), 3, registry.get())));
+    CHECK(same_sampling_bits(run(roi_model(c), roi_inputs(d), 1, registry.get()), run(roi_model(c), roi_inputs(d), 3, registry.get())));
   }
 }

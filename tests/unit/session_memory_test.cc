@@ -16,7 +16,7 @@ using namespace onnx_light::runtime;
 
 namespace {
 
-Tensor random_tensor(Shape shape, unsigned seed) {
+Tensor random_floats(Shape shape, unsigned seed) {
   Tensor t(ElementType::float32, std::move(shape));
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
@@ -54,7 +54,7 @@ TEST_CASE("chain_of_12_values_peaks_at_three_buffers") {
   options.optimization = OptimizationLevel::none;  // the graph as written, not one ElementwiseChain
   RuntimeSession session(onnx_light::test::parse(chain_model(12, kN)), options);
   RuntimeContext context;
-  const Tensor x = random_tensor({kN}, 7);
+  const Tensor x = random_floats({kN}, 7);
   context.set("x", x);
   for (int run = 0; run < 3; ++run) session.run(context);
   const SessionMemoryReport report = session.memory_report();
@@ -76,7 +76,7 @@ TEST_CASE("value_read_again_later_is_not_reused_before_its_last_reader") {
       "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[4096] x) => (float[4096] y) "
       "{ a = Abs(x)\n b = Neg(x)\n c = Neg(b)\n d = Neg(c)\n y = Add(a, d) }"),
       as_written());
-  const Tensor x = random_tensor({kN}, 3);
+  const Tensor x = random_floats({kN}, 3);
   for (int run = 0; run < 3; ++run) {
     RuntimeContext context;
     context.set("x", x);
@@ -93,7 +93,7 @@ TEST_CASE("unread_second_output_is_released_after_its_producer") {
       "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1, 2, 8, 8] x) => (float[1, 2, 4, 4] y) "
       "{ p, i = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (x)\n y = Relu(p) }"));
   RuntimeContext context;
-  context.set("x", random_tensor({1, 2, 8, 8}, 5));
+  context.set("x", random_floats({1, 2, 8, 8}, 5));
   session.run(context);
   CHECK(session.memory_report().planned_releases == 2);  // p after Relu, i after MaxPool
   CHECK(context.get("y").shape() == Shape{1, 2, 4, 4});
@@ -112,7 +112,7 @@ TEST_CASE("chain_runs_in_place_through_one_buffer") {
   constexpr int64_t kN = 1 << 14;
   const auto bytes = static_cast<int64_t>(Tensor::storage_bytes(ElementType::float32, {kN}));
   RuntimeSession session(onnx_light::test::parse(chain_model(12, kN)), as_written());
-  const Tensor x = random_tensor({kN}, 11);
+  const Tensor x = random_floats({kN}, 11);
   for (int run = 0; run < 3; ++run) {
     RuntimeContext context;  // the caller drops last run's y before this run
     context.set("x", x);
@@ -133,7 +133,7 @@ TEST_CASE("in_place_needs_input0_of_the_output_shape") {
                              "{ a = Abs(x)\n y = Add(a, m) }"),
                          as_written());
   RuntimeContext context;
-  const Tensor x = random_tensor({1, 4}, 12), m = random_tensor({4, 4}, 13);
+  const Tensor x = random_floats({1, 4}, 12), m = random_floats({4, 4}, 13);
   context.set("x", x);
   context.set("m", m);
   session.run(context);
@@ -153,7 +153,7 @@ TEST_CASE("chain_reading_its_own_input_is_not_in_place") {
       "{ a = Abs(x)\n s = Sigmoid(a)\n y = Mul(a, s) }"));
   REQUIRE(session.model().graph().node_size() == 2);  // Abs, ElementwiseChain
   RuntimeContext context;
-  const Tensor x = random_tensor({256}, 14);
+  const Tensor x = random_floats({256}, 14);
   context.set("x", x);
   session.run(context);
   CHECK(session.memory_report().planned_in_place == 0);
@@ -170,7 +170,7 @@ TEST_CASE("bound_output_gets_the_result_not_the_dying_input") {
                              "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[64] x) => (float[64] y) "
                              "{ a = Abs(x)\n y = Neg(a) }"),
                          as_written());
-  const Tensor x = random_tensor({64}, 15);
+  const Tensor x = random_floats({64}, 15);
   std::vector<float> memory(64, 7.0f);
   Tensor inputs[] = {x};
   Tensor outputs[] = {Tensor::borrow(ElementType::float32, {64}, memory.data())};

@@ -20,14 +20,14 @@ using namespace onnx_light::runtime;
 
 namespace {
 
-Tensor floats(const Shape& shape, std::vector<float> values) {
+Tensor float_input(const Shape& shape, std::vector<float> values) {
   Tensor t(ElementType::float32, shape);
   REQUIRE(static_cast<std::size_t>(t.element_count()) == values.size());
   std::memcpy(t.raw_data(), values.data(), t.byte_size());
   return t;
 }
 
-std::vector<float> values_of(const Tensor& t) {
+std::vector<float> owned_values(const Tensor& t) {
   const float* p = t.data<float>();
   return {p, p + t.element_count()};
 }
@@ -51,7 +51,7 @@ const char* kAbsThenIntegerDivision =
 }  // namespace
 
 TEST_CASE("moved_from_tensor_is_empty_not_a_view") {
-  Tensor owned = floats({3}, {1, 2, 3});
+  Tensor owned = float_input({3}, {1, 2, 3});
   Tensor target(std::move(owned));
   CHECK(owned.empty());  // NOLINT(bugprone-use-after-move): the state after a move is the contract
   CHECK_FALSE(owned.is_view());
@@ -60,7 +60,7 @@ TEST_CASE("moved_from_tensor_is_empty_not_a_view") {
   CHECK(owned.element_count() == 0);
   CHECK(owned.shape().empty());
   CHECK(target.ownership() == TensorOwnership::owned);
-  CHECK(values_of(target) == std::vector<float>{1, 2, 3});
+  CHECK(owned_values(target) == std::vector<float>{1, 2, 3});
 
   std::vector<float> memory{4, 5};
   Tensor view = Tensor::borrow(ElementType::float32, {2}, memory.data());
@@ -85,7 +85,7 @@ TEST_CASE("ownership_is_a_field_owned_borrowed_or_empty") {
   Tensor none = Tensor::borrow(ElementType::float32, {0}, nullptr);
   CHECK(none.is_view());
   CHECK_FALSE(none.exclusively_owned());
-  Tensor released = floats({1}, {1});
+  Tensor released = float_input({1}, {1});
   released.release();
   CHECK(released.empty());
   CHECK_FALSE(released.is_view());
@@ -95,11 +95,11 @@ TEST_CASE("positional_rank0_result_kept_by_caller_is_not_overwritten_by_next_run
   Tensor first_result;
   {
     RuntimeSession session(test::parse(kReduceSumScalar), serial());
-    std::vector<Tensor> inputs{floats({3}, {1, 2, 3})};
+    std::vector<Tensor> inputs{float_input({3}, {1, 2, 3})};
     std::vector<Tensor> outputs(1);
     session.run(inputs, outputs);
     first_result = outputs[0];  // the caller keeps the first result
-    inputs[0] = floats({3}, {10, 20, 30});
+    inputs[0] = float_input({3}, {10, 20, 30});
     std::vector<Tensor> fresh(1);
     session.run(inputs, fresh);
     CHECK(fresh[0].data<float>()[0] == 60.0f);
@@ -119,10 +119,10 @@ TEST_CASE("context_rank0_result_kept_by_caller_is_not_overwritten_by_next_run") 
   {
     RuntimeSession session(test::parse(kReduceSumScalar), serial());
     RuntimeContext context;
-    context.set("x", floats({3}, {1, 2, 3}));
+    context.set("x", float_input({3}, {1, 2, 3}));
     session.run(context);
     kept = context.get("y");
-    context.set("x", floats({3}, {10, 20, 30}));
+    context.set("x", float_input({3}, {10, 20, 30}));
     session.run(context);
     CHECK(context.get("y").data<float>()[0] == 60.0f);
     CHECK(kept.data<float>()[0] == 6.0f);
@@ -135,7 +135,7 @@ TEST_CASE("context_failed_run_on_missing_input_leaves_outputs_as_they_were") {
   RuntimeSession session(test::parse(test::kSeedAbsModel), serial());
   RuntimeContext context;
   std::vector<float> ones(1 << 16, -1.0f);
-  context.set("x", floats({1 << 16}, ones));
+  context.set("x", float_input({1 << 16}, ones));
   session.run(context);
   const void* before = context.get("y").raw_data();
   context.erase("x");
@@ -145,7 +145,7 @@ TEST_CASE("context_failed_run_on_missing_input_leaves_outputs_as_they_were") {
   CHECK(y.raw_data() == before);
   CHECK(y.shape() == Shape{1 << 16});
   CHECK(y.element_count() == (1 << 16));
-  CHECK(values_of(y) == std::vector<float>(1 << 16, 1.0f));
+  CHECK(owned_values(y) == std::vector<float>(1 << 16, 1.0f));
   CHECK_FALSE(context.contains("x"));
 }
 
@@ -158,31 +158,31 @@ TEST_CASE("context_failed_run_after_an_output_was_computed_leaves_outputs_as_the
   a.data<int32_t>()[1] = 9;
   b.data<int32_t>()[0] = 2;
   b.data<int32_t>()[1] = 3;
-  context.set("x", floats({4}, {-1, 2, -3, 4}));
+  context.set("x", float_input({4}, {-1, 2, -3, 4}));
   context.set("a", a);
   context.set("b", b);
   session.run(context);
-  REQUIRE(values_of(context.get("y")) == std::vector<float>{1, 2, 3, 4});
+  REQUIRE(owned_values(context.get("y")) == std::vector<float>{1, 2, 3, 4});
   const void* y_before = context.get("y").raw_data();
   // The second run computes y from new values, then fails in Div: the context keeps the old y.
-  context.set("x", floats({4}, {-5, -6, -7, -8}));
+  context.set("x", float_input({4}, {-5, -6, -7, -8}));
   Tensor zero(ElementType::int32, {2});
   context.set("b", zero);
   CHECK_THROWS_WITH_AS(session.run(context), doctest::Contains("division by zero"), InputError);
   CHECK(context.get("y").raw_data() == y_before);
-  CHECK(values_of(context.get("y")) == std::vector<float>{1, 2, 3, 4});
+  CHECK(owned_values(context.get("y")) == std::vector<float>{1, 2, 3, 4});
   CHECK(context.get("z").data<int32_t>()[0] == 4);
   CHECK(context.get("z").data<int32_t>()[1] == 3);
   // And the session recovers: the next good run gives the new results.
   context.set("b", b);
   session.run(context);
-  CHECK(values_of(context.get("y")) == std::vector<float>{5, 6, 7, 8});
+  CHECK(owned_values(context.get("y")) == std::vector<float>{5, 6, 7, 8});
 }
 
 TEST_CASE("context_steady_state_alternates_between_two_buffers") {
   RuntimeSession session(test::parse(test::kSeedAbsModel), serial());
   RuntimeContext context;
-  context.set("x", floats({64}, std::vector<float>(64, -2.0f)));
+  context.set("x", float_input({64}, std::vector<float>(64, -2.0f)));
   session.run(context);
   const void* first = context.get("y").raw_data();
   session.run(context);
@@ -270,12 +270,12 @@ TEST_CASE("positional_failed_run_gives_back_a_caller_buffer_that_did_not_fit_unt
   RuntimeSession session(test::parse(kAbsThenIntegerDivision), serial());
   Tensor a(ElementType::int32, {2});
   Tensor zero(ElementType::int32, {2});
-  std::vector<Tensor> inputs{floats({4}, {-1, 2, -3, 4}), a, zero};
-  std::vector<Tensor> outputs{floats({3}, {7, 7, 7}), Tensor()};  // y's buffer has the wrong shape
+  std::vector<Tensor> inputs{float_input({4}, {-1, 2, -3, 4}), a, zero};
+  std::vector<Tensor> outputs{float_input({3}, {7, 7, 7}), Tensor()};  // y's buffer has the wrong shape
   const void* callers = outputs[0].raw_data();
   CHECK_THROWS_AS(session.run(inputs, outputs), InputError);
   CHECK(outputs[0].raw_data() == callers);
-  CHECK(values_of(outputs[0]) == std::vector<float>{7, 7, 7});
+  CHECK(owned_values(outputs[0]) == std::vector<float>{7, 7, 7});
   CHECK(outputs[1].empty());
 }
 
@@ -284,7 +284,7 @@ TEST_CASE("positional_failed_run_gives_back_a_bound_caller_buffer") {
   Tensor a(ElementType::int32, {2});
   Tensor zero(ElementType::int32, {2});
   std::vector<float> y(4, 7.0f);
-  std::vector<Tensor> inputs{floats({4}, {-1, 2, -3, 4}), a, zero};
+  std::vector<Tensor> inputs{float_input({4}, {-1, 2, -3, 4}), a, zero};
   std::vector<Tensor> outputs{Tensor::borrow(ElementType::float32, {4}, y.data()), Tensor()};
   CHECK_THROWS_AS(session.run(inputs, outputs), InputError);
   REQUIRE(outputs[0].is_view());
@@ -331,7 +331,7 @@ TEST_CASE("kernel_failures_from_sizes_the_model_asked_for_name_the_node") {
                                      "g (float[4] x) => (float[4] y, float[4] z) { y = Abs(x) z = Neg(x) }"),
                          options);
   RuntimeContext context;
-  context.set("x", floats({4}, {1, 2, 3, 4}));
+  context.set("x", float_input({4}, {1, 2, 3, 4}));
   CHECK_THROWS_WITH_AS(session.run(context), doctest::Contains("Abs node #0: tensor float[4611686018427387904] is too large"),
                        InvalidValueError);
   RuntimeSession out_of_memory(test::parse("<ir_version: 8, opset_import: [\"\" : 17]>\n"
@@ -382,7 +382,7 @@ TEST_CASE("a_kernel_throwing_inside_parallel_for_fails_the_run_by_name_and_the_s
   std::vector<float> values(64);
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
   RuntimeContext context;
-  context.set("x", floats({64}, values));
+  context.set("x", float_input({64}, values));
   for (int attempt = 0; attempt < 20; ++attempt) {  // the pool must stay usable after each failure
     CHECK_THROWS_WITH_AS(session.run(context), doctest::Contains("Neg node #0: a block failed on purpose"),
                          InputError);

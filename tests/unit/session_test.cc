@@ -15,13 +15,13 @@ using namespace onnx_light::runtime;
 
 namespace {
 
-Tensor filled(const Shape& shape, float start, float step) {
+Tensor ramp(const Shape& shape, float start, float step) {
   Tensor t(ElementType::float32, shape);
   for (int64_t i = 0; i < t.element_count(); ++i) t.data<float>()[i] = start + step * static_cast<float>(i);
   return t;
 }
 
-std::string error_of(const std::function<void()>& f) {
+std::string session_error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -164,7 +164,7 @@ TEST_CASE("unsupported_element_type_names_node_and_type") {
   const char* text =
       "<ir_version: 8, opset_import: [\"\" : 17]>\n"
       "g (bool[4] x) => (bool[4] y) { y = Abs(x) }";
-  auto message = error_of([&] { RuntimeSession session(test::parse(text)); });
+  auto message = session_error_of([&] { RuntimeSession session(test::parse(text)); });
   CHECK(message.find("Abs node") != std::string::npos);
   CHECK(message.find("bool") != std::string::npos);
 }
@@ -172,7 +172,7 @@ TEST_CASE("unsupported_element_type_names_node_and_type") {
 TEST_CASE("missing_input_names_input_and_type") {
   RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(1, nullptr));
   RuntimeContext context;
-  auto message = error_of([&] { session.run(context); });
+  auto message = session_error_of([&] { session.run(context); });
   CHECK(message.find("missing input 'x'") != std::string::npos);
   CHECK(message.find("float[N]") != std::string::npos);
   CHECK_THROWS_AS(session.run(context), InputError);
@@ -182,10 +182,10 @@ TEST_CASE("input_of_wrong_type_or_rank_is_rejected") {
   RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(1, nullptr));
   RuntimeContext context;
   context.set("x", Tensor(ElementType::float64, {4}));
-  auto message = error_of([&] { session.run(context); });
+  auto message = session_error_of([&] { session.run(context); });
   CHECK(message.find("input 'x' must be float[N]") != std::string::npos);
   context.set("x", Tensor(ElementType::float32, {2, 2}));
-  message = error_of([&] { session.run(context); });
+  message = session_error_of([&] { session.run(context); });
   CHECK(message.find("rank 1") != std::string::npos);
 }
 
@@ -197,10 +197,10 @@ TEST_CASE("fixed_dimension_mismatch_and_symbol_conflict") {
   RuntimeContext context;
   context.set("a", Tensor(ElementType::float32, {2, 4}));
   context.set("b", Tensor(ElementType::float32, {2, 3}));
-  CHECK(error_of([&] { session.run(context); }).find("dimension 1 must be 3") != std::string::npos);
+  CHECK(session_error_of([&] { session.run(context); }).find("dimension 1 must be 3") != std::string::npos);
   context.set("a", Tensor(ElementType::float32, {2, 3}));
   context.set("b", Tensor(ElementType::float32, {5, 3}));
-  CHECK(error_of([&] { session.run(context); }).find("'N'") != std::string::npos);
+  CHECK(session_error_of([&] { session.run(context); }).find("'N'") != std::string::npos);
 }
 
 TEST_CASE("broadcast_mismatch_names_node_and_shapes") {
@@ -211,7 +211,7 @@ TEST_CASE("broadcast_mismatch_names_node_and_shapes") {
   RuntimeContext context;
   context.set("a", Tensor(ElementType::float32, {2, 3}));
   context.set("b", Tensor(ElementType::float32, {4}));
-  auto message = error_of([&] { session.run(context); });
+  auto message = session_error_of([&] { session.run(context); });
   CHECK(message.find("Add node") != std::string::npos);
   CHECK(message.find("[2, 3]") != std::string::npos);
   CHECK(message.find("[4]") != std::string::npos);
@@ -224,8 +224,8 @@ TEST_CASE("add_broadcasts_like_numpy") {
       "g (float[A, 1, C] a, float[B, 1] b) => (float[A, B, C] y) { y = Add(a, b) }";
   RuntimeSession session(test::parse(text), options_with(1, nullptr));
   RuntimeContext context;
-  context.set("a", filled({2, 1, 3}, 0, 1));      // a[i,0,k] = 3i + k
-  context.set("b", filled({4, 1}, 100, 100));     // b[j,0] = 100 + 100j
+  context.set("a", ramp({2, 1, 3}, 0, 1));      // a[i,0,k] = 3i + k
+  context.set("b", ramp({4, 1}, 100, 100));     // b[j,0] = 100 + 100j
   session.run(context);
   const Tensor& y = context.get("y");
   REQUIRE(y.shape() == Shape{2, 4, 3});
@@ -242,7 +242,7 @@ TEST_CASE("nodes_out_of_order_initializers_and_constants") {
       "  y = Mul(t, k)\n  t = Sub(x, w)\n  k = Constant <value = float[1] {-2}> ()\n}";
   RuntimeSession session(test::parse(text), options_with(1, nullptr));
   RuntimeContext context;
-  context.set("x", filled({3}, 10, 10));  // 10 20 30
+  context.set("x", ramp({3}, 10, 10));  // 10 20 30
   session.run(context);
   const Tensor& y = context.get("y");
   CHECK(y.data<float>()[0] == -18.0f);
@@ -254,11 +254,11 @@ TEST_CASE("graph_cycle_and_dangling_input_are_model_errors") {
   const char* cycle =
       "<ir_version: 8, opset_import: [\"\" : 17]>\n"
       "g (float[3] x) => (float[3] y) { a = Add(x, b)\n b = Abs(a)\n y = Abs(b) }";
-  CHECK(error_of([&] { RuntimeSession s(test::parse(cycle)); }).find("cycle") != std::string::npos);
+  CHECK(session_error_of([&] { RuntimeSession s(test::parse(cycle)); }).find("cycle") != std::string::npos);
   const char* dangling =
       "<ir_version: 8, opset_import: [\"\" : 17]>\n"
       "g (float[3] x) => (float[3] y) { y = Add(x, nowhere) }";
-  CHECK(error_of([&] { RuntimeSession s(test::parse(dangling)); }).find("'nowhere'") != std::string::npos);
+  CHECK(session_error_of([&] { RuntimeSession s(test::parse(dangling)); }).find("'nowhere'") != std::string::npos);
 }
 
 TEST_CASE("integer_division_by_zero_is_an_input_error_not_a_crash") {
@@ -273,7 +273,7 @@ TEST_CASE("integer_division_by_zero_is_an_input_error_not_a_crash") {
   b.data<int32_t>()[0] = 2;
   context.set("a", a);
   context.set("b", b);
-  auto message = error_of([&] { session.run(context); });
+  auto message = session_error_of([&] { session.run(context); });
   CHECK(message.find("Div node") != std::string::npos);
   CHECK(message.find("division by zero") != std::string::npos);
 }
@@ -281,7 +281,7 @@ TEST_CASE("integer_division_by_zero_is_an_input_error_not_a_crash") {
 TEST_CASE("steady_state_reuses_output_buffer") {
   RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(1, nullptr));
   RuntimeContext context;
-  context.set("x", filled({64}, -3, 0.1f));
+  context.set("x", ramp({64}, -3, 0.1f));
   session.run(context);
   const void* first = context.get("y").raw_data();
   session.run(context);
@@ -368,7 +368,7 @@ TEST_CASE("collector_records_only_up_to_capacity_per_session") {
   auto collector = std::make_shared<ParallelRegionCollector>(2);
   RuntimeSession session(test::parse(test::kSeedAbsModel), options_with(1, nullptr, collector));
   RuntimeContext context;
-  context.set("x", filled({8}, -1, 0.5f));
+  context.set("x", ramp({8}, -1, 0.5f));
   for (int i = 0; i < 5; ++i) session.run(context);
   auto report = session.parallel_region_report();
   CHECK(report.events.size() == 2);

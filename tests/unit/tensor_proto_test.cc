@@ -25,7 +25,7 @@ using onnx_light::runtime::tensor_to_proto;
 namespace {
 
 // Distinct bytes in every position; bool bytes stay 0/1 so the tensor is valid.
-Tensor pattern_tensor(ElementType type, Shape shape) {
+Tensor proto_pattern_tensor(ElementType type, Shape shape) {
   Tensor t(type, std::move(shape));
   auto bytes = t.mutable_bytes();
   for (std::size_t i = 0; i < bytes.size(); ++i) {
@@ -57,7 +57,7 @@ TEST_CASE("tensor_proto: every supported element type round-trips through raw_da
     for (const Shape& shape : {Shape{}, Shape{5}, Shape{2, 3}, Shape{0}, Shape{2, 0, 3}}) {
       CAPTURE(element_type_name(type));
       CAPTURE(shape.size());
-      const Tensor original = pattern_tensor(type, shape);
+      const Tensor original = proto_pattern_tensor(type, shape);
       const onnx::TensorProto proto = tensor_to_proto(original, "x");
       CHECK(proto.name() == "x");
       CHECK(proto.data_type() == static_cast<int32_t>(type));
@@ -77,7 +77,7 @@ TEST_CASE("tensor_proto: every supported element type round-trips through raw_da
 }
 
 TEST_CASE("tensor_proto: complex64 round-trips through raw_data and reads (re, im) pairs from float_data") {
-  const Tensor original = pattern_tensor(ElementType::complex64, {3});
+  const Tensor original = proto_pattern_tensor(ElementType::complex64, {3});
   CHECK(bitwise_equal(tensor_from_proto(tensor_to_proto(original)), original));
 
   auto proto = proto_of(ElementType::complex64, {2});
