@@ -23,6 +23,7 @@
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "implementation_tables.h"
 #include "parallel_registry.h"
 #include "test_models.h"
 
@@ -276,6 +277,9 @@ Result run_text(const std::string& text, const Tensor& x, int threads, TuningReg
   RuntimeSessionOptions options;
   options.parameters = RuntimeParameters(threads);
   options.registry = registry;
+  // The portable implementation, the reference the float32 ISA ones are held to (resize_simd_test.cc).
+  options.kernels = &test::table_with_only(
+      "resize_portable", [](const KernelDef& d) { return d.op_type == "Resize" || d.op_type == "Upsample"; }, "portable");
   options.profile = true;
   RuntimeSession session(test::parse(text), options);
   RuntimeContext context;
@@ -347,7 +351,8 @@ TEST_CASE("resize_nearest_every_nearest_mode_and_transform_up_and_down_non_integ
 }
 
 TEST_CASE("resize_nearest_integer_factors_repeat_rows_and_columns") {
-  // 2x writes two output rows from one read (SSE2 on x86-64, odd widths end element by element);
+  // 2x writes two output rows from one read (SSE2 on x86-64 in the portable implementation, odd
+  // widths end element by element);
   // other integer factors repeat then copy rows.
   auto registry = resize_parallel_registry();
   for (const char* nearest : {"floor", "round_prefer_floor"})
