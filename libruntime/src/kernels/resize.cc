@@ -23,8 +23,8 @@
 #include <fmt/ranges.h>
 
 #include "kernels/element_traits.h"
-#include "kernels/isa_requirements.h"
 #include "kernels/elementwise.h"
+#include "kernels/isa_requirements.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
@@ -665,16 +665,12 @@ class ResizeKernel final : public ThresholdKernel {
           while (line + k < end && oy + k < out_h && !ty.outside[y + static_cast<std::size_t>(k)] && iy[oy + k] == iy[oy]) ++k;
           const U* src = in + plane * in_plane + iy[oy] * in_w;
           if (plan.repeat_last == 2 && k == 2) {
-            // 2x nearest: both rows from one read
-            if constexpr (sizeof(U) == 4) {
-              if (isa_rows_ != nullptr)
-                isa_rows_(reinterpret_cast<const float*>(src), reinterpret_cast<float*>(dst),
-                          reinterpret_cast<float*>(dst + out_w), in_w);
-              else
-                repeat2_rows(src, dst, dst + out_w, in_w);
-            } else {
+            // 2x nearest: both rows from one read (the ISA rows move any 4-byte element exactly)
+            if (sizeof(U) == 4 && isa_rows_ != nullptr)
+              isa_rows_(reinterpret_cast<const float*>(src), reinterpret_cast<float*>(dst),
+                        reinterpret_cast<float*>(dst + out_w), in_w);
+            else
               repeat2_rows(src, dst, dst + out_w, in_w);
-            }
           } else {
             if (plan.repeat_last > 0) {
               repeat_row(src, dst, in_w, plan.repeat_last);
@@ -903,8 +899,8 @@ class ResizeKernel final : public ThresholdKernel {
   std::string_view last_variant_;
 };
 
-// Calibration: an opset-13 Resize 2x on [1, c, 16, 16] (bilinear for the float types, nearest
-// for the others); the threshold counts output elements.
+// Calibration: an opset-13 Resize 2x on [1, c, 16, 16] (bilinear for the float types unless
+// `nearest`, nearest for the others); the threshold counts output elements.
 CalibrationWorkloadFunction resize_workload(bool upsample, ElementType type, bool nearest) {
   return [upsample, type, nearest](int64_t work, int, uint32_t seed) {
     const int64_t c = std::max<int64_t>(1, work / 1024);
