@@ -66,6 +66,7 @@ std::size_t profile_identity_hash(const CacheProfile& p) {
   mix(number(host.logical_cores));
   mix(number(host.effective_threads));
   mix(std::hash<bool>{}(host.idle_spin));
+  mix(static_cast<std::size_t>(host.match));
   return h;
 }
 
@@ -224,13 +225,39 @@ class ProfileReader {
     const toml::table* host = &table;
     HostDescriptor& h = profile_.host;
     constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    // Format version 2: a class profile names its class and records only the class's fields.
+    if (const toml::node* match = host->get("match")) {
+      const auto* name = match->as_string();
+      try {
+        if (name == nullptr) throw InvalidValueError("not a string");
+        h.match = parse_host_match(name->get());
+      } catch (const InvalidValueError&) {
+        problem("host.match", fmt::format("'host.match' is {}; it must be \"exact\", \"model\", "
+                                          "\"microarchitecture\" or \"isa\"",
+                                          toml_value_text(*match)));
+        return;
+      }
+    }
+    const HostMatch match = h.match;
+    for (auto&& [key, node] : *host) {
+      const std::string_view name = key.str();
+      if (name == "match" || host_field_in_class(name, match) || match == HostMatch::exact) continue;
+      problem(join("host", name), fmt::format("'host.{}' is not part of a '{}' match (it records {}); remove it, or "
+                                              "make the profile exact",
+                                              name, host_match_name(match), class_fields(match)));
+    }
     read_string(*host, "architecture", "host", h.architecture);
-    read_string(*host, "vendor", "host", h.vendor);
-    // The rest may be absent (an older or hand-written profile); it then differs from this host.
-    read_int(*host, "family", "host", h.family, 0, kMax, true);
-    read_int(*host, "model", "host", h.model, 0, kMax, true);
+    const bool exact = match == HostMatch::exact;
+    if (exact || host_field_in_class("vendor", match)) read_string(*host, "vendor", "host", h.vendor);
+    // The rest may be absent in an exact profile (an older or hand-written one); it then differs
+    // from this host. A class profile must give its class's fields.
+    read_int(*host, "family", "host", h.family, 0, kMax, exact || !host_field_in_class("family", match));
+    read_int(*host, "model", "host", h.model, 0, kMax, exact || !host_field_in_class("model", match));
     read_int(*host, "stepping", "host", h.stepping, 0, kMax, true);
-    read_string(*host, "microarchitecture", "host", h.microarchitecture, true);
+    read_string(*host, "microarchitecture", "host", h.microarchitecture, match != HostMatch::microarchitecture);
+    if (match == HostMatch::microarchitecture && h.microarchitecture.empty() && host->get("microarchitecture")) {
+      problem("host.microarchitecture", "'host.microarchitecture' of a microarchitecture match must not be empty");
+    }
     if (const toml::node* features = host->get("features")) {
       const toml::array* array = features->as_array();
       bool ok = array != nullptr;
@@ -246,6 +273,8 @@ class ProfileReader {
       if (!ok) problem("host.features", "'host.features' must be an array of strings");
       std::sort(h.features.begin(), h.features.end());
       h.features.erase(std::unique(h.features.begin(), h.features.end()), h.features.end());
+    } else if (match == HostMatch::isa) {
+      problem("host.features", "'host.features' is missing (an isa match lists the features a machine needs)");
     }
     read_int(*host, "l1d_cache_bytes", "host", h.l1d_cache_bytes, 0, kMax, true);
     read_int(*host, "l2_cache_bytes", "host", h.l2_cache_bytes, 0, kMax, true);
@@ -261,6 +290,15 @@ class ProfileReader {
         problem("host.idle_spin", "'host.idle_spin' must be true or false");
       }
     }
+  }
+
+  static std::string class_fields(HostMatch match) {
+    std::vector<std::string_view> names;
+    for (const std::string_view name : {"architecture", "vendor", "family", "model", "microarchitecture", "features",
+                                        "effective_threads", "idle_spin"}) {
+      if (host_field_in_class(name, match)) names.push_back(name);
+    }
+    return fmt::format("{}", fmt::join(names, ", "));
   }
 
   // Unquoted dotted keys (parallel.minimum_elements = 1) parse as nested tables; flattening them
@@ -364,7 +402,7 @@ std::string raw_profile_text(const toml::table& table) {
 
 namespace {
 
-// Why the root keys do not make a version-1 cache ("" when they do).
+// Why the root keys do not make a cache this tool reads, version 1 or 2 ("" when they do).
 std::string header_error(const toml::table& root) {
   const toml::node* format = root.get("format");
   if (format == nullptr) {
@@ -750,8 +788,11 @@ std::string serialize_profiles(std::vector<const CacheProfile*> profiles) {
   out.reserve(size);
   out += "# onnx-light kernel tuning cache. Change it with 'onnx-light-tune set' (locked and atomic);\n";
   out += "# profiles are sorted by key, then host, so that two caches diff cleanly.\n";
+  // Version 1 unless a class profile needs 2, so that older tools keep reading exact-host caches.
+  const bool classes = std::any_of(profiles.begin(), unreadable,
+                                   [](const CacheProfile* p) { return p->host.match != HostMatch::exact; });
   fmt::format_to(std::back_inserter(out), "format = {}\nformat_version = {}\n", toml_quote(kCacheFormat),
-                 kCacheFormatVersion);
+                 classes ? kCacheFormatVersion : int64_t{1});
   for (auto it = profiles.begin(); it != unreadable; ++it) {
     const CacheProfile& p = **it;
     const HostDescriptor& h = p.host;
@@ -760,18 +801,38 @@ std::string serialize_profiles(std::vector<const CacheProfile*> profiles) {
                    toml_quote(p.key.kernel), toml_quote(p.key.implementation));
     fmt::format_to(o, "element_type = {}\ndevice = {}\ntuning_abi = {}\n", p.key.element_type, p.key.device,
                    p.key.tuning_abi);
-    fmt::format_to(o, "[profile.host]\narchitecture = {}\nvendor = {}\nfamily = {}\nmodel = {}\nstepping = {}\n",
-                   toml_quote(h.architecture), toml_quote(h.vendor), h.family, h.model, h.stepping);
-    fmt::format_to(o, "microarchitecture = {}\nfeatures = [", toml_quote(h.microarchitecture));
-    for (std::size_t i = 0; i < h.features.size(); ++i) {
-      if (i != 0) out += ", ";
-      out += toml_quote(h.features[i]);
+    if (h.match == HostMatch::exact) {
+      fmt::format_to(o, "[profile.host]\narchitecture = {}\nvendor = {}\nfamily = {}\nmodel = {}\nstepping = {}\n",
+                     toml_quote(h.architecture), toml_quote(h.vendor), h.family, h.model, h.stepping);
+      fmt::format_to(o, "microarchitecture = {}\nfeatures = [", toml_quote(h.microarchitecture));
+      for (std::size_t i = 0; i < h.features.size(); ++i) {
+        if (i != 0) out += ", ";
+        out += toml_quote(h.features[i]);
+      }
+      fmt::format_to(o,
+                     "]\nl1d_cache_bytes = {}\nl2_cache_bytes = {}\nl3_cache_bytes = {}\nphysical_cores = {}\n"
+                     "logical_cores = {}\neffective_threads = {}\nidle_spin = {}\n",
+                     h.l1d_cache_bytes, h.l2_cache_bytes, h.l3_cache_bytes, h.physical_cores, h.logical_cores,
+                     h.effective_threads, h.idle_spin);
+    } else {
+      // Only the class's fields: a model profile that wrote "stepping = 0" would read as a claim.
+      fmt::format_to(o, "[profile.host]\nmatch = {}\narchitecture = {}\n", toml_quote(host_match_name(h.match)),
+                     toml_quote(h.architecture));
+      if (h.match == HostMatch::model) {
+        fmt::format_to(o, "vendor = {}\nfamily = {}\nmodel = {}\n", toml_quote(h.vendor), h.family, h.model);
+      } else if (h.match == HostMatch::microarchitecture) {
+        fmt::format_to(o, "vendor = {}\nmicroarchitecture = {}\n", toml_quote(h.vendor),
+                       toml_quote(h.microarchitecture));
+      } else {
+        out += "features = [";
+        for (std::size_t i = 0; i < h.features.size(); ++i) {
+          if (i != 0) out += ", ";
+          out += toml_quote(h.features[i]);
+        }
+        out += "]\n";
+      }
+      fmt::format_to(o, "effective_threads = {}\nidle_spin = {}\n", h.effective_threads, h.idle_spin);
     }
-    fmt::format_to(o,
-                   "]\nl1d_cache_bytes = {}\nl2_cache_bytes = {}\nl3_cache_bytes = {}\nphysical_cores = {}\n"
-                   "logical_cores = {}\neffective_threads = {}\nidle_spin = {}\n",
-                   h.l1d_cache_bytes, h.l2_cache_bytes, h.l3_cache_bytes, h.physical_cores, h.logical_cores,
-                   h.effective_threads, h.idle_spin);
     out += "[profile.values]\n";
     for (const auto& [name, value] : p.values) {
       out += toml_quote(name);

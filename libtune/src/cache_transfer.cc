@@ -318,6 +318,7 @@ nlohmann::json ExportReport::to_json() const {
                         {"output", output},
                         {"all_hosts", !host.has_value()},
                         {"host", exported_host_json(host)},
+                        {"host_class", host_match_name(host_class)},
                         {"profiles", std::move(exported)},
                         {"exported_count", profiles.size()},
                         {"skipped_count", skipped},
@@ -409,6 +410,7 @@ void ExportReport::write_json(std::ostream& out) const {
     write_diagnostics(w, diagnostics, drain);
     write_count(w, "exported_count", profiles.size());
     w.key("host"), w.any(exported_host_json(host));
+    w.key("host_class"), w.string(host_match_name(host_class));
     w.key("output"), w.string(output);
     w.key("path"), w.string(path);
     write_array(w, "profiles", profiles, drain,
@@ -463,6 +465,59 @@ void DiffReport::write_json(std::ostream& out) const {
 
 // ---- operations ---------------------------------------------------------------------------------
 
+namespace {
+
+std::string format_values_text(const runtime::TuningValues& values) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : values) parts.push_back(fmt::format("{}={}", name, runtime::format_value(value)));
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+// Export --host-class: every profile generalised to the class (those already as general stay).
+// Profiles that become one identity merge when their values agree (the newest provenance stays);
+// values that disagree make the class ambiguous, and nothing is written.
+void generalise_profiles(ExportReport& report, HostMatch host_class) {
+  std::vector<CacheProfile> generalised;
+  generalised.reserve(report.profiles.size());
+  for (const CacheProfile& profile : report.profiles) {
+    CacheProfile copy = profile;
+    copy.host = profile.host.generalised(host_class);
+    generalised.push_back(std::move(copy));
+  }
+  std::vector<std::size_t> order(generalised.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return profile_less(generalised[a], generalised[b]); });
+  std::vector<CacheProfile> result;
+  std::vector<std::size_t> origin;  // index into report.profiles of each result's profile
+  for (const std::size_t i : order) {
+    CacheProfile& profile = generalised[i];
+    if (!result.empty() && same_profile_identity(result.back(), profile)) {
+      CacheProfile& kept = result.back();
+      if (kept.values != profile.values) {
+        const CacheProfile& a = report.profiles[origin.back()];
+        const CacheProfile& b = report.profiles[i];
+        throw InvalidValueError(fmt::format(
+            "--host-class {}: {} on {} and on {} become one {} profile ({}) with different values ({} / {}); "
+            "nothing was written: export them with --host-class exact, or select one with --as-host or --threads",
+            host_match_name(host_class), profile.key.to_string(), a.host.summary(), b.host.summary(),
+            host_match_name(host_class), profile.host.summary(), format_values_text(a.values),
+            format_values_text(b.values)));
+      }
+      if (written_instant(profile) > written_instant(kept)) {
+        kept.provenance = profile.provenance;
+        origin.back() = i;
+      }
+      continue;
+    }
+    result.push_back(std::move(profile));
+    origin.push_back(i);
+  }
+  report.profiles = std::move(result);
+}
+
+}  // namespace
+
 ExportReport export_kernel_tuning_cache(const ExportOptions& options, const OperationContext& context) {
   const detail::Environment environment = detail::resolve(context);
   ExportReport report;
@@ -480,7 +535,7 @@ ExportReport export_kernel_tuning_cache(const ExportOptions& options, const Oper
     const CacheProfile& profile = file.profiles[i];
     if (profile.readable() &&
         (!options.filter.matches(profile.key) || (threads && profile.host.effective_threads != *threads) ||
-         (!options.all_hosts && !profile.host.same_machine(environment.machine)))) {
+         (!options.all_hosts && !profile.host.matches(environment.machine)))) {
       continue;
     }
     const std::vector<std::string> problems = carry_problems(file, i, classes[i]);
@@ -492,6 +547,8 @@ ExportReport export_kernel_tuning_cache(const ExportOptions& options, const Oper
     }
     report.profiles.push_back(profile);
   }
+  report.host_class = options.host_class;
+  if (options.host_class != HostMatch::exact) generalise_profiles(report, options.host_class);
   if (report.profiles.empty()) {
     report.diagnostics.push_back(note(fmt::format(
         "no profile of {} matches the selection{}; the output is an empty cache", report.path,

@@ -1,5 +1,7 @@
 #include "onnx_light/tune/classification.h"
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -27,9 +29,16 @@ std::string describe_profile(const CacheProfile& profile, std::size_t index, con
 
 namespace {
 
-// The first host field that differs, for a diagnostic that points at it.
+// The first field of the profile's class that keeps it from matching `b`, for a diagnostic that
+// points at it.
 std::string first_difference(const HostDescriptor& a, const HostDescriptor& b) {
   if (a.architecture != b.architecture) return "architecture";
+  if (a.match == HostMatch::isa) return "features";
+  if (a.match != HostMatch::exact) {
+    if (a.vendor != b.vendor) return "vendor";
+    if (a.match == HostMatch::microarchitecture) return "microarchitecture";
+    return a.family != b.family ? "family" : "model";
+  }
   if (a.vendor != b.vendor) return "vendor";
   if (a.family != b.family) return "family";
   if (a.model != b.model) return "model";
@@ -104,12 +113,26 @@ Classification classify_profile(const CacheProfile& profile, std::size_t index, 
     }
     return result;
   }
-  if (!profile.host.same_machine(machine)) {
+  if (!profile.host.matches(machine)) {
     result.value = ProfileClass::incompatible;
     const std::string field = first_difference(profile.host, machine);
-    add("host." + field, fmt::format("{}: written on another machine (host.{} is {}, here {}); it is kept for that "
-                                     "machine",
-                                     where(), field, field_value(profile.host, field), field_value(machine, field)));
+    if (profile.host.match == HostMatch::exact) {
+      add("host." + field, fmt::format("{}: written on another machine (host.{} is {}, here {}); it is kept for "
+                                       "that machine",
+                                       where(), field, field_value(profile.host, field), field_value(machine, field)));
+    } else if (field == "features") {
+      std::vector<std::string> lacking;
+      std::set_difference(profile.host.features.begin(), profile.host.features.end(), machine.features.begin(),
+                          machine.features.end(), std::back_inserter(lacking));
+      add("host.features", fmt::format("{}: an isa profile for machines with [{}]; this one lacks {}; it is kept for "
+                                       "those machines",
+                                       where(), fmt::join(profile.host.features, " "), fmt::join(lacking, " ")));
+    } else {
+      add("host." + field, fmt::format("{}: a {} profile of another class of machines (host.{} is {}, here {}); it "
+                                       "is kept for that class",
+                                       where(), host_match_name(profile.host.match), field,
+                                       field_value(profile.host, field), field_value(machine, field)));
+    }
     return result;
   }
   for (const auto& [name, value] : profile.values) {

@@ -9,12 +9,97 @@
 
 #include <cpuinfo.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/runtime_parameters.h"
 
 namespace onnx_light::tune {
+
+std::string_view host_match_name(HostMatch match) {
+  switch (match) {
+    case HostMatch::exact: return "exact";
+    case HostMatch::model: return "model";
+    case HostMatch::microarchitecture: return "microarchitecture";
+    case HostMatch::isa: return "isa";
+  }
+  return "exact";
+}
+
+HostMatch parse_host_match(std::string_view text) {
+  for (const HostMatch match : {HostMatch::exact, HostMatch::model, HostMatch::microarchitecture, HostMatch::isa}) {
+    if (text == host_match_name(match)) return match;
+  }
+  throw InvalidValueError(
+      fmt::format("unknown host match '{}' (use exact, model, microarchitecture or isa)", text));
+}
+
+int host_match_specificity(HostMatch match) {
+  switch (match) {
+    case HostMatch::exact: return 3;
+    case HostMatch::model: return 2;
+    case HostMatch::microarchitecture: return 1;
+    case HostMatch::isa: return 0;
+  }
+  return 0;
+}
+
+bool host_field_in_class(std::string_view field, HostMatch match) {
+  if (field == "effective_threads" || field == "idle_spin" || field == "architecture") return true;
+  switch (match) {
+    case HostMatch::exact: return true;
+    case HostMatch::model: return field == "vendor" || field == "family" || field == "model";
+    case HostMatch::microarchitecture: return field == "vendor" || field == "microarchitecture";
+    case HostMatch::isa: return field == "features";
+  }
+  return false;
+}
+
+bool HostDescriptor::matches(const HostDescriptor& machine) const {
+  switch (match) {
+    case HostMatch::exact: return same_machine(machine);
+    case HostMatch::model:
+      return architecture == machine.architecture && vendor == machine.vendor && family == machine.family &&
+             model == machine.model;
+    case HostMatch::microarchitecture:
+      return architecture == machine.architecture && vendor == machine.vendor &&
+             microarchitecture == machine.microarchitecture;
+    case HostMatch::isa:
+      // Both lists are sorted and without repeats.
+      return architecture == machine.architecture &&
+             std::includes(machine.features.begin(), machine.features.end(), features.begin(), features.end());
+  }
+  return false;
+}
+
+HostDescriptor HostDescriptor::generalised(HostMatch target) const {
+  if (host_match_specificity(target) >= host_match_specificity(match)) return *this;
+  if (target == HostMatch::microarchitecture && microarchitecture.empty()) {
+    throw InvalidValueError(fmt::format("a microarchitecture class needs a known microarchitecture, and cpuinfo "
+                                        "does not name this one ({}); use --match model or isa",
+                                        summary()));
+  }
+  HostDescriptor result;
+  result.match = target;
+  result.architecture = architecture;
+  result.effective_threads = effective_threads;
+  result.idle_spin = idle_spin;
+  switch (target) {
+    case HostMatch::exact: break;
+    case HostMatch::model:
+      result.vendor = vendor;
+      result.family = family;
+      result.model = model;
+      break;
+    case HostMatch::microarchitecture:
+      result.vendor = vendor;
+      result.microarchitecture = microarchitecture;
+      break;
+    case HostMatch::isa: result.features = features; break;
+  }
+  return result;
+}
 
 bool HostDescriptor::same_machine(const HostDescriptor& other) const {
   // Field by field rather than comparing copies: this runs once per cached profile.
@@ -35,6 +120,19 @@ HostDescriptor HostDescriptor::with_conditions(int64_t threads, bool spin) const
 }
 
 std::string HostDescriptor::summary() const {
+  const std::string conditions = fmt::format("{} thread{}{}", effective_threads, effective_threads == 1 ? "" : "s",
+                                             idle_spin ? "" : ", workers park");
+  const std::string arch = architecture.empty() ? "?" : architecture;
+  switch (match) {
+    case HostMatch::exact: break;
+    case HostMatch::model:
+      return fmt::format("model class {} {} family {} model {}, {}", arch, vendor.empty() ? "?" : vendor, family, model,
+                         conditions);
+    case HostMatch::microarchitecture:
+      return fmt::format("microarchitecture class {} {} {}, {}", arch, vendor.empty() ? "?" : vendor,
+                         microarchitecture, conditions);
+    case HostMatch::isa: return fmt::format("isa class {} [{}], {}", arch, fmt::join(features, " "), conditions);
+  }
   std::string cpu = fmt::format("{} {}", architecture.empty() ? "?" : architecture, vendor.empty() ? "?" : vendor);
   if (!microarchitecture.empty()) cpu += " " + microarchitecture;
   return fmt::format("{} (family {} model {} stepping {}), {} core{}, {} thread{}{}", cpu, family, model, stepping,

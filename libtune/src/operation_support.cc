@@ -116,14 +116,27 @@ std::optional<Diagnostic> file_diagnostic(const Layer& layer) {
   return diagnostic;
 }
 
+bool outranks(const LocalProfile& candidate, const LocalProfile& current) {
+  const HostDescriptor& a = candidate.profile->host;
+  const HostDescriptor& b = current.profile->host;
+  const int rank_a = host_match_specificity(a.match), rank_b = host_match_specificity(b.match);
+  if (rank_a != rank_b) return rank_a > rank_b;
+  return a.match == HostMatch::isa && candidate.layer == current.layer && a.features.size() > b.features.size();
+}
+
+void offer_loaded(LoadedIndex& index, const LocalProfile& candidate) {
+  const HostDescriptor& host = candidate.profile->host;
+  auto [it, inserted] =
+      index.try_emplace(std::make_tuple(candidate.profile->key, host.effective_threads, host.idle_spin), candidate);
+  if (!inserted && outranks(candidate, it->second)) it->second = candidate;
+}
+
 LoadedIndex index_loaded(const Layers& layers) {
   LoadedIndex index;
-  for (const Layer& layer : layers.layers) {  // user first: emplace keeps its profile
+  for (const Layer& layer : layers.layers) {  // user first: it stays at equal specificity
     for (std::size_t i = 0; i < layer.file.profiles.size(); ++i) {
       if (layer.classes[i].value != ProfileClass::loaded) continue;
-      const CacheProfile& profile = layer.file.profiles[i];
-      index.emplace(std::make_tuple(profile.key, profile.host.effective_threads, profile.host.idle_spin),
-                    LocalProfile{&profile, layer.layer});
+      offer_loaded(index, LocalProfile{&layer.file.profiles[i], layer.layer, i});
     }
   }
   return index;

@@ -49,13 +49,22 @@ Layers read_layers(const std::filesystem::path& user_path, const Environment& en
 // The diagnostic for a layer that could not be read (none for loaded or a missing user cache).
 std::optional<Diagnostic> file_diagnostic(const Layer& layer);
 
-// A loaded profile of this machine, user layer over system layer.
+// A loaded profile of this machine (exact or of a class it belongs to).
 struct LocalProfile {
   const CacheProfile* profile = nullptr;
   CacheLayer layer = CacheLayer::user;
+  std::size_t index = 0;  // in its layer's file
 };
+// Whether `candidate` is in force over `current` for the same (key, threads, spin): the more
+// specific match wins (exact > model > microarchitecture > isa); at equal specificity the one
+// already there (offer the user layer first, each in file order), except that of two isa
+// profiles of one layer the one requiring more features wins.
+bool outranks(const LocalProfile& candidate, const LocalProfile& current);
 // By (key, effective_threads, idle_spin): the conditions a session finds its profile by.
 using LoadedIndex = std::map<std::tuple<runtime::TuningKey, int64_t, bool>, LocalProfile>;
+// Offers a loaded profile to `index`: it takes its conditions' slot when empty or outranked.
+void offer_loaded(LoadedIndex& index, const LocalProfile& candidate);
+// The profile in force for every condition, over both layers.
 LoadedIndex index_loaded(const Layers& layers);
 
 // Throws NotFoundError for a kernel of `selection` that is neither registered nor named by a

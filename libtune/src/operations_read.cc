@@ -22,6 +22,24 @@ runtime::TuningKey identity_of(runtime::TuningKey key) {
   return key;
 }
 
+// The loaded profiles of the conditions of `in_force` (key, threads, spin) that it is in force over.
+std::vector<ShadowedProfile> shadows_of(const Layers& layers, const detail::LocalProfile& in_force) {
+  std::vector<ShadowedProfile> result;
+  const CacheProfile& winner = *in_force.profile;
+  for (const auto& layer : layers.layers) {
+    for (std::size_t i = 0; i < layer.file.profiles.size(); ++i) {
+      const CacheProfile& profile = layer.file.profiles[i];
+      if (&profile == &winner || layer.classes[i].value != ProfileClass::loaded || profile.key != winner.key ||
+          profile.host.effective_threads != winner.host.effective_threads ||
+          profile.host.idle_spin != winner.host.idle_spin) {
+        continue;
+      }
+      result.push_back(ShadowedProfile{layer.layer, i, profile.host.match});
+    }
+  }
+  return result;
+}
+
 // Kernel entries of the selected keys with their cached (local) and active values.
 struct EntryScan {
   std::vector<KernelTuningEntry> entries;
@@ -57,7 +75,7 @@ EntryScan scan_entries(const KeySelection& selection, const std::string& path_te
       const auto& classification = layer.classes[i];
       const CacheProfile& profile = layer.file.profiles[i];
       if (classification.value == ProfileClass::loaded || !identities.contains(identity_of(profile.key))) continue;
-      if (profile.readable() && !profile.host.same_machine(environment.machine)) continue;
+      if (profile.readable() && !profile.host.matches(environment.machine)) continue;
       scan.diagnostics.insert(scan.diagnostics.end(), classification.diagnostics.begin(),
                               classification.diagnostics.end());
     }
@@ -74,6 +92,8 @@ EntryScan scan_entries(const KeySelection& selection, const std::string& path_te
     if (const auto it = loaded.find({schema->key, scan.threads, idle_spin}); it != loaded.end()) {
       entry.cached_values = it->second.profile->values;
       entry.cached_layer = it->second.layer;
+      entry.matched_by = it->second.profile->host.match;
+      entry.shadows = shadows_of(layers, it->second);
     }
     const runtime::TuningValues* published = snapshot ? snapshot->find(schema->key, static_cast<int>(scan.threads), idle_spin)
                                                          : nullptr;
@@ -147,6 +167,8 @@ InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const O
     report.system_status = system->file.status;
     report.system_profiles = system->file.profiles.size();
   }
+  // The profile in force for each condition, found before the profiles are moved into the report.
+  const detail::LoadedIndex in_force = detail::index_loaded(layers);
   // (key, host) of the user layer's profiles, for `shadowed`; only needed when a system layer exists.
   std::set<std::pair<runtime::TuningKey, HostDescriptor>> user_profiles;
   if (layers.system() != nullptr) {
@@ -169,6 +191,16 @@ InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const O
                         profile.host.idle_spin == options.idle_spin;
       inspected.shadowed = layer.layer == CacheLayer::system && profile.readable() &&
                            user_profiles.contains({profile.key, profile.host});
+      if (classification.value == ProfileClass::loaded) {
+        inspected.matched_by = profile.host.match;
+        const detail::LocalProfile& winner =
+            in_force.at(std::make_tuple(profile.key, profile.host.effective_threads, profile.host.idle_spin));
+        inspected.in_force = winner.profile == &profile;
+        if (!inspected.in_force) {
+          inspected.shadowed = true;
+          inspected.shadowed_by = ShadowedProfile{winner.layer, winner.index, winner.profile->host.match};
+        }
+      }
       inspected.profile = std::move(profile);
       report.profiles.push_back(std::move(inspected));
       report.diagnostics.insert(report.diagnostics.end(), std::make_move_iterator(classification.diagnostics.begin()),
@@ -196,7 +228,7 @@ LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationC
   report.path = path.string();
   report.status = layers.user().file.status;
 
-  std::map<std::tuple<runtime::TuningKey, int64_t, bool>, const CacheProfile*> publish;  // user layer first wins
+  detail::LoadedIndex publish;  // the profile in force for each condition
   for (const auto& layer : layers.layers) {
     if (auto diagnostic = detail::file_diagnostic(layer)) report.diagnostics.push_back(std::move(*diagnostic));
     for (std::size_t i = 0; i < layer.file.profiles.size(); ++i) {
@@ -206,7 +238,7 @@ LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationC
       switch (classification.value) {
         case ProfileClass::loaded:
           report.loaded.push_back(profile.key);
-          publish.emplace(std::make_tuple(profile.key, profile.host.effective_threads, profile.host.idle_spin), &profile);
+          detail::offer_loaded(publish, detail::LocalProfile{&profile, layer.layer, i});
           break;
         case ProfileClass::stale: report.stale.push_back(profile.key); break;
         case ProfileClass::incompatible: report.incompatible.push_back(profile.key); break;
@@ -227,9 +259,9 @@ LoadReport load_kernel_tuning_cache(const LoadOptions& options, const OperationC
   if (layers.any_loaded()) {
     std::vector<runtime::PublishedProfile> profiles;
     profiles.reserve(publish.size());
-    for (const auto& [id, profile] : publish) {
-      profiles.push_back(runtime::PublishedProfile{profile->key, static_cast<int>(std::get<1>(id)), profile->values,
-                                                   std::get<2>(id)});
+    for (const auto& [id, in_force] : publish) {
+      profiles.push_back(runtime::PublishedProfile{in_force.profile->key, static_cast<int>(std::get<1>(id)),
+                                                   in_force.profile->values, std::get<2>(id)});
     }
     report.published_profiles = profiles.size();
     report.published_generation = environment.registry.publish(std::move(profiles), runtime::PublishMode::merge);

@@ -108,7 +108,7 @@ SetReport set_kernel_tuning_parameters(const SetOptions& options, const Operatio
                      options.library, options.device, environment.features);
   const TuningValues given = validate_given(schema, options.values);
   const std::filesystem::path path = resolve_cache_path(options.path);
-  const HostDescriptor host = environment.machine.with_conditions(threads, options.idle_spin);
+  const HostDescriptor host = environment.machine.with_conditions(threads, options.idle_spin).generalised(options.match);
 
   // The system layer is read-only, so it can be read outside the lock.
   std::optional<CacheFile> system;
@@ -223,7 +223,7 @@ class RemovalSelection {
     if (needs_structure && !profile.readable()) return false;
     if (!options_.filter.empty() && !options_.filter.matches(profile.key)) return false;
     if (threads_ && profile.host.effective_threads != *threads_) return false;
-    if (options_.foreign && profile.host.same_machine(environment_.machine)) return false;
+    if (options_.foreign && profile.host.matches(environment_.machine)) return false;
     if (!options_.hostname.empty() && profile.provenance.hostname != options_.hostname) return false;
     if (!options_.classes.empty() &&
         std::find(options_.classes.begin(), options_.classes.end(), value) == options_.classes.end()) {

@@ -75,6 +75,7 @@ class PrettyJson {
     out_.append(buffer, result.ptr);
   }
   void boolean(bool value) { out_ += value ? "true" : "false"; }
+  void null() { out_ += "null"; }
   void value(const runtime::TuningValue& value) {
     if (const auto* i = std::get_if<int64_t>(&value)) return integer(*i);
     if (const auto* b = std::get_if<bool>(&value)) return boolean(*b);
@@ -168,6 +169,7 @@ void write_profile_object(PrettyJson& w, const CacheProfile& p, Extra&& extra) {
   field("l3_cache_bytes"), w.integer(h.l3_cache_bytes);
   field("library"), w.string(p.key.library);
   field("logical_cores"), w.integer(h.logical_cores);
+  field("match"), w.string(host_match_name(h.match));
   field("microarchitecture"), w.string(h.microarchitecture);
   field("model"), w.integer(h.model);
   field("physical_cores"), w.integer(h.physical_cores);

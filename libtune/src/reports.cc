@@ -44,6 +44,9 @@ nlohmann::json KernelTuningEntry::to_json() const {
   object["defaults"] = values_to_json(defaults);
   object["calibratable"] = calibratable;
   object["cached_values"] = cached_values ? values_to_json(*cached_values) : nlohmann::json(nullptr);
+  object["matched_by"] = matched_by ? nlohmann::json(host_match_name(*matched_by)) : nlohmann::json(nullptr);
+  object["shadows"] = nlohmann::json::array();
+  for (const auto& shadow : shadows) object["shadows"].push_back(shadow.to_json());
   object["active_values"] = values_to_json(active_values);
   object["active_source"] = runtime::tuning_source_name(active_source);
   return object;
@@ -131,9 +134,14 @@ nlohmann::json provenance_to_json(const Provenance& provenance) {
                         {"hostname", provenance.hostname}};
 }
 
+nlohmann::json ShadowedProfile::to_json() const {
+  return nlohmann::json{{"layer", cache_layer_name(layer)}, {"index", index}, {"matched_by", host_match_name(matched_by)}};
+}
+
 nlohmann::json profile_to_json(const CacheProfile& profile) {
   nlohmann::json object = key_to_json(profile.key);
   profile.host.to_json(object);
+  object["match"] = host_match_name(profile.host.match);
   object["values"] = values_to_json(profile.values);
   object["provenance"] = provenance_to_json(profile.provenance);
   return object;
@@ -146,6 +154,9 @@ nlohmann::json InspectedProfile::to_json() const {
   object["layer"] = cache_layer_name(layer);
   object["index"] = index;
   object["shadowed"] = shadowed;
+  object["matched_by"] = matched_by ? nlohmann::json(host_match_name(*matched_by)) : nlohmann::json(nullptr);
+  object["in_force"] = in_force;
+  object["shadowed_by"] = shadowed_by ? shadowed_by->to_json() : nlohmann::json(nullptr);
   return object;
 }
 
@@ -211,10 +222,27 @@ using detail::PrettyJson;
 void write_profile(PrettyJson& w, const InspectedProfile& inspected) {
   detail::write_profile_object(w, inspected.profile, [&](detail::JsonMembers& m) {
     m.add("classification", [&] { w.string(profile_class_name(inspected.classification)); });
+    m.add("in_force", [&] { w.boolean(inspected.in_force); });
     m.add("index", [&] { w.integer(static_cast<int64_t>(inspected.index)); });
     m.add("layer", [&] { w.string(cache_layer_name(inspected.layer)); });
     m.add("local", [&] { w.boolean(inspected.local); });
+    m.add("matched_by", [&] {
+      if (inspected.matched_by) {
+        w.string(host_match_name(*inspected.matched_by));
+      } else {
+        w.null();
+      }
+    });
     m.add("shadowed", [&] { w.boolean(inspected.shadowed); });
+    m.add("shadowed_by", [&] {
+      if (!inspected.shadowed_by) return w.null();
+      const ShadowedProfile& s = *inspected.shadowed_by;
+      w.open('{');
+      w.key("index"), w.integer(static_cast<int64_t>(s.index));
+      w.key("layer"), w.string(cache_layer_name(s.layer));
+      w.key("matched_by"), w.string(host_match_name(s.matched_by));
+      w.close('}');
+    });
   });
 }
 

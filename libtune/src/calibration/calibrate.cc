@@ -659,7 +659,7 @@ CalibrationReport calibrate_kernel_tuning(const CalibrationOptions& options, con
       to_save.push_back(&k);
     }
   if (!to_save.empty()) {
-    HostDescriptor host = detect_host(threads, idle_spin);
+    const HostDescriptor host = detect_host(threads, idle_spin).generalised(options.save_match);
     std::vector<CacheProfile> profiles;
     for (auto* kp : to_save) {
       KeyCalibration& k = *kp;

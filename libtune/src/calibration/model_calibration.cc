@@ -876,7 +876,8 @@ ModelCalibrationReport calibrate_model(const runtime::Model& model, const ModelC
   if (keep) {
     // The machine the context describes (tests pass one), else this one.
     HostDescriptor host =
-        context.machine ? context.machine->with_conditions(threads, idle_spin) : detect_host(threads, idle_spin);
+        (context.machine ? context.machine->with_conditions(threads, idle_spin) : detect_host(threads, idle_spin))
+            .generalised(options.save_match);
     const Provenance provenance = provenance_now(
         "calibrate", context.tool_version.empty() ? std::string(tool_version()) : context.tool_version);
     for (const auto& k : report.keys) {

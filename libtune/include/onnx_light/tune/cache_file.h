@@ -1,6 +1,7 @@
 #pragma once
-// The cache file, TOML format version 1 (DESIGN.md section 4): reading into profiles (one bad
-// profile never discards the others) and writing in a stable sorted order.
+// The cache file, TOML format versions 1 and 2 (DESIGN.md section 4): reading into profiles (one
+// bad profile never discards the others) and writing in a stable sorted order. Version 2 adds class
+// profiles (host.match, see HostMatch); a file is written as version 1 unless it holds one.
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -15,7 +16,8 @@
 namespace onnx_light::tune {
 
 inline constexpr std::string_view kCacheFormat = "onnx-light-kernel-tuning";
-inline constexpr int64_t kCacheFormatVersion = 1;
+// The newest version this build reads and writes.
+inline constexpr int64_t kCacheFormatVersion = 2;
 
 struct Provenance {
   std::string source;        // "set", "calibrate", "calibrate-unmeasured", "calibrate-low-confidence"

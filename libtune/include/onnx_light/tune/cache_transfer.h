@@ -9,8 +9,8 @@
 // provenance are the same profile (for merge the newest provenance is kept, so that the output
 // does not depend on the order of the inputs).
 //
-// Only exact-host profiles exist in format version 1: class profiles (model, microarchitecture,
-// ISA) are a later format version.
+// A class profile (format version 2: model, microarchitecture, ISA) is its own identity: its host
+// records the class's fields and the match.
 //
 // Errors: an input file that does not exist throws NotFoundError; one that cannot be read,
 // IoError; one that is malformed or holds an invalid profile (unreadable fields, values failing
@@ -79,6 +79,10 @@ struct ExportOptions {
   // Every host's profiles. Otherwise those of the context's machine (this one, or --as-host),
   // whatever their thread count.
   bool all_hosts = false;
+  // Generalise the exported profiles to this class (those already as general stay as they are).
+  // Profiles that become one (say two steppings of a model) must agree on their values; otherwise
+  // InvalidValueError names both and nothing is written.
+  HostMatch host_class = HostMatch::exact;
   std::string output;  // the file to write (locked, atomic); "-": write nothing, the text is in `text`
 };
 
@@ -88,6 +92,7 @@ struct ExportReport {
   std::string path;    // the cache read
   std::string output;  // as given ("-": standard output)
   std::optional<HostDescriptor> host;  // whose profiles (effective_threads 0); unset: every host
+  HostMatch host_class = HostMatch::exact;  // the class the profiles were generalised to
   std::vector<CacheProfile> profiles;  // exported, in file order (sorted by key, then host)
   // Selected profiles left out because an import would refuse them (unreadable, invalid values,
   // a repeated key and host), each named in `diagnostics`.
@@ -96,7 +101,7 @@ struct ExportReport {
   std::string text;  // human: the file's text when output is "-" (nothing was written)
 
   // {status, path, output, all_hosts, host (descriptor without effective_threads, or null),
-  // profiles (profile_to_json), exported_count, skipped_count, diagnostics}.
+  // host_class, profiles (profile_to_json), exported_count, skipped_count, diagnostics}.
   nlohmann::json to_json() const;
   // Exactly to_json().dump(2), written without building the document, in chunks: what --json
   // prints (a report of a fleet's files lists tens of thousands of profiles).

@@ -116,6 +116,9 @@ struct CalibrationOptions {
   int64_t maximum_duration_ms = kDefaultCalibrationDurationMs;  // for the whole call
   int64_t maximum_memory_bytes = kDefaultCalibrationMemoryBytes;
   bool save = true;
+  // The class the saved profiles match by (calibrate --match): exact (this machine), or this
+  // machine's model, microarchitecture or ISA class (cache format version 2).
+  HostMatch save_match = HostMatch::exact;
   bool publish = true;  // false: measure and report only (verify), the process's registry untouched
   std::string path;  // "": default cache path
   bool only_missing = false;

@@ -15,6 +15,24 @@
 
 namespace onnx_light::tune {
 
+// What a profile's host matches (cache format version 2): one exact machine, or a class of them.
+// Most specific first; a class profile records only the fields of its class (the others stay
+// empty or 0), always with effective_threads and idle_spin.
+//   exact              every field but effective_threads and idle_spin (same_machine)
+//   model              architecture, vendor, family and model: one CPU model, any stepping or size
+//   microarchitecture  architecture, vendor and microarchitecture (cpuinfo's name, never "")
+//   isa                architecture and a set of ISA features the machine must all have
+enum class HostMatch { exact, model, microarchitecture, isa };
+std::string_view host_match_name(HostMatch match);
+// "exact", "model", "microarchitecture" or "isa"; InvalidValueError naming them otherwise.
+HostMatch parse_host_match(std::string_view text);
+// exact 3, model 2, microarchitecture 1, isa 0: the higher wins when several profiles match.
+int host_match_specificity(HostMatch match);
+
+// Whether host field `field` ("stepping", "features", ...) is recorded by profiles of class
+// `match`. effective_threads and idle_spin always are.
+bool host_field_in_class(std::string_view field, HostMatch match);
+
 struct HostDescriptor {
   std::string architecture;       // uname machine: "x86_64", "aarch64"
   std::string vendor;             // "intel", "amd", "arm", ...; "" when unknown
@@ -32,16 +50,28 @@ struct HostDescriptor {
   // Whether those sessions' idle workers spin before parking (runtime::idle_workers_spin: any spin
   // policy but none). Parking at once moves parallel thresholds, so it is matched like the threads.
   bool idle_spin = true;
+  // Which of the fields above a profile matches by; a machine's own descriptor is exact.
+  HostMatch match = HostMatch::exact;
 
   auto operator<=>(const HostDescriptor&) const = default;
   bool operator==(const HostDescriptor&) const = default;
 
   // Equal apart from effective_threads and idle_spin: the same machine. This is what `load` requires.
   bool same_machine(const HostDescriptor& other) const;
+  // Whether a profile with this host applies on `machine` (an exact descriptor), threads and spin
+  // aside: same_machine for exact profiles, the class's fields for the others (isa: every feature
+  // of this profile is one of the machine's).
+  bool matches(const HostDescriptor& machine) const;
+  // This host as a profile of class `match`: the fields outside the class cleared. A class no more
+  // specific than the current one only; asking for a more specific one returns the host unchanged
+  // (a class profile cannot be made exact again). InvalidValueError for a microarchitecture class
+  // of a host whose microarchitecture is unknown ("").
+  HostDescriptor generalised(HostMatch match) const;
   HostDescriptor with_threads(int64_t threads) const;
   HostDescriptor with_conditions(int64_t threads, bool spin) const;
   // "x86_64 amd zen3 (family 25 model 33 stepping 0), 8 cores, 2 threads" (", workers park" when
-  // idle_spin is false).
+  // idle_spin is false); a class profile's names its class: "model class x86_64 amd family 25
+  // model 33, 2 threads", "isa class x86_64 [avx2 fma], 2 threads".
   std::string summary() const;
   // Every field, flat, with the names used in the cache file and in inspect reports.
   void to_json(nlohmann::json& object) const;

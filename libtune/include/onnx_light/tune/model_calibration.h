@@ -61,6 +61,7 @@ struct ModelCalibrationOptions {
   uint32_t seed = 12345;
   int64_t maximum_duration_ms = kDefaultModelCalibrationDurationMs;
   bool save = true;
+  HostMatch save_match = HostMatch::exact;  // the class saved profiles match by (calibrate --match)
   bool publish = true;  // publish the values saved into the process's registry
   std::string path;     // "": default cache path
   std::optional<int64_t> num_threads;  // unset/0: one per physical core (per CPU of a CPU list)

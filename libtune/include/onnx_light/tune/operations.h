@@ -87,6 +87,9 @@ struct SetOptions {
   bool prune_stale = false;
   std::string source = "set";  // provenance.source
   bool idle_spin = true;  // the profile is for sessions whose idle workers spin (false: spin none)
+  // exact: for this machine. model, microarchitecture, isa: for every machine of this one's class
+  // (cache format version 2); omitted values come from that class profile, else the defaults.
+  HostMatch match = HostMatch::exact;
 };
 // Validates every value (unknown name, type, rule) before anything is written, then writes the
 // profile for (key, this host at the resolved threads) with the locked update.
@@ -133,7 +136,7 @@ struct RemoveOptions {
   KeySelection filter;
   std::optional<int64_t> threads;
   std::vector<ProfileClass> classes;  // only profiles of one of these classifications
-  bool foreign = false;               // only profiles of other machines (host descriptor differs)
+  bool foreign = false;               // only profiles that do not apply here (another machine or class)
   std::string hostname;               // only profiles whose provenance names this host
   bool dry_run = false;               // report what would go; write nothing, take no lock
 

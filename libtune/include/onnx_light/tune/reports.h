@@ -34,6 +34,17 @@ nlohmann::json provenance_to_json(const Provenance& provenance);
 // inspect), values and provenance.
 nlohmann::json profile_to_json(const CacheProfile& profile);
 
+// A loaded profile another profile is in force over (same key, threads and spin class): a less
+// specific match, or the system layer's at equal specificity.
+struct ShadowedProfile {
+  CacheLayer layer = CacheLayer::user;
+  std::size_t index = 0;  // in its layer's file
+  HostMatch matched_by = HostMatch::exact;
+
+  // {layer, index, matched_by}
+  nlohmann::json to_json() const;
+};
+
 // One registered key as `list` and `propose` show it.
 struct KernelTuningEntry {
   runtime::TuningKey key;
@@ -43,11 +54,14 @@ struct KernelTuningEntry {
   // The loaded profile of this host at the requested thread count (user layer over system).
   std::optional<runtime::TuningValues> cached_values;
   std::optional<CacheLayer> cached_layer;  // human
+  // Why that profile applies here ("exact" host, or the class it matches by); null without one.
+  std::optional<HostMatch> matched_by;
+  std::vector<ShadowedProfile> shadows;    // the other loaded profiles it is in force over
   runtime::TuningValues active_values;     // what a session of this process would use
   runtime::TuningSource active_source = runtime::TuningSource::portable_default;
 
   // Key fields + device_name, parameter_names, defaults, calibratable, cached_values (or null),
-  // active_values, active_source.
+  // matched_by (or null), shadows, active_values, active_source.
   nlohmann::json to_json() const;
 };
 
@@ -135,11 +149,20 @@ struct InspectedProfile {
   CacheProfile profile;
   ProfileClass classification = ProfileClass::invalid;
   bool local = false;
-  bool shadowed = false;  // a system profile a user profile of the same (key, host) overrides
+  // Loaded: how its host matches this machine (exact, or its class). Null otherwise.
+  std::optional<HostMatch> matched_by;
+  // Loaded and the one a session of its conditions (threads, spin class) uses: no more specific
+  // or user-layer profile of the same key and conditions beats it.
+  bool in_force = false;
+  // Not in force though loaded (shadowed_by names the profile in force), or a system profile a
+  // user profile of the same (key, host) overrides.
+  bool shadowed = false;
+  std::optional<ShadowedProfile> shadowed_by;  // the profile in force instead (its matched_by)
 
-  // Key fields + device_name, every host field (architecture, vendor, family, model, stepping,
-  // microarchitecture, features, l1d/l2/l3_cache_bytes, physical_cores, logical_cores,
-  // effective_threads), values, local, classification, layer, index, shadowed, provenance.
+  // Key fields + device_name, match and every host field (architecture, vendor, family, model,
+  // stepping, microarchitecture, features, l1d/l2/l3_cache_bytes, physical_cores, logical_cores,
+  // effective_threads, idle_spin), values, local, classification, matched_by, in_force, layer,
+  // index, shadowed, shadowed_by, provenance.
   nlohmann::json to_json() const;
 };
 
