@@ -29,6 +29,7 @@ struct CalibrateVerbOptions {
   bool save = true;     // resolved from the two flags below
   bool save_flag = false;
   bool no_save = false;
+  std::string match = "exact";
   bool only_missing = false;
   std::vector<std::string> parameters;
   int repeat = 1;
@@ -71,6 +72,10 @@ class ProgressLine {
 };
 
 int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
+  if (!o.save && o.match != "exact") {
+    throw UsageError(fmt::format("calibrate: --match {} is the class of the saved profiles; --no-save saves none",
+                                 o.match));
+  }
   if (!o.model_path.empty()) {
     std::string conflict = !o.kernels.empty() || !o.filters.kernels.empty() ? "kernel names"
                            : o.all                                        ? "--all"
@@ -93,6 +98,7 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
     m.policy = o.policy.parameters(0);
     m.max_duration_ms = o.duration_given ? o.max_duration_ms : tune::kDefaultModelCalibrationDurationMs;
     m.save = o.save;
+    m.save_match = tune::parse_host_match(o.match);  // checked at parse time
     m.tune_blocks = !o.no_blocks;
     m.prune_stale = o.prune_stale;
     m.json = o.filters.json;
@@ -114,6 +120,7 @@ int calibrate_verb(CalibrateVerbOptions o, AppContext& context) {
   options.maximum_memory_bytes =
       std::get<int64_t>(runtime::parse_value(o.max_memory, runtime::ValueType::int64, "--max-memory"));
   options.save = o.save;
+  options.save_match = tune::parse_host_match(o.match);  // checked at parse time
   options.path = context.cache_path;
   options.only_missing = o.only_missing;
   options.num_threads = o.filters.thread_count();
@@ -250,6 +257,7 @@ void register_calibrate(CLI::App& app, AppContext& context) {
   CLI::Option* save = verb->add_flag("--save", o->save_flag, "Merge the results into the cache (the default)");
   CLI::Option* no_save = verb->add_flag("--no-save", o->no_save, "Only publish the results in this process; write nothing");
   save->excludes(no_save);
+  add_match_option(*verb, o->match, "the saved results");
   verb->add_flag("--only-missing", o->only_missing, "Skip keys that already have a profile for this host");
   verb->add_option("--parameter", o->parameters,
                    "Comparison mode: run NAME=V1,V2,... interleaved on the same cases (up to six sizes, each 8x the "
@@ -285,11 +293,14 @@ void register_calibrate(CLI::App& app, AppContext& context) {
       "are compared one allowed step down and up on the model's own products, and the whole model is\n"
       "then run with the values in force and the new ones interleaved: the new values are saved only\n"
       "when the model is not slower (exit 1 and nothing written on a regression).\n"
+      "--match saves the results as class profiles (measured here, used on every machine of the class):\n" +
+      std::string(kHostMatchHelp) +
       "Examples:\n"
       "  onnx-light-tune calibrate Abs --save                 # the CI recipe\n"
       "  onnx-light-tune calibrate --model model.onnx --dim batch=1 --threads 2\n"
       "  onnx-light-tune calibrate Abs Add --element-type float,double --max-duration-ms 1000\n"
       "  onnx-light-tune calibrate --all --only-missing --max-duration-ms 60000\n"
+      "  onnx-light-tune calibrate Abs --match model          # for every machine of this CPU model\n"
       "  onnx-light-tune calibrate Abs --repeat 5 --no-save --json\n"
       "  onnx-light-tune calibrate Abs --parameter parallel.minimum_elements=32768,16384,65536 --report abs.svg");
   verb->callback([o, duration, &context] {

@@ -32,6 +32,7 @@ int calibrate_model_verb(const CalibrateModelOptions& o, AppContext& context) {
   tune::ModelCalibrationOptions options;
   options.maximum_duration_ms = o.max_duration_ms;
   options.save = o.save;
+  options.save_match = o.save_match;
   options.path = context.cache_path;
   options.num_threads = o.threads;
   options.policy = o.policy;

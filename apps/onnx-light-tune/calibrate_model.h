@@ -7,6 +7,7 @@
 
 #include "app_context.h"
 #include "onnx_light/runtime/runtime_parameters.h"
+#include "onnx_light/tune/host.h"
 
 namespace onnx_light::cli {
 
@@ -18,6 +19,7 @@ struct CalibrateModelOptions {
   runtime::RuntimeParameters policy;  // spin and affinity (its num_threads is not read)
   int64_t max_duration_ms = 0;
   bool save = true;
+  tune::HostMatch save_match = tune::HostMatch::exact;  // calibrate --match
   bool tune_blocks = true;
   bool prune_stale = false;
   bool json = false;

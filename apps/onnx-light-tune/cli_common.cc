@@ -290,6 +290,45 @@ std::string threads_label(const tune::HostDescriptor& h) {
   return h.idle_spin ? std::to_string(h.effective_threads) : fmt::format("{} (park)", h.effective_threads);
 }
 
+const std::vector<std::string>& host_match_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> list;
+    for (auto match : {tune::HostMatch::exact, tune::HostMatch::model, tune::HostMatch::microarchitecture,
+                       tune::HostMatch::isa}) {
+      list.emplace_back(tune::host_match_name(match));
+    }
+    return list;
+  }();
+  return names;
+}
+
+const char* const kHostMatchHelp =
+    "Host classes, most specific first (the most specific profile that applies is in force; at\n"
+    "equal specificity the user cache beats the system cache):\n"
+    "  exact              this machine only: every host field (the default)\n"
+    "  model              vendor, family and model: any stepping, cache size or core count\n"
+    "  microarchitecture  vendor and microarchitecture (zen3, skylake, ...)\n"
+    "  isa                machines with every ISA feature of this one (avx2, fma, ...)\n"
+    "Every class keeps the thread count and spin class of the profile.\n";
+
+CLI::Validator host_match_validator() {
+  return parsing_validator([](const std::string& text) { tune::parse_host_match(text); });
+}
+
+void add_match_option(CLI::App& verb, std::string& match, const std::string& what) {
+  verb.add_option("--match", match,
+                  fmt::format("Write {} for a class of hosts: exact (this machine), model, microarchitecture or isa "
+                              "(every machine of this one's class; see below)",
+                              what))
+      ->check(host_match_validator())
+      ->type_name("CLASS")
+      ->default_val("exact");
+}
+
+std::string matched_by_label(const std::optional<tune::HostMatch>& matched_by) {
+  return matched_by ? std::string(tune::host_match_name(*matched_by)) : "-";
+}
+
 const std::vector<std::string>& conflict_policy_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> list;

@@ -123,6 +123,17 @@ std::string host_label(const tune::HostDescriptor& host);
 // A profile's THREADS cell: "2", or "2 (park)" for sessions whose idle workers park at once.
 std::string threads_label(const tune::HostDescriptor& host);
 
+// The host match classes, most specific first, as help, man pages and completions show them.
+const std::vector<std::string>& host_match_names();
+// One line per class for the help footers of set, calibrate, export, inspect and list.
+extern const char* const kHostMatchHelp;
+// A CLI11 check accepting what tune::parse_host_match accepts; its message names the classes.
+CLI::Validator host_match_validator();
+// `--match CLASS` (set, calibrate): the class of the profiles written, default exact.
+void add_match_option(CLI::App& verb, std::string& match, const std::string& what);
+// The MATCH cell: how a profile applies here ("exact", "model", ...), "-" when it does not.
+std::string matched_by_label(const std::optional<tune::HostMatch>& matched_by);
+
 // --on-conflict fail|keep|replace|newest (import, merge), with `fallback` as the default.
 void add_conflict_option(CLI::App& verb, std::string& policy, const std::string& fallback);
 // The values of --on-conflict, in the order help, man pages and completions show them.

@@ -86,7 +86,7 @@ struct Vocabulary {
   std::vector<std::string> spins;       // --spin's named policies (microseconds are typed)
   std::vector<std::string> affinities;  // --affinity's policies
   std::vector<std::string> conflicts;   // --on-conflict's policies (import, merge)
-  std::vector<std::string> host_classes;  // --host-class (export): what this cache format supports
+  std::vector<std::string> host_classes;  // --host-class (export), --match (set, calibrate)
   // Kernels sharing one list of parameter names, grouped so the scripts stay small.
   std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> parameter_groups;
   std::vector<std::string> all_parameters;
@@ -117,7 +117,7 @@ Values option_values(const CLI::Option& option) {
   if (name == "spin") return Values::spin;
   if (name == "affinity") return Values::affinity;
   if (name == "on-conflict") return Values::conflict;
-  if (name == "host-class") return Values::host_class;
+  if (name == "host-class" || name == "match") return Values::host_class;
   if (starts_with(type, "KERNEL") || name == "kernel" || name == "kernels") return Values::kernel;
   if (starts_with(type, "TYPE") || name == "element-type") return Values::element_type;
   if (name == "implementation") return Values::implementation;
@@ -194,7 +194,7 @@ Vocabulary vocabulary() {
   words.spins = {"none", "short", "long"};
   words.affinities = {"none", "physical_cores"};
   words.conflicts = conflict_policy_names();
-  words.host_classes = {"exact"};
+  words.host_classes = host_match_names();
   std::map<std::vector<std::string>, std::vector<std::string>> groups;
   for (const auto& [kernel, names] : parameters) {
     if (!names.empty()) groups[std::vector<std::string>(names.begin(), names.end())].push_back(kernel);
@@ -604,7 +604,7 @@ std::string fish_script(const CompletionModel& m) {
   list_function("__onnx_light_tune_spins", m.words.spins, "Named values of --spin");
   list_function("__onnx_light_tune_affinities", m.words.affinities, "Values of --affinity");
   list_function("__onnx_light_tune_conflicts", m.words.conflicts, "Values of --on-conflict");
-  list_function("__onnx_light_tune_host_classes", m.words.host_classes, "Values of --host-class");
+  list_function("__onnx_light_tune_host_classes", m.words.host_classes, "Values of --host-class and --match");
 
   s += "# Runs the list function $argv[1], prefixing each word with what the current token holds up to\n"
        "# its last comma (--kernel Abs,A<TAB>).\n";

@@ -32,11 +32,6 @@ void print_profiles(std::ostream& out, const std::vector<tune::CacheProfile>& pr
 }
 
 int export_verb(ExportVerbOptions& options, AppContext& context) {
-  if (options.host_class != "exact") {
-    throw UsageError(fmt::format("--host-class {}: class profiles are not supported yet (cache format version {} "
-                                 "matches exact hosts only); export exact-host profiles with --host-class exact",
-                                 options.host_class, tune::kCacheFormatVersion));
-  }
   if (options.output == "-" && options.filters.json) {
     throw UsageError("--json with -o -: the cache file itself goes to standard output; give -o FILE for the report");
   }
@@ -49,6 +44,9 @@ int export_verb(ExportVerbOptions& options, AppContext& context) {
   exporting.threads = options.filters.thread_count();
   exporting.all_hosts = options.all_hosts;
   exporting.output = options.output;
+  exporting.host_class = tune::parse_host_match(options.host_class);  // checked at parse time
+  // Profiles that become one under --host-class and disagree are an InvalidValueError (exit 1):
+  // the cache's contents, not the command line, are at fault.
   const tune::ExportReport report = tune::export_kernel_tuning_cache(exporting, operation);
   const bool ok = report.status == "exported";
   if (options.output == "-") {
@@ -63,9 +61,12 @@ int export_verb(ExportVerbOptions& options, AppContext& context) {
   }
   const bool color = stdout_color(context);
   auto& out = *context.out;
-  const std::string whose = !report.host                ? "of every host"
-                            : options.as_host.host ? fmt::format("of host {}", options.as_host.path)
-                                                   : "of this machine";
+  std::string whose = !report.host                ? "of every host"
+                      : options.as_host.host ? fmt::format("of host {}", options.as_host.path)
+                                             : "of this machine";
+  if (report.host_class != tune::HostMatch::exact) {
+    whose += fmt::format(" as {} class profiles", tune::host_match_name(report.host_class));
+  }
   if (ok) {
     out << fmt::format("{} {} profile{} {} from {} to {}\n", paint("exported", Tone::good, color),
                        report.profiles.size(), report.profiles.size() == 1 ? "" : "s", whose, report.path,
@@ -99,9 +100,9 @@ void register_export(CLI::App& app, AppContext& context) {
                     "--json') instead of this machine's")
       ->excludes(all);
   verb->add_option("--host-class", options->host_class,
-                   "Generalise the profiles to a class of hosts: only 'exact' (one host, as written) is "
-                   "supported by this cache format")
-      ->check(one_of({"exact", "model", "microarchitecture", "isa"}))
+                   "Generalise the profiles to a class of hosts: exact (as written), model, microarchitecture or "
+                   "isa (see below); profiles already as general stay as they are")
+      ->check(host_match_validator())
       ->type_name("CLASS")
       ->default_val("exact");
   verb->footer(
@@ -113,9 +114,14 @@ void register_export(CLI::App& app, AppContext& context) {
       "left out with a diagnostic. FILE is written like a cache: locked, atomic, never over a file\n"
       "that is not a cache. Exit status 0 exported, 1 FILE could not be written, a source cache\n"
       "unreadable or malformed, 2 usage errors and a missing source cache.\n"
+      "--host-class CLASS writes each profile as one of CLASS (format_version 2, host.match = CLASS,\n"
+      "only the class's host fields): profiles that become one (two steppings of a model at the same\n"
+      "threads) must agree on their values, otherwise nothing is written (exit 1, both are named).\n" +
+      std::string(kHostMatchHelp) +
       "Examples:\n"
       "  onnx-light-tune export -o \"$(hostname).cache\"\n"
       "  onnx-light-tune export --kernel Abs,Relu --threads 4 -o - > abs-relu.cache\n"
+      "  onnx-light-tune export --host-class model -o \"$(hostname)-model.cache\"\n"
       "  onnx-light-tune --cache fleet.cache export --as-host build-07.host.json -o build-07.cache");
   verb->callback(
       [options, &context] { context.action = [options, &context] { return export_verb(*options, context); }; });

@@ -1,5 +1,6 @@
 // `onnx-light-tune inspect [PATH]`: every profile of the cache (and the system cache under it)
-// with host, values, local, classification and provenance. Changes nothing.
+// with host, values, local, classification, how it matches this host, whether it is in force, and
+// provenance. Changes nothing.
 #include <fmt/format.h>
 
 #include "cli_common.h"
@@ -30,6 +31,25 @@ Tone class_tone(tune::ProfileClass value) {
     case tune::ProfileClass::invalid: return Tone::bad;
   }
   return Tone::plain;
+}
+
+// The MATCH cell: how a loaded profile applies here, and for a class profile that does not apply,
+// its class in brackets ("[model]"), so the table shows every profile's match.
+std::string match_cell(const tune::InspectedProfile& p) {
+  if (p.matched_by) return matched_by_label(p.matched_by);
+  if (p.profile.host.match != tune::HostMatch::exact) return fmt::format("[{}]", tune::host_match_name(p.profile.host.match));
+  return "-";
+}
+
+// "in force", "shadowed by user 3 (exact)": why a loaded profile is or is not the one used.
+std::string force_text(const tune::InspectedProfile& p) {
+  if (p.in_force) return "in force";
+  if (p.shadowed_by) {
+    return fmt::format("shadowed by {} {} ({})", tune::cache_layer_name(p.shadowed_by->layer), p.shadowed_by->index,
+                       tune::host_match_name(p.shadowed_by->matched_by));
+  }
+  if (p.shadowed) return "shadowed by the user cache's profile of the same key and host";
+  return "not in force";
 }
 
 int inspect_verb(InspectVerbOptions& options, AppContext& context) {
@@ -82,14 +102,26 @@ int inspect_verb(InspectVerbOptions& options, AppContext& context) {
     for (const auto& p : report.profiles) {
       out << fmt::format("\n[{} {}] {}\n", tune::cache_layer_name(p.layer), p.index,
                          p.profile.key.kernel.empty() ? "(unreadable key)" : p.profile.key.to_string());
-      out << fmt::format("  classification: {}{}{}\n", paint(std::string(tune::profile_class_name(p.classification)),
-                                                             class_tone(p.classification), color),
-                         p.local ? ", local" : "", p.shadowed ? ", shadowed by the user cache" : "");
-      out << fmt::format("  host: {}\n  features: {}\n", p.profile.host.summary(),
-                         fmt::join(p.profile.host.features, " "));
-      out << fmt::format("  caches: L1d {} L2 {} L3 {} bytes; cores: {} physical, {} logical\n",
-                         p.profile.host.l1d_cache_bytes, p.profile.host.l2_cache_bytes, p.profile.host.l3_cache_bytes,
-                         p.profile.host.physical_cores, p.profile.host.logical_cores);
+      out << fmt::format("  classification: {}{}\n", paint(std::string(tune::profile_class_name(p.classification)),
+                                                           class_tone(p.classification), color),
+                         p.local ? ", local" : "");
+      if (p.matched_by) {
+        out << fmt::format("  matched by: {}; {}\n", tune::host_match_name(*p.matched_by),
+                           paint(force_text(p), p.in_force ? Tone::good : Tone::warn, color));
+      } else if (p.shadowed) {
+        out << fmt::format("  {}\n", paint(force_text(p), Tone::warn, color));
+      }
+      // The summary names a class profile's class; it records no caches or cores (nor features
+      // unless it is an isa class), so those lines would only show zeros.
+      const tune::HostDescriptor& h = p.profile.host;
+      out << fmt::format("  host: {}\n", h.summary());
+      if (tune::host_field_in_class("features", h.match)) {
+        out << fmt::format("  features: {}\n", fmt::join(h.features, " "));
+      }
+      if (h.match == tune::HostMatch::exact) {
+        out << fmt::format("  caches: L1d {} L2 {} L3 {} bytes; cores: {} physical, {} logical\n", h.l1d_cache_bytes,
+                           h.l2_cache_bytes, h.l3_cache_bytes, h.physical_cores, h.logical_cores);
+      }
       out << fmt::format("  values: {}\n", format_values(p.profile.values));
       out << fmt::format("  provenance: {} {} (tool {}){}\n", p.profile.provenance.source, p.profile.provenance.written,
                          p.profile.provenance.tool_version,
@@ -97,21 +129,22 @@ int inspect_verb(InspectVerbOptions& options, AppContext& context) {
                                                                : fmt::format(" on host {}", p.profile.provenance.hostname));
     }
   } else if (!report.profiles.empty()) {
-    Table table({"LAYER", "#", "KERNEL", "TYPE", "IMPLEMENTATION", "ABI", "THREADS", "HOST", "CLASS", "LOCAL",
-                 "VALUES", "SOURCE", "WRITTEN"});
+    Table table({"LAYER", "#", "KERNEL", "TYPE", "IMPLEMENTATION", "ABI", "THREADS", "HOST", "MATCH", "CLASS",
+                 "LOCAL", "VALUES", "SOURCE", "WRITTEN"});
     for (const auto& p : report.profiles) {
       const auto& h = p.profile.host;
       table.add({std::string(tune::cache_layer_name(p.layer)) + (p.shadowed ? "*" : ""), std::to_string(p.index),
                  p.profile.key.kernel, element_type_label(p.profile.key.element_type), p.profile.key.implementation,
                  std::to_string(p.profile.key.tuning_abi), threads_label(h),
-                 host_label(h),
+                 host_label(h), match_cell(p),
                  paint(std::string(tune::profile_class_name(p.classification)), class_tone(p.classification), color),
                  p.local ? "yes" : "no", format_values(p.profile.values), p.profile.provenance.source,
                  p.profile.provenance.written});
     }
     table.print(out, color);
     if (std::any_of(report.profiles.begin(), report.profiles.end(), [](const auto& p) { return p.shadowed; })) {
-      out << "* shadowed: the user cache has a profile for the same key and host\n";
+      out << "* shadowed: not in force; a more specific profile of the same key and threads applies (exact >\n"
+             "  model > microarchitecture > isa), or one of the user cache at equal specificity (--long names it)\n";
     }
   }
   print_diagnostics(out, report.diagnostics, color, /*summarize_foreign=*/false);
@@ -139,6 +172,12 @@ void register_inspect(CLI::App& app, AppContext& context) {
       "profiles}. Exit status 1 when the cache or the system cache is malformed or unreadable, or\n"
       "a named file does not exist (the reason is on stderr); --user-only ignores the system cache.\n"
       "--as-host FILE classifies against the host in FILE ('host --json') instead of this machine.\n"
+      "MATCH says why a loaded profile applies: its host is this one (exact) or its class matches\n"
+      "(model, microarchitecture, isa); a class profile that does not apply shows its class in\n"
+      "brackets. Of the loaded profiles of one key, threads and spin class one is in force; the\n"
+      "others are shadowed (* on LAYER; --long names the profile in force, --json has in_force,\n"
+      "shadowed_by {layer, index, matched_by}).\n" +
+      std::string(kHostMatchHelp) +
       "Examples:\n"
       "  onnx-light-tune inspect\n"
       "  onnx-light-tune inspect /srv/shared/kernel_tuning.cache --long\n"

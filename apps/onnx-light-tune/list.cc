@@ -16,6 +16,15 @@ struct ListOptions {
   AsHostFlag as_host;
 };
 
+// The MATCH cell of a key: how its cached profile applies here and how many loaded profiles of
+// the same key and threads it is in force over ("model, shadows 1"); "-" without one.
+std::string match_cell(const tune::KernelTuningEntry& entry) {
+  if (!entry.matched_by) return "-";
+  std::string cell = matched_by_label(entry.matched_by);
+  if (!entry.shadows.empty()) cell += fmt::format(", shadows {}", entry.shadows.size());
+  return cell;
+}
+
 int list_verb(ListOptions& options, AppContext& context) {
   log_cache_paths(context.cache_path);
   tune::OperationContext operation = operation_context(context);
@@ -47,7 +56,7 @@ int list_verb(ListOptions& options, AppContext& context) {
   out << fmt::format("; threads: {}{}\n", report.effective_threads,
                      options.filters.idle_spin() ? "" : ", workers park (spin none)");
   Table table({"KERNEL", "TYPE", "IMPLEMENTATION", "ABI", "PARAMETER", "DEFAULT", "CACHED", "ACTIVE", "SOURCE",
-               "CALIBRATABLE"});
+               "CALIBRATABLE", "MATCH"});
   for (const auto& entry : report.kernels) {
     bool first = true;
     for (const auto& name : entry.parameter_names) {
@@ -68,12 +77,13 @@ int list_verb(ListOptions& options, AppContext& context) {
                  active == entry.active_values.end() ? "?" : runtime::format_value(active->second),
                  paint(std::string(runtime::tuning_source_name(entry.active_source)), published ? Tone::good : Tone::dim,
                        color),
-                 first ? (entry.calibratable ? "yes" : "no") : ""});
+                 first ? (entry.calibratable ? "yes" : "no") : "", first ? match_cell(entry) : ""});
       first = false;
     }
     if (entry.parameter_names.empty()) {
       table.add({entry.key.kernel, element_type_label(entry.key.element_type), entry.key.implementation,
-                 std::to_string(entry.key.tuning_abi), "(none)", "", "", "", "", entry.calibratable ? "yes" : "no"});
+                 std::to_string(entry.key.tuning_abi), "(none)", "", "", "", "",
+                 entry.calibratable ? "yes" : "no", match_cell(entry)});
     }
   }
   if (table.empty()) {
@@ -101,6 +111,9 @@ void register_list(CLI::App& app, AppContext& context) {
       "from the user cache or the read-only system cache below it; ACTIVE is what a session\n"
       "uses after loading the cache. --as-host FILE shows all of this for the host in FILE\n"
       "('host --json'): its profiles, its dispatched implementations, its thread count.\n"
+      "MATCH says why the cached profile applies (exact, or its class) and how many other loaded\n"
+      "profiles of the key and threads it shadows ('inspect' lists them; --json: matched_by, shadows).\n" +
+      std::string(kHostMatchHelp) +
       "Examples:\n"
       "  onnx-light-tune list\n"
       "  onnx-light-tune list Abs Relu --element-type float --threads 2\n"

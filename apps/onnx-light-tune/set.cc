@@ -1,4 +1,5 @@
-// `onnx-light-tune set KERNEL NAME=VALUE...`: validate and write one profile for this host.
+// `onnx-light-tune set KERNEL NAME=VALUE...`: validate and write one profile for this host, for
+// the host of --as-host FILE, or (--match) for a class of hosts.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -19,9 +20,11 @@ struct SetVerbOptions {
   FilterFlags filters;
   bool no_load = false;
   bool prune_stale = false;
+  std::string match = "exact";
+  AsHostFlag as_host;
 };
 
-int set_verb(const SetVerbOptions& options, AppContext& context) {
+int set_verb(SetVerbOptions& options, AppContext& context) {
   log_cache_paths(context.cache_path);
   std::vector<std::string> assignments = options.arguments;
   std::string kernel;
@@ -54,10 +57,14 @@ int set_verb(const SetVerbOptions& options, AppContext& context) {
   set.idle_spin = options.filters.idle_spin();
   set.load = !options.no_load;
   set.prune_stale = options.prune_stale;
-  const tune::OperationContext operation = operation_context(context);
-  const runtime::TuningSchema& schema =
-      tune::resolve_schema(runtime::cpu_kernel_table(), set.kernel, set.element_type, set.implementation, set.library,
-                           set.device, runtime::host_cpu_features());
+  set.match = tune::parse_host_match(options.match);  // checked at parse time
+  tune::OperationContext operation = operation_context(context);
+  AsHostFlag& as_host = options.as_host;
+  as_host.apply(operation);
+  // With --as-host the key is the one that host dispatches to, not necessarily this machine's.
+  const runtime::CpuFeatures& features = as_host.host ? as_host.features : runtime::host_cpu_features();
+  const runtime::TuningSchema& schema = tune::resolve_schema(runtime::cpu_kernel_table(), set.kernel, set.element_type,
+                                                             set.implementation, set.library, set.device, features);
   tune::SetReport report;
   try {
     set.values = tune::parse_assignments(schema, assignments);
@@ -82,8 +89,12 @@ int set_verb(const SetVerbOptions& options, AppContext& context) {
     return kExitFailed;
   }
   out << fmt::format("{} {}\n", paint("updated", Tone::good, color), report.path);
-  out << fmt::format("  {}, {} thread{}{}\n", report.key.to_string(), report.effective_threads,
-                     report.effective_threads == 1 ? "" : "s", options.filters.idle_spin() ? "" : ", workers park (spin none)");
+  as_host.print(out);
+  out << fmt::format("  {}, {} thread{}{}{}\n", report.key.to_string(), report.effective_threads,
+                     report.effective_threads == 1 ? "" : "s", options.filters.idle_spin() ? "" : ", workers park (spin none)",
+                     set.match == tune::HostMatch::exact
+                         ? ""
+                         : fmt::format(", for this host's {} class", tune::host_match_name(set.match)));
   Table table({"PARAMETER", "OLD", "FROM", "", "NEW"});
   for (const auto& change : report.changes) {
     table.add({change.name, runtime::format_value(change.old_value), std::string(tune::value_origin_name(change.old_origin)),
@@ -111,14 +122,23 @@ void register_set(CLI::App& app, AppContext& context) {
   add_spin_class_option(*verb, options->filters);
   verb->add_flag("--no-load", options->no_load, "Do not publish the cache into this process after writing");
   verb->add_flag("--prune-stale", options->prune_stale, "Also drop profiles of outdated tuning ABIs");
+  add_match_option(*verb, options->match, "the profile");
+  options->as_host.add(*verb);
+  verb->get_option("--as-host")
+      ->description("Write the profile for the host described in FILE (the JSON of 'onnx-light-tune host --json'), "
+                    "at its effective_threads by default, instead of for this machine");
   verb->footer(
-      "Omitted parameters keep the value of this host's cached profile (user cache, else system\n"
-      "cache), else the default. Every value is checked (name, type, range) before anything is\n"
-      "written; the write is locked and atomic. The element type defaults to float.\n"
-      "Integers take K/M/G suffixes and underscores (16K, 1_000_000).\n"
+      std::string(
+          "Omitted parameters keep the value of the cached profile of the same host (or class) and\n"
+          "threads (user cache, else system cache), else the default. Every value is checked (name,\n"
+          "type, range) before anything is written; the write is locked and atomic. The element type\n"
+          "defaults to float. Integers take K/M/G suffixes and underscores (16K, 1_000_000).\n") +
+      kHostMatchHelp +
       "Examples:\n"
       "  onnx-light-tune set Abs parallel.minimum_elements=16384\n"
       "  onnx-light-tune set Relu parallel.minimum_elements=64K --element-type double --threads 4\n"
+      "  onnx-light-tune set Abs parallel.minimum_elements=32K --match model   # every stepping of this CPU\n"
+      "  onnx-light-tune set Abs parallel.minimum_elements=32K --as-host build-07.host.json\n"
       "  onnx-light-tune --cache /tmp/t.cache set Abs parallel.minimum_elements=8192 --json");
   verb->callback([options, &context] { context.action = [options, &context] { return set_verb(*options, context); }; });
 }

@@ -40,9 +40,10 @@ assert set(r) == {"cache_path", "cache_status", "diagnostics", "kernels"}, r.key
 assert r["cache_status"] == "not_found"
 (k,) = r["kernels"]
 assert set(k) == {"active_source", "active_values", "cached_values", "calibratable", "defaults", "device",
-                  "device_name", "element_type", "implementation", "kernel", "library", "parameter_names",
-                  "tuning_abi"}, k.keys()
+                  "device_name", "element_type", "implementation", "kernel", "library", "matched_by",
+                  "parameter_names", "shadows", "tuning_abi"}, k.keys()
 assert k["cached_values"] is None and k["active_source"] == "portable_default", k
+assert k["matched_by"] is None and k["shadows"] == [], k
 assert k["device"] == -1 and k["device_name"] == "CPU" and k["element_type"] == 1, k
 PYEOF
 

@@ -133,7 +133,12 @@ expect_offers "onnx-light-tune ''" export import merge diff
 expect_exactly "onnx-light-tune imp" import
 expect_exactly "onnx-light-tune import --on-conflict ''" fail keep replace newest
 expect_exactly "onnx-light-tune merge a.cache -o b.cache --on-conflict n" newest
-expect_exactly "onnx-light-tune export --host-class ''" exact
+expect_exactly "onnx-light-tune export --host-class ''" exact model microarchitecture isa
+# Class profiles (issue 21): --match on set and calibrate, --as-host on set.
+expect_exactly "onnx-light-tune set Abs parallel.minimum_elements=1 --match ''" exact model microarchitecture isa
+expect_exactly "onnx-light-tune calibrate Abs --match mi" microarchitecture
+expect_offers "onnx-light-tune set Abs --" --match --as-host
+expect_offers "onnx-light-tune set Abs --as-host $SCRATCH/build-07" "$SCRATCH/build-07.host.json"
 expect_offers "onnx-light-tune export -" -o --output --all-hosts --as-host --host-class --kernel --threads --json
 expect_offers "onnx-light-tune diff -" --exit-code --json
 expect_offers "onnx-light-tune export -o $SCRATCH/my.c" "$SCRATCH/my.cache"
@@ -198,6 +203,7 @@ if command -v fish >/dev/null; then
   complete_fish "onnx-light-tune run m.onnx --spin " | grep -qx long || fail "fish: --spin should offer long"
   complete_fish "onnx-light-tune calibrate --" | grep -qx -- --max-duration-ms || fail "fish: calibrate --<TAB> should offer --max-duration-ms"
   complete_fish "onnx-light-tune import a.cache --on-conflict " | grep -qx newest || fail "fish: --on-conflict should offer newest"
+  complete_fish "onnx-light-tune set Abs --match " | grep -qx isa || fail "fish: set --match should offer isa"
 else
   echo "SKIP: fish is not installed (Debian: fish); the fish completion was not checked" >&2
 fi

@@ -63,9 +63,10 @@ expect_exit 0 t export -o "$F/none.cache" --threads 16
 expect_grep "$SCRATCH/out" "no profile of .* matches the selection"
 expect_exit 0 "$TOOL" --cache "$F/none.cache" inspect --json
 json "$SCRATCH/out" "r['status'] == 'loaded' and r['profiles'] == []"
-# Usage errors: class profiles, --json with -o -, both host selections, no -o.
-expect_exit 2 t export -o "$F/x.cache" --host-class model
-expect_grep "$SCRATCH/err" "--host-class model: class profiles are not supported yet"
+# Usage errors: an unknown class, --json with -o -, both host selections, no -o.
+expect_exit 2 t export -o "$F/x.cache" --host-class stepping
+expect_grep "$SCRATCH/err" "--host-class: unknown host match 'stepping' \\(use exact, model, microarchitecture or isa\\)"
+[ ! -e "$F/x.cache" ] || fail "export --host-class stepping wrote a file"
 expect_exit 0 t export -o "$F/exact.cache" --host-class exact
 expect_exit 2 t export -o - --json
 expect_exit 2 t export -o "$F/x.cache" --all-hosts --as-host "$F/other.json"
