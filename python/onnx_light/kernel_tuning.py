@@ -85,6 +85,7 @@ __all__ = [
     "DEFAULT_CALIBRATION_DURATION_MS",
     "DEFAULT_CALIBRATION_MEMORY_BYTES",
     "DEFAULT_MODEL_CALIBRATION_DURATION_MS",
+    "HOST_MATCHES",
     "TuningCacheError",
     "TuningCacheWarning",
     "TuningConflictError",
@@ -388,8 +389,11 @@ def kernel_tuning_parameters(
         ``{cache_path, cache_status, diagnostics, kernels}``; each entry of ``kernels`` has
         the key fields (``library, kernel, implementation, element_type, device,
         device_name, tuning_abi``), ``parameter_names``, ``defaults``, ``calibratable``,
-        ``cached_values`` (``None`` without a local profile), ``active_values`` and
-        ``active_source`` (``"published_profile"`` or ``"portable_default"``).
+        ``cached_values`` (``None`` without a local profile), ``matched_by`` (how that profile
+        applies here: ``exact``, ``model``, ``microarchitecture`` or ``isa``; ``None`` without
+        one), ``shadows`` (``[{layer, index, matched_by}]``: the other loaded profiles of the key
+        and threads it is in force over), ``active_values`` and ``active_source``
+        (``"published_profile"`` or ``"portable_default"``).
         ``kernel_tuning_parameters(kernel="Abs", element_type=1)`` returns one entry.
 
     Raises:
@@ -481,12 +485,21 @@ def set_kernel_tuning_parameters(
     device: Optional[int] = None,
     prune_stale: bool = False,
     spin: Union[str, int, None] = None,
+    match: str = "exact",
+    as_host: Optional[PathLike] = None,
 ) -> UpdateReport:
     """Validates and writes one profile for this host, and by default publishes the cache.
 
     ``values`` may be partial: omitted names keep the matching cached profile's values (user
     cache, else system cache), else the portable defaults. Every value (name, type, rule) is
     checked before anything is written; the write is locked and atomic.
+
+    ``match`` writes a class profile instead of one for this exact machine: ``"model"`` (vendor,
+    family and model: any stepping, cache size or core count), ``"microarchitecture"`` or
+    ``"isa"`` (machines with every ISA feature of this one), always at the thread count and spin
+    class given. The most specific profile that applies is in force (exact > model >
+    microarchitecture > isa; the user cache beats the system cache at equal specificity):
+    :func:`inspect_kernel_tuning_cache` reports ``matched_by``, ``in_force`` and ``shadowed_by``.
 
     Args:
         kernel: The ONNX op type (``"Abs"``).
@@ -504,6 +517,10 @@ def set_kernel_tuning_parameters(
         spin: The spin policy of the sessions the profile is for (``None``: the default,
             ``"short"``); only whether idle workers spin is recorded (``host.idle_spin``), as in
             :func:`kernel_tuning_parameters`.
+        match: The class the profile matches by: ``"exact"`` (default), ``"model"``,
+            ``"microarchitecture"`` or ``"isa"`` (see ``HOST_MATCHES``).
+        as_host: A host descriptor file (``onnx-light-tune host --json``): write the profile for
+            that host (at its ``effective_threads`` by default) instead of this machine.
 
     Returns:
         An :class:`~onnx_light.reports.UpdateReport`: ``{status, path, values, updated, preserved,
@@ -513,7 +530,8 @@ def set_kernel_tuning_parameters(
     Raises:
         KeyError: an unknown kernel, element type or parameter name.
         TypeError: a value of the wrong type, or ``values`` missing or not a mapping.
-        ValueError: a value breaking its rule (e.g. out of range); nothing is written then.
+        ValueError: a value breaking its rule (e.g. out of range), or an unknown ``match``;
+            nothing is written then.
         TuningCacheError: the cache is malformed, unreadable, read-only or locked; nothing is
             written, the message names the file and the fix.
 
@@ -521,6 +539,7 @@ def set_kernel_tuning_parameters(
 
         report = set_kernel_tuning_parameters("Abs", "float", {"parallel.minimum_elements": 65536})
         report["values"]          # {'parallel.minimum_elements': 65536}
+        set_kernel_tuning_parameters("Abs", values={"parallel.minimum_elements": 32768}, match="model")
     """
     if not isinstance(kernel, str):
         raise TypeError(f"kernel must be a str (an ONNX op type such as 'Abs'), not {_type_name(kernel)}")
@@ -540,6 +559,8 @@ def set_kernel_tuning_parameters(
         library=_text("library", library),
         device=_optional_integer("device", device),
         prune_stale=_boolean("prune_stale", prune_stale),
+        match=_match("match", match),
+        as_host=_path(as_host),
     )
     _raise_unwritable(report, report.get("status"), report.get("path"), report.get("diagnostics"),
                       "set_kernel_tuning_parameters")
@@ -572,9 +593,15 @@ def inspect_kernel_tuning_cache(
     Returns:
         ``{status, path, diagnostics, profiles, system_cache}``; ``status`` is ``"loaded"``,
         ``"not_found"``, ``"unreadable"`` or ``"malformed"``. Each profile has the key fields,
-        every host field, ``values``, ``local``, ``classification`` (``loaded``, ``stale``,
-        ``incompatible``, ``invalid``), ``layer``, ``index``, ``shadowed`` and ``provenance``
-        (``source``, ``written``, ``tool_version``, ``hostname``). ``system_cache`` is
+        ``match`` (the class the profile's host matches by: ``exact``, ``model``,
+        ``microarchitecture``, ``isa``) and every host field, ``values``, ``local``,
+        ``classification`` (``loaded``, ``stale``, ``incompatible``, ``invalid``),
+        ``matched_by`` (how a loaded profile applies here; ``None`` otherwise), ``in_force``
+        (the loaded profile sessions of its key, threads and spin class use), ``layer``,
+        ``index``, ``shadowed`` and ``shadowed_by`` (``{layer, index, matched_by}`` of the
+        profile in force instead: a more specific one, or the user cache's at equal
+        specificity; ``None`` when in force) and ``provenance`` (``source``, ``written``,
+        ``tool_version``, ``hostname``). ``system_cache`` is
         ``{path, status, profiles}`` (a count) or ``None`` without a system layer.
 
     Raises:
@@ -674,6 +701,7 @@ def calibrate_kernel_tuning(
     spin: Union[str, int, None] = None,
     affinity: Optional[str] = None,
     cpus: Union[str, Iterable[int], None] = None,
+    match: str = "exact",
 ) -> Union[CalibrationReport, ModelCalibrationReport]:
     """Measures where parallel execution pays off and publishes (and by default saves) the result.
 
@@ -735,6 +763,9 @@ def calibrate_kernel_tuning(
             ``RuntimeParameters`` (``None``: the defaults, ``'short'`` and ``'none'``). With
             ``cpus`` the thread count defaults to the number of CPUs listed. The saved profile
             does not record them.
+        match: Save the results as profiles of this machine's class instead of this machine
+            only: ``"model"``, ``"microarchitecture"`` or ``"isa"`` (default ``"exact"``), as
+            ``set_kernel_tuning_parameters(match=...)``; with ``model=`` too.
 
     Returns:
         ``{calibrated, skipped, unsupported, diagnostics, published_generation, cache_update}``
@@ -746,7 +777,8 @@ def calibrate_kernel_tuning(
     Raises:
         KeyError: an unknown kernel, element type or parameter.
         TypeError: an argument of the wrong type.
-        ValueError: neither kernels nor ``all=True`` (or both), or a budget out of range.
+        ValueError: neither kernels nor ``all=True`` (or both), a budget out of range, or an
+            unknown ``match``.
         TuningCacheError: ``save=True`` and the cache is malformed, unreadable, read-only or locked
             (nothing is written; ``error.report`` holds the calibration).
 
@@ -808,6 +840,7 @@ def calibrate_kernel_tuning(
             seed=_seed(seed),
             prune_stale=_boolean("prune_stale", prune_stale),
             policy=policy,
+            match=_match("match", match),
         )
         _raise_unsaved(report, "calibrate_kernel_tuning(model=...)")
         return ModelCalibrationReport(report)
@@ -844,6 +877,7 @@ def calibrate_kernel_tuning(
         force_save=_boolean("force_save", force_save),
         allow_load=_boolean("allow_load", allow_load),
         policy=policy,
+        match=_match("match", match),
     )
     _raise_unsaved(report, "calibrate_kernel_tuning")
     return CalibrationReport(report)
@@ -855,6 +889,19 @@ def _raise_unsaved(report: Any, what: str) -> None:
         done = "the results are published in this process only" if report.get("calibrated") else "nothing was measured"
         _raise_unwritable(report, update.get("status"), update.get("path", report.get("cache_path")),
                           update.get("diagnostics"), f"{what} ({done})")
+
+
+#: The host classes a profile can match by, most specific first (``match=``, ``host_class=``).
+HOST_MATCHES = ("exact", "model", "microarchitecture", "isa")
+
+
+def _match(name: str, value: Any) -> str:
+    # The library checks the name (ValueError naming the classes); only the type is checked here.
+    if value is None:
+        return "exact"
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str ({', '.join(HOST_MATCHES)}), not {_type_name(value)}")
+    return value
 
 
 def _idle_spin(spin: Any) -> bool:
@@ -952,6 +999,7 @@ def export_kernel_tuning_cache(
     num_threads: Optional[int] = None,
     all_hosts: bool = False,
     as_host: Optional[PathLike] = None,
+    host_class: str = "exact",
 ) -> ExportReport:
     """Writes the selected profiles of a cache as a standalone cache file (``export -o``).
 
@@ -969,15 +1017,22 @@ def export_kernel_tuning_cache(
         num_threads: Only profiles written for this thread count (``0``: one per physical core).
         all_hosts: Every host's profiles.
         as_host: A host descriptor file: that host's profiles instead of this machine's.
+        host_class: Generalise the profiles to this class (``"model"``, ``"microarchitecture"``,
+            ``"isa"``; default ``"exact"``, as written): each is written as a class profile
+            (``host.match``, only the class's host fields, format version 2); profiles already
+            as general stay as they are.
 
     Returns:
-        ``{status, path, output, all_hosts, host, profiles, exported_count, skipped_count,
-        diagnostics}``; ``status`` is ``"exported"``; ``host`` the descriptor whose profiles were
-        selected (without ``effective_threads``), ``None`` with ``all_hosts``.
+        ``{status, path, output, all_hosts, host, host_class, profiles, exported_count,
+        skipped_count, diagnostics}``; ``status`` is ``"exported"``; ``host`` the descriptor whose
+        profiles were selected (without ``effective_threads``), ``None`` with ``all_hosts``;
+        each profile has ``match``.
 
     Raises:
         KeyError (NotFoundError): the cache, or the ``as_host`` file, does not exist.
-        ValueError (InvalidValueError): the cache is malformed.
+        ValueError (InvalidValueError): the cache is malformed, an unknown ``host_class``, or
+            profiles that become one under ``host_class`` disagree on their values (nothing is
+            written).
         TuningCacheError: ``output`` could not be written (read-only, not a cache, locked).
 
     Example::
@@ -992,6 +1047,7 @@ def export_kernel_tuning_cache(
         num_threads=_optional_integer("num_threads", num_threads),
         all_hosts=_boolean("all_hosts", all_hosts),
         as_host=_path(as_host),
+        host_class=_match("host_class", host_class),
     )
     _raise_unwritable(report, report.get("status"), report.get("output"), report.get("diagnostics"),
                       "export_kernel_tuning_cache")

@@ -180,7 +180,7 @@ class ParametersReport(Report):
     """``kernel_tuning_parameters()``: one row per tuning key."""
 
     rows_key = "kernels"
-    columns = _KEY_COLUMNS + ("active_source", "active_values", "cached_values")
+    columns = _KEY_COLUMNS + ("active_source", "active_values", "cached_values", "matched_by")
     summary_keys = ("cache_path", "cache_status")
     title = "kernel tuning parameters"
 
@@ -207,7 +207,7 @@ class InspectionReport(Report):
     """``inspect_kernel_tuning_cache()``: one row per cached profile."""
 
     rows_key = "profiles"
-    columns = _KEY_COLUMNS + ("effective_threads", "classification", "local", "values")
+    columns = _KEY_COLUMNS + ("effective_threads", "classification", "matched_by", "in_force", "local", "values")
     title = "tuning cache"
 
 

@@ -179,8 +179,9 @@ void bind_tuning(py::module_& m) {
       "set_kernel_tuning_parameters",
       [](std::string kernel, int32_t element_type, const py::dict& values, std::string path,
          std::optional<int64_t> num_threads, bool idle_spin, bool load, std::string implementation, std::string library,
-         std::optional<int32_t> device, bool prune_stale) {
+         std::optional<int32_t> device, bool prune_stale, const std::string& match, std::string as_host) {
         tune::SetOptions options;
+        options.match = tune::parse_host_match(match);
         options.kernel = std::move(kernel);
         options.element_type = element_type;
         options.values = tuning_values(values);
@@ -192,11 +193,16 @@ void bind_tuning(py::module_& m) {
         if (!library.empty()) options.library = std::move(library);
         if (device) options.device = *device;
         options.prune_stale = prune_stale;
-        return report_without_gil([&] { return tune::set_kernel_tuning_parameters(options); });
+        tune::OperationContext context;
+        rt::CpuFeatures features;
+        // As the CLI's set --as-host FILE: the profile is written for that host.
+        if (!as_host.empty()) tune::work_as_host(context, tune::read_host_file(as_host), features);
+        return report_without_gil([&] { return tune::set_kernel_tuning_parameters(options, context); });
       },
       py::kw_only(), py::arg("kernel"), py::arg("element_type"), py::arg("values"), py::arg("path"),
       py::arg("num_threads"), py::arg("idle_spin"), py::arg("load"), py::arg("implementation"), py::arg("library"),
-      py::arg("device"), py::arg("prune_stale"), "See onnx_light.kernel_tuning.");
+      py::arg("device"), py::arg("prune_stale"), py::arg("match") = "exact", py::arg("as_host") = "",
+      "See onnx_light.kernel_tuning.");
 
   m.def(
       "inspect_kernel_tuning_cache",
@@ -268,9 +274,10 @@ void bind_tuning(py::module_& m) {
       "export_kernel_tuning_cache",
       [](std::string output, std::string path, std::vector<std::string> kernels, std::vector<int32_t> element_types,
          std::string implementation, std::string library, std::optional<int32_t> device,
-         std::optional<int64_t> num_threads, bool all_hosts, std::string as_host) {
+         std::optional<int64_t> num_threads, bool all_hosts, std::string as_host, const std::string& host_class) {
         check_output(output);
         tune::ExportOptions options;
+        options.host_class = tune::parse_host_match(host_class);
         options.output = std::move(output);
         options.path = std::move(path);
         options.filter = make_selection(std::move(kernels), std::move(element_types), std::move(implementation),
@@ -287,7 +294,7 @@ void bind_tuning(py::module_& m) {
       },
       py::kw_only(), py::arg("output"), py::arg("path"), py::arg("kernels"), py::arg("element_types"),
       py::arg("implementation"), py::arg("library"), py::arg("device"), py::arg("num_threads"), py::arg("all_hosts"),
-      py::arg("as_host"), "See onnx_light.kernel_tuning.");
+      py::arg("as_host"), py::arg("host_class") = "exact", "See onnx_light.kernel_tuning.");
 
   m.def(
       "import_kernel_tuning_cache",
@@ -327,7 +334,8 @@ void bind_tuning(py::module_& m) {
          int64_t maximum_memory_bytes, bool save, std::string path, bool only_missing,
          std::optional<int64_t> num_threads, std::map<std::string, std::vector<std::string>> parameters, int64_t repeat,
          std::optional<uint32_t> seed, bool prune_stale, bool force_save, bool allow_load,
-         std::optional<runtime::RuntimeParameters> policy) {
+         std::optional<runtime::RuntimeParameters> policy, const std::string& match) {
+        const tune::HostMatch save_match = tune::parse_host_match(match);
         if (maximum_duration_ms < 1 || maximum_duration_ms > int64_t{24} * 3600 * 1000) {
           throw InvalidValueError(fmt::format(
               "maximum_duration_ms = {} is out of range (1 ms to 24 hours)", maximum_duration_ms));
@@ -351,6 +359,7 @@ void bind_tuning(py::module_& m) {
         options.maximum_duration_ms = maximum_duration_ms;
         options.maximum_memory_bytes = maximum_memory_bytes;
         options.save = save;
+        options.save_match = save_match;
         options.path = std::move(path);
         options.only_missing = only_missing;
         options.num_threads = checked_threads(num_threads, "num_threads");
@@ -367,7 +376,7 @@ void bind_tuning(py::module_& m) {
       py::arg("library"), py::arg("device"), py::arg("maximum_duration_ms"), py::arg("maximum_memory_bytes"),
       py::arg("save"), py::arg("path"), py::arg("only_missing"), py::arg("num_threads"), py::arg("parameters"),
       py::arg("repeat"), py::arg("seed"), py::arg("prune_stale"), py::arg("force_save") = false,
-      py::arg("allow_load") = false, py::arg("policy") = py::none(),
+      py::arg("allow_load") = false, py::arg("policy") = py::none(), py::arg("match") = "exact",
       "See onnx_light.kernel_tuning.");
 
   m.attr("DEFAULT_MODEL_CALIBRATION_DURATION_MS") = tune::kDefaultModelCalibrationDurationMs;
@@ -375,7 +384,8 @@ void bind_tuning(py::module_& m) {
       "calibrate_model",
       [](py::object model, py::dict inputs, std::map<std::string, int64_t> dims, int64_t maximum_duration_ms, bool save,
          std::string path, std::optional<int64_t> num_threads, bool tune_blocks, std::optional<uint32_t> seed,
-         bool prune_stale, std::optional<runtime::RuntimeParameters> policy) {
+         bool prune_stale, std::optional<runtime::RuntimeParameters> policy, const std::string& match) {
+        const tune::HostMatch save_match = tune::parse_host_match(match);
         if (maximum_duration_ms < 1 || maximum_duration_ms > int64_t{24} * 3600 * 1000) {
           throw InvalidValueError(fmt::format(
               "maximum_duration_ms = {} is out of range (1 ms to 24 hours)", maximum_duration_ms));
@@ -393,6 +403,7 @@ void bind_tuning(py::module_& m) {
         options.dims = std::move(dims);
         options.maximum_duration_ms = maximum_duration_ms;
         options.save = save;
+        options.save_match = save_match;
         options.path = std::move(path);
         options.num_threads = checked_threads(num_threads, "num_threads");
         options.tune_blocks = tune_blocks;
@@ -403,7 +414,7 @@ void bind_tuning(py::module_& m) {
       },
       py::kw_only(), py::arg("model"), py::arg("inputs"), py::arg("dims"), py::arg("maximum_duration_ms"),
       py::arg("save"), py::arg("path"), py::arg("num_threads"), py::arg("tune_blocks"), py::arg("seed"),
-      py::arg("prune_stale"), py::arg("policy") = py::none(),
+      py::arg("prune_stale"), py::arg("policy") = py::none(), py::arg("match") = "exact",
       "See onnx_light.kernel_tuning.calibrate_kernel_tuning(model=...).");
 }
 

@@ -19,7 +19,8 @@ from onnx_light.onnx import TensorProto
 FLOAT = int(TensorProto.FLOAT)
 KEY_FIELDS = {"library", "kernel", "implementation", "element_type", "device", "device_name", "tuning_abi"}
 ENTRY_FIELDS = KEY_FIELDS | {
-    "parameter_names", "defaults", "calibratable", "cached_values", "active_values", "active_source",
+    "parameter_names", "defaults", "calibratable", "cached_values", "matched_by", "shadows", "active_values",
+    "active_source",
 }
 PUBLIC = [
     "default_kernel_tuning_cache_path",
