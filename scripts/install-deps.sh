@@ -3,6 +3,7 @@
 # man-db, groff-base and bsdextrautils (col) check the man pages; zsh and fish check the completions.
 # strace checks the cache writer's system-call order (tests/cli/test_cache_write_order.sh).
 # python3-mypy type-checks the Python package and examples/notebook_tour.py against the stubs (--strict).
+# ansible-core runs examples/fleet/playbook.yml in tests/cli/test_fleet_recipe.sh.
 set -euo pipefail
 PACKAGES=(
   cmake ninja-build g++ pkg-config git
@@ -10,7 +11,7 @@ PACKAGES=(
   doctest-dev nlohmann-json3-dev libcpuinfo-dev libonnx-dev
   pybind11-dev python3-dev python3-numpy python3-onnx python3-pytest python3-mypy
   libbenchmark-dev
-  man-db groff-base bsdextrautils zsh fish strace
+  man-db groff-base bsdextrautils zsh fish strace ansible-core
 )
 # Callers add their own (scripts/fuzz.sh: clang and libFuzzer's runtime).
 read -r -a EXTRA <<< "${ONNX_LIGHT_EXTRA_PACKAGES:-}"
