@@ -113,6 +113,20 @@ json "$SCRATCH/out" "[(k['matched_by'], k['cached_values']['parallel.minimum_ele
 expect_exit 0 "$TOOL" --cache "$AC" set Neg parallel.minimum_elements=4096 --as-host "$F/stepping.json" --no-load
 expect_exit 0 "$TOOL" --cache "$AC" inspect --json --kernel Neg
 json "$SCRATCH/out" "[(p['classification'], p['matched_by']) for p in r['profiles']] == [('incompatible', None)]"
+# --- export --host-class: two steppings become one model profile; they must agree -------------
+D="$SCRATCH/disagree"
+mkdir -p "$D"
+DC="$D/kernel_tuning.cache"
+expect_exit 0 "$TOOL" --cache "$DC" set Abs parallel.minimum_elements=1024 --threads 2 --no-load
+expect_exit 0 "$TOOL" --cache "$DC" set Abs parallel.minimum_elements=2048 --as-host "$F/stepping.json" --no-load
+expect_exit 1 "$TOOL" --cache "$DC" export --all-hosts --host-class model -o "$F/disagree.cache"
+expect_grep "$SCRATCH/err" "become one model profile .* with different values .*nothing was written"
+[ ! -e "$F/disagree.cache" ] || fail "export --host-class model wrote a file though the profiles disagree"
+# Once they agree, they merge into one.
+expect_exit 0 "$TOOL" --cache "$DC" set Abs parallel.minimum_elements=1024 --as-host "$F/stepping.json" --no-load
+expect_exit 0 "$TOOL" --cache "$DC" export --all-hosts --host-class model -o "$F/agree.cache" --json
+json "$SCRATCH/out" "r['exported_count'] == 1 and r['profiles'][0]['match'] == 'model' and r['profiles'][0]['values']['parallel.minimum_elements'] == 1024"
+
 # --- isa and microarchitecture classes -------------------------------------------------------
 C="$SCRATCH/classes"
 mkdir -p "$C"
