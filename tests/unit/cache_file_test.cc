@@ -146,7 +146,7 @@ TEST_CASE("cache_file_malformed_whole_file_states") {
       {"no format", "format_version = 1\n", "no 'format"},
       {"other format", "format = \"something-else\"\nformat_version = 1\n", "'format' is"},
       {"format not a string", "format = 3\nformat_version = 1\n", "'format' is"},
-      {"newer version", "format = \"onnx-light-kernel-tuning\"\nformat_version = 2\n", "newer"},
+      {"newer version", "format = \"onnx-light-kernel-tuning\"\nformat_version = 3\n", "newer"},
       {"version zero", "format = \"onnx-light-kernel-tuning\"\nformat_version = 0\n", "not a valid version"},
       {"version missing", "format = \"onnx-light-kernel-tuning\"\n", "format_version"},
       {"profile is a table", kHeader + "[profile]\nkernel = \"Alpha\"\n", "array of tables"},

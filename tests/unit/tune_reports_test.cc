@@ -54,7 +54,9 @@ TEST_CASE("report_json_parameters_entry_matches_the_seed") {
   REQUIRE(report["kernels"].size() == 1);
   const nlohmann::json& entry = report["kernels"][0];
   CHECK(keys_of(entry) == with_key_fields({"active_source", "active_values", "cached_values", "calibratable",
-                                           "defaults", "parameter_names"}));
+                                           "defaults", "matched_by", "parameter_names", "shadows"}));
+  CHECK(entry["matched_by"].is_null());
+  CHECK(entry["shadows"] == nlohmann::json::array());
   CHECK(entry["active_source"] == "portable_default");
   CHECK(entry["cached_values"].is_null());
   CHECK(entry["calibratable"] == true);
@@ -133,11 +135,15 @@ TEST_CASE("report_json_inspect_profile_has_the_seed_keys_and_more") {
   for (const auto& key : seed) CHECK_MESSAGE(ours.contains(key), key);
   for (const char* extra : {"family", "model", "stepping", "features", "l1d_cache_bytes", "l2_cache_bytes",
                             "l3_cache_bytes", "physical_cores", "logical_cores", "classification", "layer",
-                            "provenance", "index", "shadowed"}) {
+                            "provenance", "index", "shadowed", "match", "matched_by", "in_force", "shadowed_by"}) {
     CHECK_MESSAGE(ours.contains(extra), extra);
   }
   CHECK(profile["local"] == true);
   CHECK(profile["classification"] == "loaded");
+  CHECK(profile["match"] == "exact");
+  CHECK(profile["matched_by"] == "exact");
+  CHECK(profile["in_force"] == true);
+  CHECK(profile["shadowed_by"].is_null());
   CHECK(profile["vendor"] == "amd");
   CHECK(profile["microarchitecture"] == "zen3");
   CHECK(profile["values"] == nlohmann::json{{"mode", "auto"},
@@ -191,12 +197,16 @@ TEST_CASE("report_inspect_write_json_equals_to_json_dump") {
   odd.host.features.clear();
   odd.provenance = {};
   CacheProfile user = f.profile(tune_test::alpha_schema(1, "portable"), 2);
-  REQUIRE(write_profiles(f.cache, {user, odd}, update).ok());
+  CacheProfile model_class = user;  // shadowed by `user`: shadowed_by and matched_by written
+  model_class.host = user.host.generalised(HostMatch::model);
+  REQUIRE(write_profiles(f.cache, {user, odd, model_class}, update).ok());
   tune_test::write_text(f.cache, tune_test::read_text(f.cache) + "\n[[profile]]\nkernel = 1\n");
   InspectOptions options;
   options.path = f.cache.string();
   const InspectReport report = inspect_kernel_tuning_cache(options, f.context());
-  REQUIRE(report.profiles.size() == 4);
+  REQUIRE(report.profiles.size() == 5);
+  CHECK(std::count_if(report.profiles.begin(), report.profiles.end(),
+                      [](const InspectedProfile& p) { return p.shadowed_by.has_value(); }) == 2);
   REQUIRE_FALSE(report.diagnostics.empty());
   std::string written;
   report.write_json(written);
