@@ -58,6 +58,7 @@ nlohmann::json side_to_json(const SourcedProfile& side) {
 nlohmann::json identity_to_json(const CacheProfile& profile) {
   nlohmann::json object = key_to_json(profile.key);
   profile.host.to_json(object);
+  object["match"] = host_match_name(profile.host.match);
   return object;
 }
 

@@ -414,6 +414,19 @@ std::optional<ProfileProblem> profile_write_problem(const CacheProfile& profile)
   if (profile.host.effective_threads < 1) {
     return ProfileProblem{"host.effective_threads", "host.effective_threads must be positive"};
   }
+  if (profile.host.match != HostMatch::exact) {
+    // The file records only a class's fields: anything else set would be lost (or, an empty
+    // microarchitecture, refused) when the file is read back.
+    HostDescriptor as_exact = profile.host;
+    as_exact.match = HostMatch::exact;
+    const std::string_view name = host_match_name(profile.host.match);
+    if (profile.host.match == HostMatch::microarchitecture && profile.host.microarchitecture.empty()) {
+      return ProfileProblem{"host.microarchitecture", "a microarchitecture profile needs host.microarchitecture"};
+    }
+    if (as_exact.generalised(profile.host.match) != profile.host) {
+      return ProfileProblem{"host.match", fmt::format("a {} profile may set only the fields of its class", name)};
+    }
+  }
   std::optional<ProfileProblem> problem;
   auto check = [&](std::string_view field, std::string_view text) {
     if (!problem && !is_valid_utf8(text)) {

@@ -455,3 +455,18 @@ TEST_CASE("fleet_of_three_hosts_in_two_classes_loads_its_own_or_its_class_profil
     CHECK(in_force == (e.minimum ? 1u : 0u));
   }
 }
+
+TEST_CASE("class_profile_with_fields_outside_its_class_is_refused_before_writing") {
+  Fixture f;
+  CacheProfile model = class_alpha(f, f.machine.generalised(HostMatch::model), 64);
+  model.host.stepping = 1;  // would be lost: the file records a model profile's class fields only
+  UpdateOptions options;
+  options.kernels = f.table.get();
+  CHECK_THROWS_WITH_AS(write_profiles(f.cache, {model}, options), doctest::Contains("only the fields of its class"),
+                       InvalidValueError);
+  CacheProfile uarch = class_alpha(f, f.machine.generalised(HostMatch::microarchitecture), 64);
+  uarch.host.microarchitecture.clear();
+  CHECK_THROWS_AS(write_profiles(f.cache, {uarch}, options), InvalidValueError);
+  CHECK_FALSE(std::filesystem::exists(f.cache));
+  CHECK(profile_write_problem(class_alpha(f, f.machine.generalised(HostMatch::isa), 64)) == std::nullopt);
+}
