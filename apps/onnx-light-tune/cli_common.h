@@ -74,8 +74,9 @@ std::string element_type_label(int32_t element_type);
 
 tune::OperationContext operation_context(const AppContext& context);
 
-// --as-host FILE (inspect, list, propose, load): classify as if on the host described in FILE,
-// the JSON of 'host --json'. These verbs write nothing with or without it.
+// --as-host FILE (inspect, list, propose, load, export, set): work as if on the host described in
+// FILE, the JSON of 'host --json'. The read verbs write nothing with or without it; set writes
+// the profile for that host.
 struct AsHostFlag {
   std::string path;  // "": this machine
   // Set by apply(): the descriptor read from `path` and its dispatch features.

@@ -1,6 +1,6 @@
 // `onnx-light-tune host`: this machine's host descriptor exactly as the cache records it in a
 // profile, so that an operator can collect the descriptors of a fleet (and replay one with
-// `--as-host FILE` on inspect, list, propose and load). Reads nothing, writes nothing.
+// `--as-host FILE` on inspect, list, propose, load, set and export). Reads nothing, writes nothing.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -69,7 +69,8 @@ void register_host(CLI::App& app, AppContext& context) {
       "JSON is one object with the keys architecture, vendor, family, model, stepping,\n"
       "microarchitecture, features, l1d_cache_bytes, l2_cache_bytes, l3_cache_bytes,\n"
       "physical_cores, logical_cores, effective_threads and hostname (informational, never\n"
-      "matched). 'inspect', 'list', 'propose' and 'load' take it back with --as-host FILE.\n"
+      "matched). 'inspect', 'list', 'propose' and 'load' take it back with --as-host FILE;\n"
+      "'set --as-host FILE' writes a profile for that host, 'export --as-host FILE' exports its own.\n"
       "Examples:\n"
       "  onnx-light-tune host\n"
       "  onnx-light-tune host --threads 4 --json > \"$(hostname).host.json\"\n"

@@ -22,19 +22,18 @@ runtime::TuningKey identity_of(runtime::TuningKey key) {
   return key;
 }
 
-// The loaded profiles of the conditions of `in_force` (key, threads, spin) that it is in force over.
-std::vector<ShadowedProfile> shadows_of(const Layers& layers, const detail::LocalProfile& in_force) {
-  std::vector<ShadowedProfile> result;
-  const CacheProfile& winner = *in_force.profile;
+// The loaded profiles each profile in force shadows (same key, threads and spin class), in one
+// pass over both layers: a fleet's cache holds tens of thousands of profiles.
+std::map<const CacheProfile*, std::vector<ShadowedProfile>> shadows_by_winner(const Layers& layers,
+                                                                              const detail::LoadedIndex& loaded) {
+  std::map<const CacheProfile*, std::vector<ShadowedProfile>> result;
   for (const auto& layer : layers.layers) {
     for (std::size_t i = 0; i < layer.file.profiles.size(); ++i) {
+      if (layer.classes[i].value != ProfileClass::loaded) continue;
       const CacheProfile& profile = layer.file.profiles[i];
-      if (&profile == &winner || layer.classes[i].value != ProfileClass::loaded || profile.key != winner.key ||
-          profile.host.effective_threads != winner.host.effective_threads ||
-          profile.host.idle_spin != winner.host.idle_spin) {
-        continue;
-      }
-      result.push_back(ShadowedProfile{layer.layer, i, profile.host.match});
+      const auto it = loaded.find({profile.key, profile.host.effective_threads, profile.host.idle_spin});
+      if (it == loaded.end() || it->second.profile == &profile) continue;
+      result[it->second.profile].push_back(ShadowedProfile{layer.layer, i, profile.host.match});
     }
   }
   return result;
@@ -81,6 +80,7 @@ EntryScan scan_entries(const KeySelection& selection, const std::string& path_te
     }
   }
   const detail::LoadedIndex loaded = detail::index_loaded(layers);
+  auto shadows = shadows_by_winner(layers, loaded);
   const auto snapshot = environment.registry.snapshot();
   for (const auto* def : definitions) {
     const runtime::TuningSchema* schema = &def->schema;
@@ -93,7 +93,7 @@ EntryScan scan_entries(const KeySelection& selection, const std::string& path_te
       entry.cached_values = it->second.profile->values;
       entry.cached_layer = it->second.layer;
       entry.matched_by = it->second.profile->host.match;
-      entry.shadows = shadows_of(layers, it->second);
+      if (auto found = shadows.find(it->second.profile); found != shadows.end()) entry.shadows = found->second;
     }
     const runtime::TuningValues* published = snapshot ? snapshot->find(schema->key, static_cast<int>(scan.threads), idle_spin)
                                                          : nullptr;
