@@ -31,8 +31,9 @@ struct AppContext {
   std::ostream* err = &std::cerr;  // logs, progress, errors
   // The selected verb's work; returns the exit code.
   std::function<int()> action;
-  // Set by verbs that read every profile of a cache (inspect, list, ...): main then grows the heap
-  // with huge pages first. Verbs that run models keep the ordinary heap (and its resident size).
+  // Set by verbs that read every profile of a cache (inspect, list, propose, load, import, merge,
+  // export, diff, remove): main then grows the heap with huge pages first. Verbs that run models
+  // keep the ordinary heap (and its resident size).
   bool reads_whole_cache = false;
 
   bool use_color(bool stream_is_tty) const;

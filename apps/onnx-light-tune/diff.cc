@@ -92,7 +92,10 @@ void register_diff(CLI::App& app, AppContext& context) {
       "  onnx-light-tune diff yesterday.cache fleet.cache\n"
       "  onnx-light-tune diff a.cache b.cache --json\n"
       "  onnx-light-tune diff /etc/onnx-light/kernel_tuning.cache fleet.cache --exit-code || deploy");
-  verb->callback([options, &context] { context.action = [options, &context] { return diff_verb(*options, context); }; });
+  verb->callback([options, &context] {
+    context.reads_whole_cache = true;  // fleet-sized files: the heap prefers huge pages
+    context.action = [options, &context] { return diff_verb(*options, context); };
+  });
 }
 
 }  // namespace onnx_light::cli

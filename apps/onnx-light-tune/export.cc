@@ -123,8 +123,10 @@ void register_export(CLI::App& app, AppContext& context) {
       "  onnx-light-tune export --kernel Abs,Relu --threads 4 -o - > abs-relu.cache\n"
       "  onnx-light-tune export --host-class model -o \"$(hostname)-model.cache\"\n"
       "  onnx-light-tune --cache fleet.cache export --as-host build-07.host.json -o build-07.cache");
-  verb->callback(
-      [options, &context] { context.action = [options, &context] { return export_verb(*options, context); }; });
+  verb->callback([options, &context] {
+    context.reads_whole_cache = true;  // fleet-sized files: the heap prefers huge pages
+    context.action = [options, &context] { return export_verb(*options, context); };
+  });
 }
 
 }  // namespace onnx_light::cli

@@ -73,8 +73,10 @@ void register_import(CLI::App& app, AppContext& context) {
       "  onnx-light-tune import build-07.cache\n"
       "  onnx-light-tune import a.cache b.cache --on-conflict newest --json\n"
       "  sudo onnx-light-tune --system import fleet.cache --on-conflict replace");
-  verb->callback(
-      [options, &context] { context.action = [options, &context] { return import_verb(*options, context); }; });
+  verb->callback([options, &context] {
+    context.reads_whole_cache = true;  // fleet-sized files: the heap prefers huge pages
+    context.action = [options, &context] { return import_verb(*options, context); };
+  });
 }
 
 }  // namespace onnx_light::cli

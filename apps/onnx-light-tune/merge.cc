@@ -83,8 +83,10 @@ void register_merge(CLI::App& app, AppContext& context) {
       "  onnx-light-tune merge build-07.cache build-08.cache -o fleet.cache\n"
       "  onnx-light-tune merge exports/*.cache -o fleet.cache --on-conflict newest --json\n"
       "  onnx-light-tune merge a.cache b.cache -o - | sudo tee /etc/onnx-light/kernel_tuning.cache");
-  verb->callback(
-      [options, &context] { context.action = [options, &context] { return merge_verb(*options, context); }; });
+  verb->callback([options, &context] {
+    context.reads_whole_cache = true;  // fleet-sized files: the heap prefers huge pages
+    context.action = [options, &context] { return merge_verb(*options, context); };
+  });
 }
 
 }  // namespace onnx_light::cli

@@ -149,8 +149,10 @@ void register_remove(CLI::App& app, AppContext& context) {
       "  onnx-light-tune remove --foreign --dry-run\n"
       "  onnx-light-tune remove --kernel Abs --threads 2 --yes --json\n"
       "  onnx-light-tune remove --yes                       # the whole file");
-  verb->callback(
-      [options, &context] { context.action = [options, &context] { return remove_verb(*options, context); }; });
+  verb->callback([options, &context] {
+    context.reads_whole_cache = true;  // fleet-sized files: the heap prefers huge pages
+    context.action = [options, &context] { return remove_verb(*options, context); };
+  });
 }
 
 }  // namespace onnx_light::cli
