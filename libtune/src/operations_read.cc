@@ -167,8 +167,10 @@ InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const O
     report.system_status = system->file.status;
     report.system_profiles = system->file.profiles.size();
   }
-  // The profile in force for each condition, found before the profiles are moved into the report.
+  // The profile in force for each condition, and what it shadows, found before the profiles are
+  // moved into the report.
   const detail::LoadedIndex in_force = detail::index_loaded(layers);
+  auto shadows = shadows_by_winner(layers, in_force);
   // (key, host) of the user layer's profiles, for `shadowed`; only needed when a system layer exists.
   std::set<std::pair<runtime::TuningKey, HostDescriptor>> user_profiles;
   if (layers.system() != nullptr) {
@@ -196,6 +198,7 @@ InspectReport inspect_kernel_tuning_cache(const InspectOptions& options, const O
         const detail::LocalProfile& winner =
             in_force.at(std::make_tuple(profile.key, profile.host.effective_threads, profile.host.idle_spin));
         inspected.in_force = winner.profile == &profile;
+        if (auto found = shadows.find(&profile); found != shadows.end()) inspected.shadows = std::move(found->second);
         if (!inspected.in_force) {
           inspected.shadowed = true;
           inspected.shadowed_by = ShadowedProfile{winner.layer, winner.index, winner.profile->host.match};

@@ -157,6 +157,8 @@ nlohmann::json InspectedProfile::to_json() const {
   object["matched_by"] = matched_by ? nlohmann::json(host_match_name(*matched_by)) : nlohmann::json(nullptr);
   object["in_force"] = in_force;
   object["shadowed_by"] = shadowed_by ? shadowed_by->to_json() : nlohmann::json(nullptr);
+  object["shadows"] = nlohmann::json::array();
+  for (const auto& shadow : shadows) object["shadows"].push_back(shadow.to_json());
   return object;
 }
 
@@ -219,6 +221,15 @@ namespace {
 
 using detail::PrettyJson;
 
+// ShadowedProfile::to_json().
+void write_shadow(PrettyJson& w, const ShadowedProfile& s) {
+  w.open('{');
+  w.key("index"), w.integer(static_cast<int64_t>(s.index));
+  w.key("layer"), w.string(cache_layer_name(s.layer));
+  w.key("matched_by"), w.string(host_match_name(s.matched_by));
+  w.close('}');
+}
+
 void write_profile(PrettyJson& w, const InspectedProfile& inspected) {
   detail::write_profile_object(w, inspected.profile, [&](detail::JsonMembers& m) {
     m.add("classification", [&] { w.string(profile_class_name(inspected.classification)); });
@@ -236,12 +247,12 @@ void write_profile(PrettyJson& w, const InspectedProfile& inspected) {
     m.add("shadowed", [&] { w.boolean(inspected.shadowed); });
     m.add("shadowed_by", [&] {
       if (!inspected.shadowed_by) return w.null();
-      const ShadowedProfile& s = *inspected.shadowed_by;
-      w.open('{');
-      w.key("index"), w.integer(static_cast<int64_t>(s.index));
-      w.key("layer"), w.string(cache_layer_name(s.layer));
-      w.key("matched_by"), w.string(host_match_name(s.matched_by));
-      w.close('}');
+      write_shadow(w, *inspected.shadowed_by);
+    });
+    m.add("shadows", [&] {
+      w.open('[');
+      for (const auto& shadow : inspected.shadows) w.item(), write_shadow(w, shadow);
+      w.close(']');
     });
   });
 }

@@ -600,7 +600,8 @@ def inspect_kernel_tuning_cache(
         (the loaded profile sessions of its key, threads and spin class use), ``layer``,
         ``index``, ``shadowed`` and ``shadowed_by`` (``{layer, index, matched_by}`` of the
         profile in force instead: a more specific one, or the user cache's at equal
-        specificity; ``None`` when in force) and ``provenance`` (``source``, ``written``,
+        specificity; ``None`` when in force), ``shadows`` (for a profile in force, the loaded
+        profiles it is in force over, each ``{layer, index, matched_by}``) and ``provenance`` (``source``, ``written``,
         ``tool_version``, ``hostname``). ``system_cache`` is
         ``{path, status, profiles}`` (a count) or ``None`` without a system layer.
 

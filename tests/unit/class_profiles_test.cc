@@ -208,6 +208,11 @@ TEST_CASE("most_specific_match_is_in_force_then_the_user_layer") {
     const auto& model = inspected_with_match(report, CacheLayer::system, HostMatch::model);
     CHECK(model.in_force);
     CHECK(model.matched_by == HostMatch::model);
+    REQUIRE(model.shadows.size() == 1);
+    CHECK(model.shadows[0].layer == CacheLayer::user);
+    CHECK(model.shadows[0].matched_by == HostMatch::isa);
+    CHECK(model.to_json()["shadows"][0]["matched_by"] == "isa");
+    CHECK(isa.shadows.empty());
     CHECK_FALSE(model.shadowed);
     CHECK_FALSE(isa.in_force);
     CHECK(isa.shadowed);

@@ -135,7 +135,7 @@ TEST_CASE("report_json_inspect_profile_has_the_seed_keys_and_more") {
   for (const auto& key : seed) CHECK_MESSAGE(ours.contains(key), key);
   for (const char* extra : {"family", "model", "stepping", "features", "l1d_cache_bytes", "l2_cache_bytes",
                             "l3_cache_bytes", "physical_cores", "logical_cores", "classification", "layer",
-                            "provenance", "index", "shadowed", "match", "matched_by", "in_force", "shadowed_by"}) {
+                            "provenance", "index", "shadowed", "match", "matched_by", "in_force", "shadowed_by", "shadows"}) {
     CHECK_MESSAGE(ours.contains(extra), extra);
   }
   CHECK(profile["local"] == true);
@@ -207,6 +207,8 @@ TEST_CASE("report_inspect_write_json_equals_to_json_dump") {
   REQUIRE(report.profiles.size() == 5);
   CHECK(std::count_if(report.profiles.begin(), report.profiles.end(),
                       [](const InspectedProfile& p) { return p.shadowed_by.has_value(); }) == 2);
+  CHECK(std::count_if(report.profiles.begin(), report.profiles.end(),
+                      [](const InspectedProfile& p) { return p.shadows.size() == 2; }) == 1);
   REQUIRE_FALSE(report.diagnostics.empty());
   std::string written;
   report.write_json(written);

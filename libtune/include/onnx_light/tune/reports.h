@@ -158,11 +158,12 @@ struct InspectedProfile {
   // user profile of the same (key, host) overrides.
   bool shadowed = false;
   std::optional<ShadowedProfile> shadowed_by;  // the profile in force instead (its matched_by)
+  std::vector<ShadowedProfile> shadows;        // in force: the loaded profiles it is in force over
 
   // Key fields + device_name, match and every host field (architecture, vendor, family, model,
   // stepping, microarchitecture, features, l1d/l2/l3_cache_bytes, physical_cores, logical_cores,
   // effective_threads, idle_spin), values, local, classification, matched_by, in_force, layer,
-  // index, shadowed, shadowed_by, provenance.
+  // index, shadowed, shadowed_by, shadows, provenance.
   nlohmann::json to_json() const;
 };
 
