@@ -40,6 +40,10 @@ std::pair<compute_t<T>, compute_t<T>> row_moments(const T* row, int64_t length) 
 }
 
 // y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c], c the channel (dim 1).
+// Inference reads mean and var from the inputs. Training mode (opset 14+, training_mode = 1)
+// normalizes with the batch's own statistics (mean and biased variance over every dim but the
+// channel, accumulated in double) and writes the optional running_mean and running_var:
+// input * momentum + batch statistic * (1 - momentum), in the type of input_mean and input_var.
 template <typename T>
 class BatchNormKernel final : public ThresholdKernel {
  public:
@@ -48,14 +52,18 @@ class BatchNormKernel final : public ThresholdKernel {
     else if (info.opset >= 9) check_attributes(info, {"epsilon", "momentum"});
     else check_attributes(info, {"epsilon", "momentum", "spatial"});
     epsilon_ = info.float_attribute("epsilon", 1e-5f);
-    if (info.int_attribute("training_mode", 0) != 0)
-      throw UnsupportedError(fmt::format("{}: attribute 'training_mode' = 1 is not supported (inference only)",
-                                         info.node_label()));
+    momentum_ = info.float_attribute("momentum", 0.9f);
+    training_ = info.opset >= 14 && info.int_attribute("training_mode", 0) != 0;
     if (info.int_attribute("spatial", 1) != 1)
       throw UnsupportedError(fmt::format("{}: attribute 'spatial' = 0 is not supported", info.node_label()));
-    if (info.node.output_size() > 1)
-      throw UnsupportedError(fmt::format("{}: outputs beyond Y (training statistics) are not supported (inference only)",
+    if (!training_ && info.node.output_size() > 1)
+      throw UnsupportedError(fmt::format("{}: outputs beyond Y are training statistics, written only with "
+                                         "training_mode = 1 (opset 14 and later)",
                                          info.node_label()));
+    if (training_ && info.node.output_size() > 3)
+      throw UnsupportedError(fmt::format("{}: training mode has three outputs (Y, running_mean, running_var), "
+                                         "not {}",
+                                         info.node_label(), info.node.output_size()));
   }
 
   void run(KernelExecution& execution) override {
@@ -79,18 +87,21 @@ class BatchNormKernel final : public ThresholdKernel {
         throw InputError(fmt::format("{}: {} {} must have {} elements (the channels of X {})", label, names[i],
                                      params[i]->describe(), channels, shape_to_string(x.shape())));
     }
-    for (int64_t c = 0; c < channels; ++c) {
-      const auto i = static_cast<std::size_t>(c);
-      shift[i] = static_cast<C>(read_as_double(*params[2], c));
-      factor[i] = static_cast<C>(read_as_double(*params[0], c)) /
-                  std::sqrt(static_cast<C>(read_as_double(*params[3], c)) + static_cast<C>(epsilon_));
-      offset[i] = static_cast<C>(read_as_double(*params[1], c));
-    }
-    Tensor& y = execution.output(0, ElementTraits<T>::type, x.shape());
-    if (x.element_count() == 0) return;  // and its dims' products may overflow beside the zero
     int64_t spatial = 1;
     for (std::size_t d = 2; d < x.rank(); ++d) spatial *= x.shape()[d];
     const T* in = x.data<T>();
+    if (training_) batch_statistics(execution, in, x.shape()[0], channels, spatial);
+    for (int64_t c = 0; c < channels; ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      const double mean = training_ ? batch_mean_[i] : read_as_double(*params[2], c);
+      const double variance = training_ ? batch_variance_[i] : read_as_double(*params[3], c);
+      shift[i] = static_cast<C>(mean);
+      factor[i] = static_cast<C>(read_as_double(*params[0], c)) / std::sqrt(static_cast<C>(variance) + static_cast<C>(epsilon_));
+      offset[i] = static_cast<C>(read_as_double(*params[1], c));
+    }
+    Tensor& y = execution.output(0, ElementTraits<T>::type, x.shape());
+    if (training_) write_running_statistics(execution, *params[2], *params[3], channels);
+    if (x.element_count() == 0) return;  // and its dims' products may overflow beside the zero
     T* out = y.data<T>();
     const int64_t n = x.element_count();
     execution.parallel_for(n, cache_line_grain<T>(), admitted(n, execution), [&](int64_t begin, int64_t end) {
@@ -104,8 +115,64 @@ class BatchNormKernel final : public ThresholdKernel {
   }
 
  private:
+  // Mean and biased variance of each channel over the batch and spatial dims, two passes in
+  // double (the variance of the centred values: no cancellation when the mean is large). An
+  // empty batch gives NaN statistics, as the mean of nothing is.
+  void batch_statistics(KernelExecution& execution, const T* in, int64_t batch, int64_t channels, int64_t spatial) {
+    batch_mean_.assign(static_cast<std::size_t>(channels), 0.0);
+    batch_variance_.assign(static_cast<std::size_t>(channels), 0.0);
+    const double count = static_cast<double>(batch) * static_cast<double>(spatial);
+    const int64_t per_channel = batch * spatial;
+    execution.parallel_for(channels, 1, admitted(per_channel * channels, execution), [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        double sum = 0;
+        for (int64_t b = 0; b < batch; ++b) {
+          const T* plane = in + (b * channels + c) * spatial;
+          for (int64_t s = 0; s < spatial; ++s) sum += static_cast<double>(load<T>(plane[s]));
+        }
+        const double mean = sum / count;
+        double squares = 0;
+        for (int64_t b = 0; b < batch; ++b) {
+          const T* plane = in + (b * channels + c) * spatial;
+          for (int64_t s = 0; s < spatial; ++s) {
+            const double d = static_cast<double>(load<T>(plane[s])) - mean;
+            squares += d * d;
+          }
+        }
+        batch_mean_[static_cast<std::size_t>(c)] = mean;
+        batch_variance_[static_cast<std::size_t>(c)] = squares / count;
+      }
+    });
+  }
+
+  void write_running_statistics(KernelExecution& execution, const Tensor& input_mean, const Tensor& input_var,
+                                int64_t channels) {
+    const double momentum = momentum_;
+    auto write = [&](std::size_t index, const Tensor& input, const std::vector<double>& batch) {
+      if (execution.output_count() <= index) return;
+      Tensor& out = execution.output(index, input.element_type(), {channels});
+      for (int64_t c = 0; c < channels; ++c) {
+        const double v = read_as_double(input, c) * momentum + batch[static_cast<std::size_t>(c)] * (1.0 - momentum);
+        switch (out.element_type()) {
+          case ElementType::float32: out.data<float>()[c] = static_cast<float>(v); break;
+          case ElementType::float64: out.data<double>()[c] = v; break;
+          case ElementType::float16: out.data<Float16>()[c] = store<Float16>(static_cast<float>(v)); break;
+          case ElementType::bfloat16: out.data<BFloat16>()[c] = store<BFloat16>(static_cast<float>(v)); break;
+          default:
+            throw InputError(fmt::format("{}: input_mean and input_var must be floating point, not {}",
+                                         execution.label(), element_type_name(out.element_type())));
+        }
+      }
+    };
+    write(1, input_mean, batch_mean_);
+    write(2, input_var, batch_variance_);
+  }
+
   float epsilon_ = 1e-5f;
+  float momentum_ = 0.9f;
+  bool training_ = false;
   std::vector<compute_t<T>> shift_, factor_, offset_;
+  std::vector<double> batch_mean_, batch_variance_;
 };
 
 // A vectorised float32 row loop (simd/layernorm_f32.h), or nullptr for the portable loop.
