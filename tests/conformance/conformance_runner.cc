@@ -255,6 +255,43 @@ std::string compare_drawn(const Tensor& expected, const Tensor& actual, bool zer
   return {};
 }
 
+// Training-mode Dropout (a true training_mode input, ratio above 0) keeps each element with a
+// draw of the generator, as the drawn operators above: ONNX's data is numpy's draw. Its outputs are
+// checked by property: type and shape, every y either 0 or x / (1 - ratio), the mask true exactly
+// where y is kept, and about 1 - ratio of the elements kept. Returns the ratio when `graph` is one
+// such Dropout node in this data set.
+std::optional<double> training_dropout_ratio(const onnx::GraphProto& graph, const RuntimeContext& inputs) {
+  if (graph.node_size() != 1 || graph.node(0).op_type() != "Dropout" || graph.node(0).input_size() < 3) return std::nullopt;
+  const onnx::NodeProto& node = graph.node(0);
+  if (!inputs.contains(node.input(2)) || !inputs.contains(node.input(1))) return std::nullopt;
+  const Tensor& mode = inputs.get(node.input(2));
+  if (mode.element_count() != 1 || element_as_double(mode, 0) == 0.0) return std::nullopt;
+  const double ratio = element_as_double(inputs.get(node.input(1)), 0);
+  return ratio > 0.0 ? std::optional<double>(ratio) : std::nullopt;
+}
+
+std::string compare_training_dropout(const Tensor& x, double ratio, const Tensor& expected_y, const Tensor& y,
+                                     const Tensor* mask) {
+  if (std::string problem = compare_drawn(expected_y, y, false); !problem.empty()) return problem;
+  if (mask != nullptr && (mask->element_type() != ElementType::boolean || mask->shape() != y.shape()))
+    return "the mask must be bool with y's shape";
+  const double scale = 1.0 / (1.0 - ratio);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < y.element_count(); ++i) {
+    const double v = element_as_double(y, i), scaled = element_as_double(x, i) * scale;
+    const bool is_kept = v != 0.0 || scaled == 0.0;
+    if (v != 0.0 && std::abs(v - scaled) > 1e-5 * std::abs(scaled))
+      return fmt::format("element {} is {}: neither 0 nor x / (1 - ratio) = {}", i, v, scaled);
+    if (mask != nullptr && *(mask->data<bool>() + i) != is_kept && scaled != 0.0)
+      return fmt::format("element {}: the mask says {} but y is {}", i, *(mask->data<bool>() + i), v);
+    kept += is_kept;
+  }
+  const double fraction = y.element_count() == 0 ? 1.0 - ratio : static_cast<double>(kept) / y.element_count();
+  if (std::abs(fraction - (1.0 - ratio)) > 0.25)
+    return fmt::format("{:.2f} of the elements kept, expected about {:.2f}", fraction, 1.0 - ratio);
+  return {};
+}
+
 struct Outcome {
   enum Kind { passed, failed, unsupported, excluded } kind = passed;
   std::string message;
@@ -329,7 +366,7 @@ std::vector<std::string> compare_with_expected(const std::map<std::string, int>&
 // Runs every data set of one test; the message names the first problem.
 Outcome run_test(const fs::path& dir, const Model& original, TuningRegistry& parallel_registry,
                  const std::map<std::string, Exclusion>::iterator exclusion, bool has_exclusion, bool& adjusted,
-                 const std::string& test_operator) {
+                 const std::string& test_operator, bool& by_property) {
   const bool drawn = drawn_at_random(test_operator);
   std::vector<fs::path> data_sets;
   for (const auto& entry : fs::directory_iterator(dir))
@@ -393,8 +430,31 @@ Outcome run_test(const fs::path& dir, const Model& original, TuningRegistry& par
         serial_context.set(inputs[i]->name(), t);
         parallel_context.set(inputs[i]->name(), t);
       }
+      const std::optional<double> dropout_ratio = training_dropout_ratio(model.graph(), serial_context);
+      std::optional<Tensor> dropout_x;
+      if (dropout_ratio) dropout_x = serial_context.get(model.graph().node(0).input(0));
       serial->run(serial_context);
       parallel->run(parallel_context);
+      if (dropout_ratio) {
+        by_property = true;
+        const std::string& y_name = model.graph().output(0).name();
+        const Tensor expected = load_tensor(set / "output_0.pb", declared_type(model.graph().output(0)), adjusted);
+        const Tensor* mask = model.graph().output_size() > 1 ? &serial_context.get(model.graph().output(1).name()) : nullptr;
+        const auto& attributes = model.graph().node(0).attribute();
+        const bool seeded =
+            std::any_of(attributes.begin(), attributes.end(), [](const auto& a) { return a.name() == "seed"; });
+        if (std::string problem =
+                compare_training_dropout(*dropout_x, *dropout_ratio, expected, serial_context.get(y_name), mask);
+            !problem.empty())
+          return {Outcome::failed, fmt::format("{} output '{}': {}", set_name, y_name, problem)};
+        for (int o = 0; o < model.graph().output_size(); ++o) {
+          const std::string& name = model.graph().output(o).name();
+          if (seeded && !bitwise_equal(serial_context.get(name), parallel_context.get(name)))
+            return {Outcome::failed, fmt::format("{} output '{}': {} threads differ from 1 thread", set_name, name,
+                                                 kParallelThreads)};
+        }
+        continue;
+      }
       for (int o = 0; o < model.graph().output_size(); ++o) {
         const std::string& name = model.graph().output(o).name();
         const fs::path file = set / fmt::format("output_{}.pb", o);
@@ -525,10 +585,11 @@ int main(int argc, char** argv) {
       }
       ++run_count;
       auto exclusion = exclusions.find(name);
-      bool adjusted = false;
-      Outcome outcome = run_test(dir, *model, parallel_registry, exclusion, exclusion != exclusions.end(), adjusted, op);
+      bool adjusted = false, by_property = false;
+      Outcome outcome =
+          run_test(dir, *model, parallel_registry, exclusion, exclusion != exclusions.end(), adjusted, op, by_property);
       if (adjusted) adjusted_tests.push_back(name);
-      if (drawn_at_random(op)) drawn_tests.push_back(name);
+      if (drawn_at_random(op) || by_property) drawn_tests.push_back(name);
       switch (outcome.kind) {
         case Outcome::passed: ++row.passed; break;
         case Outcome::excluded: ++row.excluded; break;

@@ -13,6 +13,7 @@
 #include "checked_math.h"
 #include "kernels/broadcast.h"
 #include "kernels/elementwise.h"
+#include "kernels/dropout.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
@@ -697,35 +698,6 @@ class PadKernel final : public ThresholdKernel {
   float value_ = 0.0f;
 };
 
-// Dropout in inference: y = x and an all-true mask. Training (the training_mode input, opset
-// 12+) is rejected unless it is a constant false.
-class DropoutKernel final : public ThresholdKernel {
- public:
-  explicit DropoutKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
-    if (info.opset >= 12) check_attributes(info, {"seed"});
-    else check_attributes(info, {"ratio"});
-    if (info.input_types.size() > 2 && info.input_types[2] != ElementType::undefined) {
-      const Tensor* mode = info.constant_inputs.size() > 2 ? info.constant_inputs[2] : nullptr;
-      if (mode == nullptr || mode->element_type() != ElementType::boolean || mode->element_count() != 1 ||
-          *mode->data<bool>())
-        throw UnsupportedError(fmt::format("{}: input 'training_mode' is not supported unless it is a constant false "
-                                           "(training-mode dropout is not implemented)", info.node_label()));
-    }
-  }
-  void run(KernelExecution& execution) override {
-    const Tensor& x = execution.required_input(0);
-    Tensor& y = execution.output(0, x.element_type(), x.shape());
-    const auto* in = static_cast<const std::byte*>(x.raw_data());
-    auto* out = static_cast<std::byte*>(y.raw_data());
-    bool* mask = execution.output_count() > 1 ? execution.output(1, ElementType::boolean, x.shape()).data<bool>() : nullptr;
-    const int64_t bytes = static_cast<int64_t>(x.byte_size());
-    execution.parallel_for(bytes, 64, admitted(x.element_count(), execution), [&](int64_t begin, int64_t end) {
-      if (end > begin) std::memcpy(out + begin, in + begin, static_cast<std::size_t>(end - begin));
-    });
-    if (mask != nullptr) std::fill(mask, mask + x.element_count(), true);
-  }
-};
-
 using WorkloadMaker = CalibrationWorkloadFunction (*)(ElementType);
 
 // One definition per element type; Kernel<U> is chosen by the element size.
@@ -886,7 +858,7 @@ void register_data_movement_kernels(KernelTable& table) {
     constexpr ElementType type = ElementTraits<decltype(t)>::type;
     KernelDef def = make_def("Dropout", {10}, type,
                              parallel_threshold_schema(elementwise_key("Dropout", type, 1), kDefaultMinimumElements));
-    def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<DropoutKernel>(info); };
+    def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return create_dropout_kernel(info, type); };
     def.output_types = [](const KernelCreateInfo&) {
       return std::vector<ElementType>{ElementTraits<decltype(t)>::type, ElementType::boolean};
     };

@@ -20,6 +20,7 @@
 
 #include "kernels/element_traits.h"
 #include "kernels/elementwise.h"
+#include "kernels/dropout.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
@@ -30,10 +31,14 @@ namespace {
 
 class Generator {
  public:
-  explicit Generator(const KernelCreateInfo& info) {
-    if (info.has_attribute("seed")) {
-      const float seed = info.float_attribute("seed", 0.0f);
-      engine_.seed(std::bit_cast<uint32_t>(seed));
+  explicit Generator(const KernelCreateInfo& info)
+      : Generator(info.has_attribute("seed")
+                      ? std::optional<uint64_t>(std::bit_cast<uint32_t>(info.float_attribute("seed", 0.0f)))
+                      : std::nullopt) {}
+  // Dropout's seed is an integer attribute.
+  explicit Generator(std::optional<uint64_t> seed) {
+    if (seed) {
+      engine_.seed(*seed);
     } else {
       std::random_device device;
       engine_.seed((static_cast<uint64_t>(device()) << 32) | device());
@@ -227,7 +232,78 @@ TuningSchema random_schema(const std::string& op, ElementType type) {
   return parallel_threshold_schema(elementwise_key(op, type, 1), kDefaultMinimumElements);
 }
 
+// Dropout. Inference (no training_mode input, a false one, or ratio 0): y = x and an all-true
+// mask. Training (training_mode true at run time, opset 12+): each element is kept with
+// probability 1 - ratio, drawn serially in element order from the node's generator (the integer
+// `seed` attribute, else entropy), and y = x / (1 - ratio) where kept, 0 elsewhere.
+template <typename T>
+class DropoutKernel final : public ThresholdKernel {
+ public:
+  explicit DropoutKernel(const KernelCreateInfo& info)
+      : ThresholdKernel(kDefaultMinimumElements),
+        generator_(info.opset >= 12 && info.has_attribute("seed")
+                       ? std::optional<uint64_t>(static_cast<uint64_t>(info.int_attribute("seed", 0)))
+                       : std::nullopt) {
+    if (info.opset >= 12) check_attributes(info, {"seed"});
+    else check_attributes(info, {"ratio"});
+  }
+
+  void run(KernelExecution& execution) override {
+    const Tensor& x = execution.required_input(0);
+    const std::string& label = execution.label();
+    const Tensor* ratio_input = execution.input_count() > 1 ? execution.input(1) : nullptr;
+    const Tensor* mode = execution.input_count() > 2 ? execution.input(2) : nullptr;
+    bool training = false;
+    if (mode != nullptr) {
+      if (mode->element_type() != ElementType::boolean || mode->element_count() != 1)
+        throw InputError(fmt::format("{}: training_mode {} must be one bool", label, mode->describe()));
+      training = *mode->data<bool>();
+    }
+    double ratio = 0.5;
+    if (ratio_input != nullptr) {
+      if (ratio_input->element_count() != 1)
+        throw InputError(fmt::format("{}: ratio {} must be a scalar", label, ratio_input->describe()));
+      ratio = read_as_double(*ratio_input, 0);
+    }
+    Tensor& y = execution.output_for_overwrite(0, x.element_type(), x.shape());
+    bool* mask = execution.output_count() > 1 ? execution.output(1, ElementType::boolean, x.shape()).data<bool>() : nullptr;
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    const int64_t n = x.element_count();
+    if (!training || ratio == 0.0) {
+      execution.parallel_for(n, cache_line_grain<T>(), admitted(n, execution), [&](int64_t begin, int64_t end) {
+        if (end > begin) std::copy(in + begin, in + end, out + begin);
+      });
+      if (mask != nullptr) std::fill(mask, mask + n, true);
+      return;
+    }
+    if (!(ratio > 0.0 && ratio < 1.0))
+      throw InputError(fmt::format("{}: ratio {} must be in [0, 1) in training mode", label, ratio));
+    using C = compute_t<T>;
+    const C scale = static_cast<C>(1.0 / (1.0 - ratio));
+    for (int64_t i = 0; i < n; ++i) {  // serial: the draws must not depend on the thread count
+      const bool keep = generator_.uniform() >= ratio;
+      out[i] = keep ? store<T>(load<T>(in[i]) * scale) : store<T>(C(0));
+      if (mask != nullptr) mask[i] = keep;
+    }
+  }
+
+ private:
+  Generator generator_;
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> create_dropout_kernel(const KernelCreateInfo& info, ElementType type) {
+  std::unique_ptr<Kernel> kernel;
+  for_each_type<float, double, Float16, BFloat16>([&](auto t) {
+    using T = decltype(t);
+    if (type == ElementTraits<T>::type) kernel = std::make_unique<DropoutKernel<T>>(info);
+  });
+  if (kernel == nullptr)
+    throw UnsupportedError(fmt::format("{}: Dropout of {} is not supported", info.node_label(), element_type_name(type)));
+  return kernel;
+}
 
 void register_random_kernels(KernelTable& table) {
   // The generators without inputs are selected by no input: one definition, output type from dtype.

@@ -1,7 +1,8 @@
-// BatchNormalization with training_mode = 1 (opset 14+): normalized with the batch's own mean and
-// biased variance, running statistics blended by momentum, at the edges the two ONNX node tests
-// leave out: a large mean (no cancellation), one element per channel, an empty batch, a
-// double-typed running mean beside float data, and thread counts.
+// Training mode. BatchNormalization with training_mode = 1 (opset 14+): normalized with the
+// batch's own mean and biased variance, running statistics blended by momentum, at the edges the
+// two ONNX node tests leave out: a large mean (no cancellation), one element per channel, an empty
+// batch, a double-typed running mean beside float data, and thread counts. Dropout with a true
+// training_mode: the kept fraction, the scale, the mask, seeds, ratio 0 and out of range.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -136,4 +137,70 @@ TEST_CASE("batch_norm_inference_with_statistics_outputs_is_refused_at_creation")
                                   {"m", floats({1}, {0.0f})}, {"v", floats({1}, {1.0f})}},
                                  15),
                        doctest::Contains("written only with training_mode = 1"), UnsupportedError);
+}
+
+namespace {
+
+const std::string kTrainingDropout =
+    "g (float[N] x, float r, bool t) => (float[N] y, bool[N] mask) { y, mask = Dropout <seed = 7> (x, r, t) }";
+
+NamedTensors dropout_inputs(const std::vector<float>& x, float ratio, bool training) {
+  Tensor t(ElementType::boolean, {});
+  *t.data<bool>() = training;
+  return {{"x", floats({static_cast<int64_t>(x.size())}, x)}, {"r", floats({}, {ratio})}, {"t", t}};
+}
+
+}  // namespace
+
+TEST_CASE("dropout_training_keeps_about_one_minus_ratio_scaled_and_says_so_in_the_mask") {
+  std::vector<float> x(20000);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 1.0f + static_cast<float>(i % 13);
+  for (float ratio : {0.25f, 0.75f}) {
+    CAPTURE(ratio);
+    auto out = run_graph(kTrainingDropout, dropout_inputs(x, ratio, true), 13);
+    const auto y = values<float>(out["y"]);
+    const auto mask = values<bool>(out["mask"]);
+    int64_t kept = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (mask[i]) {
+        ++kept;
+        CHECK(y[i] == x[i] * static_cast<float>(1.0 / (1.0 - ratio)));
+      } else {
+        CHECK(y[i] == 0.0f);
+      }
+    }
+    // 20,000 draws: the kept fraction is within 2% of 1 - ratio (about 7 standard deviations).
+    CHECK(std::abs(static_cast<double>(kept) / static_cast<double>(x.size()) - (1.0 - ratio)) < 0.02);
+  }
+}
+
+TEST_CASE("dropout_training_seeded_draws_repeat_across_sessions_and_thread_counts_but_not_across_runs") {
+  const std::vector<float> x(257, 1.0f);
+  auto one = run_graph(kTrainingDropout, dropout_inputs(x, 0.5f, true), 13, 1);
+  auto three = run_graph(kTrainingDropout, dropout_inputs(x, 0.5f, true), 13, 3);
+  CHECK(values<bool>(one["mask"]) == values<bool>(three["mask"]));
+  // A session's second run continues the sequence: another mask.
+  RuntimeSession session(parse("<ir_version: 8, opset_import: [\"\" : 13]>\n" + kTrainingDropout));
+  std::vector<std::vector<bool>> masks;
+  for (int run = 0; run < 2; ++run) {
+    RuntimeContext context;
+    for (const auto& [name, t] : dropout_inputs(x, 0.5f, true)) context.set(name, t);
+    session.run(context);
+    masks.push_back(values<bool>(context.get("mask")));
+  }
+  CHECK(masks[0] == values<bool>(one["mask"]));
+  CHECK(masks[0] != masks[1]);
+}
+
+TEST_CASE("dropout_ratio_zero_or_inference_copies_and_a_ratio_of_one_is_refused") {
+  const std::vector<float> x{1.5f, -2.0f, 0.0f, 3.25f};
+  for (const auto& [ratio, training] : {std::pair{0.0f, true}, std::pair{0.5f, false}}) {
+    auto out = run_graph(kTrainingDropout, dropout_inputs(x, ratio, training), 13);
+    CHECK(values<float>(out["y"]) == x);
+    CHECK(values<bool>(out["mask"]) == std::vector<bool>(x.size(), true));
+  }
+  CHECK_THROWS_WITH_AS(run_graph(kTrainingDropout, dropout_inputs(x, 1.0f, true), 13),
+                       doctest::Contains("must be in [0, 1) in training mode"), InputError);
+  // An empty input draws nothing.
+  CHECK(run_graph(kTrainingDropout, dropout_inputs({}, 0.5f, true), 13)["y"].element_count() == 0);
 }
