@@ -289,6 +289,46 @@ TEST_CASE("depthwise_conv_reuses_its_scratch_across_shapes_without_stale_pads") 
   }
 }
 
+TEST_CASE("depthwise_conv_weights_input_changed_in_place_between_runs_is_repacked") {
+  // The blocked path packs constant weights (initializers) once; weights that are a graph input
+  // may hold new values at the same address on the next run, and must be packed again. 7x7
+  // planes of 20 maps: the blocked kernel with a partial block, groups across row ends.
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[1, 20, 7, 7] x, float[20, 1, 3, 3] w, float[20] b) => (float[1, 20, 7, 7] y) {\n"
+      " y = Conv <group = 20, pads = [1, 1, 1, 1]> (x, w, b) }";
+  const Tensor x = random_tensor(ElementType::float32, {1, 20, 7, 7}, 3);
+  Tensor w = random_tensor(ElementType::float32, {20, 1, 3, 3}, 5).clone();
+  Tensor b = random_tensor(ElementType::float32, {20}, 7).clone();
+  for (const std::string implementation : {"portable", "avx2", "avx512"}) {
+    if (implementation != "portable" && !test::host_runs("Conv float32", is_conv_or_fused_f32, implementation)) continue;
+    CAPTURE(implementation);
+    RuntimeSessionOptions options;
+    options.parameters = RuntimeParameters(1);
+    options.kernels = &test::table_with_only("dwconv_f32", is_conv_or_fused_f32, implementation);
+    RuntimeSession reused(test::parse(text), options);
+    for (int round = 0; round < 3; ++round) {
+      CAPTURE(round);
+      const void* w_address = w.raw_data();
+      RuntimeContext a, fresh_context;
+      a.set("x", x);
+      a.set("w", w);
+      a.set("b", b);
+      reused.run(a);
+      RuntimeSession fresh(test::parse(text), options);
+      fresh_context.set("x", x);
+      fresh_context.set("w", w);
+      fresh_context.set("b", b);
+      fresh.run(fresh_context);
+      CHECK(same_depthwise_bits(a.get("y"), fresh_context.get("y")));
+      // New values at the same addresses for the next round.
+      for (int64_t i = 0; i < w.element_count(); ++i) w.data<float>()[i] = -0.5f * w.data<float>()[i] + 0.125f;
+      for (int64_t i = 0; i < b.element_count(); ++i) b.data<float>()[i] += 1.0f;
+      REQUIRE(w.raw_data() == w_address);
+    }
+  }
+}
+
 #if defined(__x86_64__) || defined(_M_X64)  // the simd folder is built on x86-64 (libruntime/CMakeLists.txt)
 TEST_CASE("depthwise_variant_names_the_blocked_kernel_and_wide_stride_1_planes_keep_the_rows") {
   using kernels::DepthwiseConv;

@@ -645,6 +645,8 @@ class PackedConvKernel final : public Kernel {
     implicit_variant_ = std::string("implicit_gemm_") + isa.name;
     group_ = info.int_attribute("group", 1);
     if (group_ < 1) throw ModelError(fmt::format("{}: attribute 'group' = {} must be positive", info.node_label(), group_));
+    const auto constant = [&](std::size_t i) { return i < info.constant_inputs.size() && info.constant_inputs[i] != nullptr; };
+    constant_weights_ = constant(1) && (info.node.input_size() < 3 || info.node.input(2).empty() || constant(2));
   }
   void apply_tuning(const TuningValues& values) override {
     read_packed_gemm_tuning(values, minimum_macs_, blocking_);
@@ -660,9 +662,10 @@ class PackedConvKernel final : public Kernel {
       // with a partly filled register tile still beats the scalar loop (ppocr_cls's stem
       // Conv [1,3,48,192] -> 8 maps: 206 us in the portable loop, 18% of the model).
       const ConvRun r = check_conv(execution, attrs_, group_, ElementType::float32, out_shape_);
-      if (const auto dw = depthwise_of(r, group_, fusion_)) {
+      if (auto dw = depthwise_of(r, group_, fusion_)) {
         const int admitted =
             execution.admitted_threads(r.batch * r.maps * r.g.out_size * r.g.kernel_size, minimum_macs_);
+        dw->weights_constant = constant_weights_;
         last_variant_ = run_depthwise(execution, *dw, std::string_view(isa_.name) == "avx512" ? DepthwiseIsa::avx512 : DepthwiseIsa::avx2,
                                       admitted, dw_workspace_, label_);
         return;
@@ -830,6 +833,7 @@ class PackedConvKernel final : public Kernel {
   std::string variant_, pointwise_variant_, implicit_variant_;
   std::string_view last_variant_;
   std::string label_;  // the depthwise path's variant
+  bool constant_weights_ = false;  // W (and B) are initializers: the depthwise path packs them once
   DepthwiseWorkspace dw_workspace_;
   Shape out_shape_;
 };

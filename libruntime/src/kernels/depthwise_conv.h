@@ -34,6 +34,9 @@ struct DepthwiseConv {
   const float* z = nullptr;     // residual of Y's shape or null
   float* y = nullptr;
   Epilogue epilogue;
+  // W and bias hold the same values at the same addresses on every run (initializers): the blocked
+  // path packs them on the first run only.
+  bool weights_constant = false;
 };
 
 enum class DepthwiseIsa { portable, avx2, avx512 };
@@ -66,6 +69,9 @@ struct DepthwiseWorkspace {
   // bias by block of maps ([blocks][taps][lanes], [blocks][lanes]), packed once per run.
   std::vector<int64_t> tap_offsets;
   std::vector<float> blocked_weights, blocked_bias;
+  // What blocked_weights were packed from (W, bias, maps, taps, lanes), for constant weights.
+  std::array<const void*, 2> packed_from{};
+  std::array<int64_t, 3> packed_geometry{};
   ScratchSlots<Slot> slots;
 };
 

@@ -43,6 +43,28 @@ void dwconv_to_blocked(const float* const* planes, int64_t valid, int64_t h, int
   }
 }
 
+// G output pixels, consecutive in the flattened output, whose input origins are given (a group
+// may span rows): each tap's weight vector is loaded once for G independent FMA chains. Only the
+// first `count` are stored (a last group repeats its last origin to stay full width).
+template <typename Ops, int G>
+inline void dwconv_block_group(const DwconvF32Block& b, const float* const* origin, int64_t count, float* y,
+                               typename Ops::V bias) {
+  using V = typename Ops::V;
+  constexpr int64_t L = Ops::width;
+  V acc[G];
+#pragma GCC unroll 16
+  for (int g = 0; g < G; ++g) acc[g] = Ops::zero();
+  for (int64_t t = 0; t < b.taps; ++t) {
+    const V k = Ops::load(b.weights + t * L);
+    const int64_t offset = b.tap_offsets[t];
+#pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) acc[g] = Ops::fma(Ops::load(origin[g] + offset), k, acc[g]);
+  }
+#pragma GCC unroll 16
+  for (int g = 0; g < G; ++g)
+    if (g < count) Ops::store(y + g * L, dwconv_blocked_epilogue<Ops>(b.epilogue, Ops::add(acc[g], bias)));
+}
+
 // G output pixels of one row: each tap's weight vector loaded once for G independent FMA chains.
 template <typename Ops, int G>
 inline void dwconv_block_pixels(const DwconvF32Block& b, const float* origin, float* y, typename Ops::V bias) {
@@ -64,21 +86,44 @@ inline void dwconv_block_pixels(const DwconvF32Block& b, const float* origin, fl
 }
 
 // 16 pixels per group with AVX-512's 32 registers (5% faster than 8 on every measured shape);
-// AVX2's 16 registers hold 8 accumulators beside the weight and the loads.
+// AVX2's 16 registers hold 8 accumulators beside the weight and the loads. Rows at least a group
+// wide run groups within the row (origins one constant step apart); narrower rows (7x7, 6x24 at
+// stride 2) run the flattened output in groups across row ends, where a 7-wide row would otherwise
+// be a 4-pixel group and three single 9-FMA latency chains (576x7x7: 21 -> 17.5 us; on wide rows
+// the per-pixel origins cost 5-8%, so they keep the in-row groups).
 template <typename Ops>
 void dwconv_block(const DwconvF32Block& b) {
   constexpr int64_t L = Ops::width;
   constexpr int kWide = L >= 16 ? 16 : 8;
   const typename Ops::V bias = Ops::load(b.bias);
+  const int64_t row_step = b.stride_h * b.pitch * L, column_step = b.stride_w * L;
+  if (b.out_w < kWide) {
+    const int64_t n = b.out_h * b.out_w;
+    const float* origin[kWide];
+    int64_t ox = 0;
+    const float* row = b.x;
+    for (int64_t q = 0; q < n; q += kWide) {
+      const int64_t count = n - q < kWide ? n - q : kWide;
+      for (int64_t g = 0; g < count; ++g) {
+        origin[g] = row + ox * column_step;
+        if (++ox == b.out_w) {
+          ox = 0;
+          row += row_step;
+        }
+      }
+      for (int64_t g = count; g < kWide; ++g) origin[g] = origin[count - 1];
+      dwconv_block_group<Ops, kWide>(b, origin, count, b.y + q * L, bias);
+    }
+    return;
+  }
   for (int64_t oy = 0; oy < b.out_h; ++oy) {
-    const float* row = b.x + oy * b.stride_h * b.pitch * L;
+    const float* row = b.x + oy * row_step;
     float* y = b.y + oy * b.out_w * L;
     int64_t ox = 0;
-    for (; ox + kWide <= b.out_w; ox += kWide)
-      dwconv_block_pixels<Ops, kWide>(b, row + ox * b.stride_w * L, y + ox * L, bias);
-    for (; ox + 8 <= b.out_w; ox += 8) dwconv_block_pixels<Ops, 8>(b, row + ox * b.stride_w * L, y + ox * L, bias);
-    for (; ox + 4 <= b.out_w; ox += 4) dwconv_block_pixels<Ops, 4>(b, row + ox * b.stride_w * L, y + ox * L, bias);
-    for (; ox < b.out_w; ++ox) dwconv_block_pixels<Ops, 1>(b, row + ox * b.stride_w * L, y + ox * L, bias);
+    for (; ox + kWide <= b.out_w; ox += kWide) dwconv_block_pixels<Ops, kWide>(b, row + ox * column_step, y + ox * L, bias);
+    for (; ox + 8 <= b.out_w; ox += 8) dwconv_block_pixels<Ops, 8>(b, row + ox * column_step, y + ox * L, bias);
+    for (; ox + 4 <= b.out_w; ox += 4) dwconv_block_pixels<Ops, 4>(b, row + ox * column_step, y + ox * L, bias);
+    for (; ox < b.out_w; ++ox) dwconv_block_pixels<Ops, 1>(b, row + ox * column_step, y + ox * L, bias);
   }
 }
 
