@@ -1,23 +1,35 @@
 // ConvInteger and QLinearConv: 2-D convolutions of uint8/int8 tensors with int32 accumulation
 // (exact, so a faster implementation must match these bits), portable direct loops over NCHW with
 // groups, strides, dilations, pads and auto_pad. QLinearConv requantizes each output channel with
-// x_scale * w_scale[m] / y_scale, rounding to nearest even and saturating.
+// x_scale * w_scale[m] / y_scale, rounding to nearest even and saturating. Both also as
+// "avx512vnni": one int8 GEMM (vpdpbusd, simd/gemm_s8.h) per image, group and block of output
+// positions over weights packed once and the im2col of the activations (none for a 1x1 stride-1
+// convolution without pads), with the zero points taken off exactly afterwards: the same bits.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "kernels/element_traits.h"
 #include "kernels/elementwise.h"
+#include "kernels/isa_requirements.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
 #include "kernels/quantized_operands.h"
+#include "kernels/scratch_slots.h"
 #include "kernels/spatial_attributes.h"
 #include "onnx_light/runtime/error.h"
+
+#if defined(ONNX_LIGHT_X86_SIMD)
+#include "kernels/simd/conv_s8.h"
+#include "kernels/simd/gemm_s8.h"
+#endif
 
 namespace onnx_light::runtime::kernels {
 
@@ -90,44 +102,326 @@ void integer_conv(const ConvGeometry& g, const X* x, const W* w, int32_t x_zero,
     }
 }
 
-class ConvIntegerKernel final : public Kernel {
- public:
-  explicit ConvIntegerKernel(const KernelCreateInfo& info) : attributes_(info) {
-    check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-    group_ = info.int_attribute("group", 1);
+enum class QConvImpl { portable, avx512vnni };
+
+constexpr const char* qconv_impl_name(QConvImpl impl) { return impl == QConvImpl::avx512vnni ? "avx512vnni" : "portable"; }
+
+// What the integer convolution needs of a node's operands, read once per run.
+struct QConvOperands {
+  ConvGeometry g;
+  const Tensor* x = nullptr;
+  const Tensor* w = nullptr;
+  int32_t x_zero = 0;
+  std::vector<int32_t> w_zero;  // empty, one, or one per output channel
+};
+
+#if defined(ONNX_LIGHT_X86_SIMD)
+// im2col of output positions [p0, p0 + np) of one image's group (`planes`: its cg input planes):
+// dst[k * np + j] = x(ci, iy, ix) for k = (ci, ky, kx), or `pad` (x's zero point, whose difference
+// to the zero point is 0, as the reference skipping the position) outside the input.
+void qconv_im2col(const ConvGeometry& g, const uint8_t* planes, int64_t p0, int64_t np, uint8_t pad, uint8_t* dst) {
+  const int64_t cg = g.c / g.group;
+  for (int64_t ci = 0; ci < cg; ++ci) {
+    const uint8_t* plane = planes + ci * g.h * g.w;
+    for (int64_t ky = 0; ky < g.kh; ++ky)
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        uint8_t* row = dst + ((ci * g.kh + ky) * g.kw + kx) * np;
+        int64_t j = 0;
+        while (j < np) {
+          const int64_t p = p0 + j, oy = p / g.ow, ox = p % g.ow;
+          const int64_t run = std::min(g.ow - ox, np - j);
+          const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+          uint8_t* out = row + j;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(out, out + run, pad);
+          } else {
+            const uint8_t* in = plane + iy * g.w;
+            const int64_t ix0 = ox * g.sw - g.pw + kx * g.dw;
+            if (g.sw == 1) {
+              // [t_lo, t_hi): the positions whose ix = ix0 + t falls inside the row.
+              const int64_t t_lo = std::clamp<int64_t>(-ix0, 0, run), t_hi = std::clamp<int64_t>(g.w - ix0, t_lo, run);
+              std::fill(out, out + t_lo, pad);
+              std::copy(in + ix0 + t_lo, in + ix0 + t_hi, out + t_lo);
+              std::fill(out + t_hi, out + run, pad);
+            } else {
+              for (int64_t t = 0; t < run; ++t) {
+                const int64_t ix = ix0 + t * g.sw;
+                out[t] = ix >= 0 && ix < g.w ? in[ix] : pad;
+              }
+            }
+          }
+          j += run;
+        }
+      }
   }
+}
+
+// The convolution on AVX-512 VNNI, bit for bit the reference. Per (image, group, block of output
+// positions) one GEMM of the group's weights (A: output channels by K = cg * kh * kw, packed once
+// at creation when W is a constant) by the block's im2col (B: K by positions), the int32 result in
+// NCHW order. As in quantization.cc's VnniIntegerProduct, vpdpbusd multiplies shifted operands
+// (w' = w + 128 for int8 W, x' = x - 128 for uint8 X) and the shifts and zero points come off after:
+//   sum_k (w - wz_m)(x - xz) = raw + beta * rowsum(W')_m + alpha_m * colsum(X')_p + K alpha_m beta
+// with alpha_m = shift(W) - wz_m, beta = shift(X) - xz, in int32 with wraparound; a padded position
+// holds xz itself, so it adds 0 as the reference's skipped one.
+class VnniConv {
+ public:
+  // Where the product goes: int32 y (ConvInteger), or requantized per output channel (QLinearConv).
+  struct Output {
+    int32_t* s32 = nullptr;
+    uint8_t* q = nullptr;  // uint8 or int8 bytes
+    bool q_signed = false;
+    const float* multipliers = nullptr;  // one per output channel
+    float zero = 0.0f;
+    const int32_t* bias = nullptr;  // one per output channel, or none
+  };
+
+  VnniConv(const KernelCreateInfo& info, std::size_t w_input, int64_t group) {
+    const Tensor* w = info.constant_inputs.size() > w_input ? info.constant_inputs[w_input] : nullptr;
+    if (w == nullptr || w->rank() != 4 || w->element_count() == 0 || group < 1 || w->shape()[0] % group != 0) return;
+    if (w->element_type() != ElementType::uint8 && w->element_type() != ElementType::int8) return;
+    pack_weights(*w, group, constant_);
+    has_constant_ = true;
+  }
+
+  // Runs the convolution; returns the variant that ran ("avx512vnni" through im2col,
+  // "avx512vnni_1x1" straight from X), or {} for a depth of 0, which the caller leaves to the
+  // portable loops.
+  std::string_view run(KernelExecution& execution, const QConvOperands& o, const Output& out, int threads) {
+    const ConvGeometry& g = o.g;
+    const int64_t cg = g.c / g.group, mg = g.m / g.group, depth = cg * g.kh * g.kw, plane = g.oh * g.ow;
+    if (depth == 0) return {};
+    const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.h &&
+                           g.ow == g.w;
+    const std::string_view variant = pointwise ? "avx512vnni_1x1" : "avx512vnni";
+    if (g.n == 0 || g.m == 0 || plane == 0) return variant;
+    const Tensor& w = *o.w;
+    const bool constant = has_constant_ && constant_.shape == w.shape() && constant_.type == w.element_type() &&
+                          constant_.group == g.group;
+    if (!constant) pack_weights(w, g.group, run_);
+    const PackedWeights& weights = constant ? constant_ : run_;
+    // Per output channel: alpha and the constant part of the correction (with QLinearConv's bias).
+    const bool x_unsigned = o.x->element_type() == ElementType::uint8;
+    const auto beta = static_cast<uint32_t>((x_unsigned ? 128 : 0) - o.x_zero);
+    const int32_t w_shift = w.element_type() == ElementType::int8 ? -128 : 0;
+    alpha_.resize(static_cast<std::size_t>(g.m));
+    constant_terms_.resize(static_cast<std::size_t>(g.m));
+    for (int64_t m = 0; m < g.m; ++m) {
+      const auto alpha = static_cast<uint32_t>(w_shift - zero_point_at(o.w_zero, m));
+      const auto row_sum = static_cast<uint32_t>(weights.row_sums[static_cast<std::size_t>(m)]);
+      const uint32_t bias = out.bias != nullptr ? static_cast<uint32_t>(out.bias[m]) : 0u;
+      alpha_[static_cast<std::size_t>(m)] = static_cast<int32_t>(alpha);
+      constant_terms_[static_cast<std::size_t>(m)] =
+          static_cast<int32_t>(beta * row_sum + static_cast<uint32_t>(depth) * alpha * beta + bias);
+    }
+    // Blocks of output positions: im2col and packed B of ~128 KiB and int32 products of ~256 KiB,
+    // and enough blocks for the threads (the result does not depend on the blocking).
+    int64_t block = std::clamp<int64_t>((int64_t{128} << 10) / depth, 32, 1024);
+    if (out.s32 == nullptr) block = std::min(block, std::max<int64_t>(32, (int64_t{64} << 10) / mg));
+    block = std::min(block, (plane + 31) / 32 * 32) / 32 * 32;
+    const int64_t images = g.n * g.group;
+    while (threads > 1 && block > 32 && images * ((plane + block - 1) / block) < 4 * threads) block -= 32;
+    const int64_t blocks = (plane + block - 1) / block;
+    slots_.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      if (!pointwise) s.cols.resize(static_cast<std::size_t>(depth * block));
+      s.packed.resize(static_cast<std::size_t>(simd::gemm_s8_packed_b_bytes(depth, block)));
+      s.col_sums.resize(static_cast<std::size_t>(block));
+      if (out.s32 == nullptr) s.acc.resize(static_cast<std::size_t>(mg * block));
+    }
+    const auto* px = static_cast<const uint8_t*>(o.x->raw_data());
+    const auto pad = static_cast<uint8_t>(o.x_zero);
+    const int64_t a_bytes = simd::gemm_s8_packed_a_bytes(mg, depth);
+    execution.parallel_for(images * blocks, 1, threads, [&](int64_t begin, int64_t end) {
+      ScratchSlots<Slot>::Lease slot(slots_);
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t image = t / blocks, b = image / g.group, grp = image % g.group;
+        const int64_t p0 = (t % blocks) * block, np = std::min(block, plane - p0), m0 = grp * mg;
+        const uint8_t* planes = px + (b * g.c + grp * cg) * g.h * g.w;
+        const uint8_t* src = planes + p0;
+        int64_t ld = g.h * g.w;
+        if (!pointwise) {
+          qconv_im2col(g, planes, p0, np, pad, slot->cols.data());
+          src = slot->cols.data();
+          ld = np;
+        }
+        simd::conv_s8_pack_b_avx512vnni(src, ld, x_unsigned ? 1 : 0, depth, np, slot->packed.data(),
+                                        slot->col_sums.data());
+        const uint8_t* a = weights.packed.data() + grp * a_bytes;
+        const int32_t* alpha = alpha_.data() + m0;
+        const int32_t* terms = constant_terms_.data() + m0;
+        if (out.s32 != nullptr) {
+          int32_t* c = out.s32 + (b * g.m + m0) * plane + p0;
+          simd::gemm_u8s8_avx512vnni(a, mg, depth, slot->packed.data(), np, c, plane);
+          for (int64_t i = 0; i < mg; ++i)
+            simd::conv_s8_correct_s32_avx512vnni(c + i * plane, np, slot->col_sums.data(), alpha[i], terms[i]);
+          continue;
+        }
+        int32_t* acc = slot->acc.data();
+        simd::gemm_u8s8_avx512vnni(a, mg, depth, slot->packed.data(), np, acc, np);
+        uint8_t* y = out.q + (b * g.m + m0) * plane + p0;
+        for (int64_t i = 0; i < mg; ++i) {
+          const float multiplier = out.multipliers[m0 + i];
+          if (out.q_signed)
+            simd::conv_s8_requantize_s8_avx512vnni(acc + i * np, np, slot->col_sums.data(), alpha[i], terms[i],
+                                                   multiplier, out.zero, reinterpret_cast<int8_t*>(y + i * plane));
+          else
+            simd::conv_s8_requantize_u8_avx512vnni(acc + i * np, np, slot->col_sums.data(), alpha[i], terms[i],
+                                                   multiplier, out.zero, y + i * plane);
+        }
+      }
+    });
+    return variant;
+  }
+
+ private:
+  struct PackedWeights {
+    std::vector<uint8_t> packed;  // per group, gemm_s8_packed_a_bytes(mg, K) bytes
+    std::vector<int32_t> row_sums;  // per output channel
+    Shape shape;
+    ElementType type = ElementType::undefined;
+    int64_t group = 0;
+  };
+  struct Slot {
+    std::vector<uint8_t> cols;
+    std::vector<int8_t> packed;
+    std::vector<int32_t> col_sums, acc;
+  };
+
+  static void pack_weights(const Tensor& w, int64_t group, PackedWeights& p) {
+    const int64_t m = w.shape()[0], depth = w.shape()[1] * w.shape()[2] * w.shape()[3], mg = m / group;
+    const int64_t bytes = simd::gemm_s8_packed_a_bytes(mg, depth);
+    p.packed.resize(static_cast<std::size_t>(group * bytes));
+    p.row_sums.resize(static_cast<std::size_t>(m));
+    const auto* pw = static_cast<const uint8_t*>(w.raw_data());
+    const int is_signed = w.element_type() == ElementType::int8 ? 1 : 0;
+    for (int64_t grp = 0; grp < group; ++grp)
+      simd::gemm_s8_pack_a_avx512vnni(pw + grp * mg * depth, depth, is_signed, mg, depth, p.packed.data() + grp * bytes,
+                                      p.row_sums.data() + grp * mg);
+    p.shape = w.shape();
+    p.type = w.element_type();
+    p.group = group;
+  }
+
+  PackedWeights constant_, run_;
+  bool has_constant_ = false;
+  std::vector<int32_t> alpha_, constant_terms_;
+  ScratchSlots<Slot> slots_;
+};
+#endif
+
+// The convolution by the implementation the kernel was registered as; variant() says what ran.
+template <QConvImpl kImpl>
+class QConvEngine {
+ public:
+  QConvEngine(const KernelCreateInfo& info, std::size_t w_input, int64_t group)
+#if defined(ONNX_LIGHT_X86_SIMD)
+      : vnni_(info, w_input, group)
+#endif
+  {
+    (void)info;
+    (void)w_input;
+    (void)group;
+  }
+
+#if defined(ONNX_LIGHT_X86_SIMD)
+  using Output = VnniConv::Output;
+#else
+  struct Output {
+    int32_t* s32 = nullptr;
+    uint8_t* q = nullptr;
+    bool q_signed = false;
+    const float* multipliers = nullptr;
+    float zero = 0.0f;
+    const int32_t* bias = nullptr;
+  };
+#endif
+
+  void run(KernelExecution& execution, const QConvOperands& o, const Output& out, int threads) {
+#if defined(ONNX_LIGHT_X86_SIMD)
+    if constexpr (kImpl == QConvImpl::avx512vnni) {
+      variant_ = vnni_.run(execution, o, out, threads);
+      if (!variant_.empty()) return;
+    }
+#endif
+    (void)execution;
+    (void)threads;
+    variant_ = "portable";
+    dispatch_int8_pair(o.x->element_type(), o.w->element_type(), execution.label(), [&](auto xv, auto wv) {
+      integer_conv(o.g, o.x->data<decltype(xv)>(), o.w->data<decltype(wv)>(), o.x_zero, o.w_zero, acc_);
+    });
+    const int64_t plane = o.g.oh * o.g.ow;
+    if (out.s32 != nullptr) {
+      std::copy(acc_.begin(), acc_.end(), out.s32);
+      return;
+    }
+    for (std::size_t e = 0; e < acc_.size(); ++e) {
+      const auto m = static_cast<std::size_t>((static_cast<int64_t>(e) / plane) % o.g.m);
+      const int32_t sum = acc_[e] + (out.bias != nullptr ? out.bias[m] : 0);
+      const float v = std::nearbyint(static_cast<float>(sum) * out.multipliers[m]) + out.zero;
+      if (out.q_signed) reinterpret_cast<int8_t*>(out.q)[e] = saturate_round<int8_t>(v);
+      else out.q[e] = saturate_round<uint8_t>(v);
+    }
+  }
+
+  std::string_view variant() const { return variant_; }
+
+ private:
+#if defined(ONNX_LIGHT_X86_SIMD)
+  VnniConv vnni_;
+#endif
+  std::vector<int32_t> acc_;
+  std::string_view variant_ = qconv_impl_name(kImpl);
+};
+
+template <QConvImpl kImpl>
+class ConvIntegerKernel final : public ThresholdKernel {
+ public:
+  explicit ConvIntegerKernel(const KernelCreateInfo& info)
+      : ThresholdKernel(kDefaultMinimumElements), attributes_(info), group_(info.int_attribute("group", 1)),
+        engine_(info, 1, group_) {
+    check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  }
+  std::string_view variant() const override { return engine_.variant(); }
   void run(KernelExecution& execution) override {
     const std::string& label = execution.label();
-    const Tensor& x = execution.required_input(0);
-    const Tensor& w = execution.required_input(1);
-    const ConvGeometry g = geometry(attributes_, group_, x, w, label);
+    QConvOperands o;
+    o.x = &execution.required_input(0);
+    o.w = &execution.required_input(1);
+    o.g = geometry(attributes_, group_, *o.x, *o.w, label);
+    check_second_int8_operand(o.w->element_type(), label);
     const std::vector<int32_t> xz = zero_points(execution.input(2), 1, label, "x_zero_point");
-    const std::vector<int32_t> wz = zero_points(execution.input(3), g.m, label, "w_zero_point");
-    dispatch_int8_pair(x.element_type(), w.element_type(), label, [&](auto xv, auto wv) {
-      integer_conv(g, x.data<decltype(xv)>(), w.data<decltype(wv)>(), xz.empty() ? 0 : xz[0], wz, acc_);
-    });
-    Tensor& y = checked_output(execution, 0, ElementType::int32, {g.n, g.m, g.oh, g.ow}, false);
-    std::copy(acc_.begin(), acc_.end(), y.data<int32_t>());
+    o.x_zero = xz.empty() ? 0 : xz[0];
+    o.w_zero = zero_points(execution.input(3), o.g.m, label, "w_zero_point");
+    Tensor& y = checked_output(execution, 0, ElementType::int32, {o.g.n, o.g.m, o.g.oh, o.g.ow}, false);
+    typename QConvEngine<kImpl>::Output out;
+    out.s32 = y.data<int32_t>();
+    engine_.run(execution, o, out, admitted(y.element_count(), execution));
   }
 
  private:
   SpatialAttributes attributes_;
   int64_t group_ = 1;
-  std::vector<int32_t> acc_;
+  QConvEngine<kImpl> engine_;
 };
 
-template <typename Q>
-class QLinearConvKernel final : public Kernel {
+template <typename Q, QConvImpl kImpl>
+class QLinearConvKernel final : public ThresholdKernel {
  public:
-  explicit QLinearConvKernel(const KernelCreateInfo& info) : attributes_(info) {
+  explicit QLinearConvKernel(const KernelCreateInfo& info)
+      : ThresholdKernel(kDefaultMinimumElements), attributes_(info), group_(info.int_attribute("group", 1)),
+        engine_(info, 3, group_) {
     check_attributes(info, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-    group_ = info.int_attribute("group", 1);
   }
+  std::string_view variant() const override { return engine_.variant(); }
   void run(KernelExecution& execution) override {
     const std::string& label = execution.label();
-    const Tensor& x = execution.required_input(0);
-    const Tensor& w = execution.required_input(3);
-    const ConvGeometry g = geometry(attributes_, group_, x, w, label);
+    QConvOperands o;
+    o.x = &execution.required_input(0);
+    o.w = &execution.required_input(3);
+    o.g = geometry(attributes_, group_, *o.x, *o.w, label);
+    check_second_int8_operand(o.w->element_type(), label);
     auto floats = [&](std::size_t index, int64_t per, const char* what) {
       const Tensor& t = execution.required_input(index);
       check_input_type(execution, index, t, ElementType::float32);
@@ -135,53 +429,71 @@ class QLinearConvKernel final : public Kernel {
         throw InputError(fmt::format("{}: {} {} must hold 1 or {} values", label, what, shape_to_string(t.shape()), per));
       return std::vector<float>(t.data<float>(), t.data<float>() + t.element_count());
     };
-    const std::vector<float> x_scale = floats(1, 1, "x_scale"), w_scale = floats(4, g.m, "w_scale"),
+    const std::vector<float> x_scale = floats(1, 1, "x_scale"), w_scale = floats(4, o.g.m, "w_scale"),
                              y_scale = floats(6, 1, "y_scale");
-    const std::vector<int32_t> xz = zero_points(&execution.required_input(2), 1, label, "x_zero_point");
-    const std::vector<int32_t> wz = zero_points(&execution.required_input(5), g.m, label, "w_zero_point");
+    o.x_zero = zero_points(&execution.required_input(2), 1, label, "x_zero_point")[0];
+    o.w_zero = zero_points(&execution.required_input(5), o.g.m, label, "w_zero_point");
     const std::vector<int32_t> yz = zero_points(&execution.required_input(7), 1, label, "y_zero_point");
     const Tensor* bias = execution.input(8);
-    if (bias != nullptr && (bias->element_type() != ElementType::int32 || bias->element_count() != g.m))
-      throw InputError(fmt::format("{}: B must be int32 [{}], not {}", label, g.m, bias->describe()));
-    dispatch_int8_pair(x.element_type(), w.element_type(), label, [&](auto xv, auto wv) {
-      integer_conv(g, x.data<decltype(xv)>(), w.data<decltype(wv)>(), xz[0], wz, acc_);
-    });
-    Tensor& y = checked_output(execution, 0, ElementTraits<Q>::type, {g.n, g.m, g.oh, g.ow}, false);
-    Q* out = y.data<Q>();
-    const int64_t plane = g.oh * g.ow;
-    for (std::size_t e = 0; e < acc_.size(); ++e) {
-      const auto m = static_cast<std::size_t>((static_cast<int64_t>(e) / plane) % g.m);
-      const float multiplier = x_scale[0] * w_scale[w_scale.size() == 1 ? 0 : m] / y_scale[0];
-      const int32_t sum = acc_[e] + (bias != nullptr ? bias->data<int32_t>()[m] : 0);
-      out[e] = saturate_round<Q>(std::nearbyint(static_cast<float>(sum) * multiplier) + static_cast<float>(yz[0]));
-    }
+    if (bias != nullptr && (bias->element_type() != ElementType::int32 || bias->element_count() != o.g.m))
+      throw InputError(fmt::format("{}: B must be int32 [{}], not {}", label, o.g.m, bias->describe()));
+    multipliers_.resize(static_cast<std::size_t>(o.g.m));
+    for (int64_t m = 0; m < o.g.m; ++m)
+      multipliers_[static_cast<std::size_t>(m)] =
+          x_scale[0] * w_scale[w_scale.size() == 1 ? 0 : static_cast<std::size_t>(m)] / y_scale[0];
+    Tensor& y = checked_output(execution, 0, ElementTraits<Q>::type, {o.g.n, o.g.m, o.g.oh, o.g.ow}, false);
+    typename QConvEngine<kImpl>::Output out;
+    out.q = static_cast<uint8_t*>(y.raw_data());
+    out.q_signed = std::is_same_v<Q, int8_t>;
+    out.multipliers = multipliers_.data();
+    out.zero = static_cast<float>(yz[0]);
+    out.bias = bias != nullptr ? bias->data<int32_t>() : nullptr;
+    engine_.run(execution, o, out, admitted(y.element_count(), execution));
   }
 
  private:
   SpatialAttributes attributes_;
   int64_t group_ = 1;
-  std::vector<int32_t> acc_;
+  QConvEngine<kImpl> engine_;
+  std::vector<float> multipliers_;
 };
+
+// ConvInteger and QLinearConv of one implementation, X of `type`; registration order is the
+// preference order, so the VNNI pair goes first and the portable reference last.
+template <QConvImpl kImpl>
+void add_quantized_convs(KernelTable& table, ElementType type) {
+  auto with_impl = [](KernelDef def) {
+    def.implementation = qconv_impl_name(kImpl);
+    if constexpr (kImpl == QConvImpl::avx512vnni) def.unavailable_reason = needs_avx512_vnni;
+    return def;
+  };
+  KernelDef integer = with_impl(make_def("ConvInteger", {10}, type,
+                                         parallel_threshold_schema(elementwise_key("ConvInteger", type, 1, qconv_impl_name(kImpl)),
+                                                                   kDefaultMinimumElements)));
+  integer.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+    return std::make_unique<ConvIntegerKernel<kImpl>>(info);
+  };
+  integer.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{ElementType::int32}; };
+  table.add(std::move(integer));
+  KernelDef qlinear = with_impl(make_def("QLinearConv", {10}, type,
+                                         parallel_threshold_schema(elementwise_key("QLinearConv", type, 1, qconv_impl_name(kImpl)),
+                                                                   kDefaultMinimumElements)));
+  qlinear.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+    if (quantized_type(info, 7) == ElementType::int8) return std::make_unique<QLinearConvKernel<int8_t, kImpl>>(info);
+    return std::make_unique<QLinearConvKernel<uint8_t, kImpl>>(info);
+  };
+  qlinear.output_types = [](const KernelCreateInfo& info) { return std::vector<ElementType>{quantized_type(info, 7)}; };
+  table.add(std::move(qlinear));
+}
 
 }  // namespace
 
 void register_quantized_conv_kernels(KernelTable& table) {
   for (ElementType type : {ElementType::uint8, ElementType::int8}) {
-    KernelDef integer = make_def("ConvInteger", {10}, type,
-                                 parallel_threshold_schema(elementwise_key("ConvInteger", type, 1), kDefaultMinimumElements));
-    integer.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-      return std::make_unique<ConvIntegerKernel>(info);
-    };
-    integer.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{ElementType::int32}; };
-    table.add(std::move(integer));
-    KernelDef qlinear = make_def("QLinearConv", {10}, type,
-                                 parallel_threshold_schema(elementwise_key("QLinearConv", type, 1), kDefaultMinimumElements));
-    qlinear.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
-      if (quantized_type(info, 7) == ElementType::int8) return std::make_unique<QLinearConvKernel<int8_t>>(info);
-      return std::make_unique<QLinearConvKernel<uint8_t>>(info);
-    };
-    qlinear.output_types = [](const KernelCreateInfo& info) { return std::vector<ElementType>{quantized_type(info, 7)}; };
-    table.add(std::move(qlinear));
+#if defined(ONNX_LIGHT_X86_SIMD)
+    add_quantized_convs<QConvImpl::avx512vnni>(table, type);
+#endif
+    add_quantized_convs<QConvImpl::portable>(table, type);
   }
 }
 

@@ -1,0 +1,27 @@
+#pragma once
+// QLinearConv and ConvInteger on AVX-512 VNNI (../quantized_conv.cc): the convolution as one
+// integer GEMM per (image, group, block of output positions), weights as gemm_s8.h's packed A
+// (output channels are its rows), the im2col of the activations as its packed B (output positions
+// are its columns), so the product lands in NCHW order. These are the B packer and the epilogues
+// that undo the operand shifts and zero points (see gemm_s8.h) and requantize.
+#include <cstddef>
+#include <cstdint>
+
+namespace onnx_light::runtime::kernels::simd {
+
+// gemm_s8_pack_b_avx512vnni's result (the same bytes and column sums), four rows and 32 columns
+// at a time: b(kk, j) = b[kk * ldb + j] for kk < k, j < n (uint8 when b_unsigned, else int8).
+void conv_s8_pack_b_avx512vnni(const uint8_t* b, int64_t ldb, int b_unsigned, int64_t k, int64_t n, int8_t* packed,
+                               int32_t* col_sums);
+
+// c[j] += constant + alpha * col_sums[j] for j < n, in int32 with wraparound.
+void conv_s8_correct_s32_avx512vnni(int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha, int32_t constant);
+
+// y[j] = saturate(nearbyint(float(c[j] + constant + alpha * col_sums[j]) * multiplier) + zero), the
+// sum wrapping in int32: bit for bit the portable QLinearConv's expression.
+void conv_s8_requantize_u8_avx512vnni(const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,
+                                      int32_t constant, float multiplier, float zero, uint8_t* y);
+void conv_s8_requantize_s8_avx512vnni(const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,
+                                      int32_t constant, float multiplier, float zero, int8_t* y);
+
+}  // namespace onnx_light::runtime::kernels::simd

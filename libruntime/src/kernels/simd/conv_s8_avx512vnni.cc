@@ -1,0 +1,128 @@
+// B packing and epilogues of the VNNI integer convolution (conv_s8.h).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/simd/conv_s8.h"
+#include "kernels/simd/gemm_s8.h"
+
+namespace onnx_light::runtime::kernels::simd {
+
+namespace {
+
+inline __mmask32 byte_lanes(int64_t count) {
+  if (count >= 32) return static_cast<__mmask32>(0xFFFFFFFFu);
+  if (count <= 0) return 0;
+  return static_cast<__mmask32>((1u << count) - 1u);
+}
+
+inline __mmask16 lanes16(int64_t count) {
+  if (count >= 16) return static_cast<__mmask16>(0xFFFF);
+  if (count <= 0) return 0;
+  return static_cast<__mmask16>((1u << count) - 1u);
+}
+
+inline __mmask8 lanes8(int64_t count) {
+  if (count >= 8) return static_cast<__mmask8>(0xFF);
+  if (count <= 0) return 0;
+  return static_cast<__mmask8>((1u << count) - 1u);
+}
+
+// Row kk's 32 bytes from column j0 (`valid` of them), shifted; 0 past the matrix.
+inline __m256i row_bytes(const uint8_t* b, int64_t ldb, int64_t kk, int64_t k, int64_t j0, __mmask32 valid, __m256i flip) {
+  if (kk >= k) return _mm256_setzero_si256();
+  const __m256i v = _mm256_maskz_loadu_epi8(valid, b + kk * ldb + j0);
+  return _mm256_maskz_mov_epi8(valid, _mm256_xor_si256(v, flip));
+}
+
+// y = saturate(nearbyint(float(sum) * m) + z), 16 lanes (as requantize in gemm_s8_avx512vnni.cc).
+template <bool kSigned>
+inline __m512i requantize16(__m512i sum, __m512 m, __m512 z) {
+  const __m512 lo = _mm512_set1_ps(kSigned ? -128.0f : 0.0f), hi = _mm512_set1_ps(kSigned ? 127.0f : 255.0f);
+  const __m512 product = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), m);
+  const __m512 r = _mm512_add_ps(_mm512_roundscale_ps(product, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+  // MAXPS returns its second operand for a NaN first one: NaN saturates low, as in the portable code.
+  return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi));
+}
+
+template <bool kSigned, typename Q>
+void requantize_corrected(const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha, int32_t constant,
+                          float multiplier, float zero, Q* y) {
+  const __m512i va = _mm512_set1_epi32(alpha), vc = _mm512_set1_epi32(constant);
+  const __m512 vm = _mm512_set1_ps(multiplier), vz = _mm512_set1_ps(zero);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = lanes16(n - j);
+    __m512i sum = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, c + j), vc);
+    sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(va, _mm512_maskz_loadu_epi32(m, col_sums + j)));
+    _mm512_mask_cvtepi32_storeu_epi8(y + j, m, requantize16<kSigned>(sum, vm, vz));
+  }
+}
+
+}  // namespace
+
+void conv_s8_pack_b_avx512vnni(const uint8_t* b, int64_t ldb, int b_unsigned, int64_t k, int64_t n, int8_t* packed,
+                               int32_t* col_sums) {
+  const __m256i flip = _mm256_set1_epi8(b_unsigned ? static_cast<char>(0x80) : 0);
+  const __m256i ones = _mm256_set1_epi8(1);
+  const int64_t groups = (k + 3) / 4;
+  for (int64_t j0 = 0; j0 < n; j0 += kGemmS8Nr) {
+    const __mmask32 valid = byte_lanes(n - j0);
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t kk = g * 4;
+      const __m256i r0 = row_bytes(b, ldb, kk, k, j0, valid, flip);
+      const __m256i r1 = row_bytes(b, ldb, kk + 1, k, j0, valid, flip);
+      const __m256i r2 = row_bytes(b, ldb, kk + 2, k, j0, valid, flip);
+      const __m256i r3 = row_bytes(b, ldb, kk + 3, k, j0, valid, flip);
+      // Bytes (r0[j], r1[j], r2[j], r3[j]) as word j: two interleaving steps within 128-bit lanes,
+      // then the lanes put in column order.
+      const __m256i t01l = _mm256_unpacklo_epi8(r0, r1), t01h = _mm256_unpackhi_epi8(r0, r1);
+      const __m256i t23l = _mm256_unpacklo_epi8(r2, r3), t23h = _mm256_unpackhi_epi8(r2, r3);
+      const __m256i w0 = _mm256_unpacklo_epi16(t01l, t23l);  // columns 0-3 | 16-19
+      const __m256i w1 = _mm256_unpackhi_epi16(t01l, t23l);  // 4-7 | 20-23
+      const __m256i w2 = _mm256_unpacklo_epi16(t01h, t23h);  // 8-11 | 24-27
+      const __m256i w3 = _mm256_unpackhi_epi16(t01h, t23h);  // 12-15 | 28-31
+      const __m256i o0 = _mm256_permute2x128_si256(w0, w1, 0x20);
+      const __m256i o1 = _mm256_permute2x128_si256(w2, w3, 0x20);
+      const __m256i o2 = _mm256_permute2x128_si256(w0, w1, 0x31);
+      const __m256i o3 = _mm256_permute2x128_si256(w2, w3, 0x31);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed), o0);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + 32), o1);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + 64), o2);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + 96), o3);
+      packed += kGemmS8Nr * 4;
+      // Column sums of the shifted bytes: 1 (unsigned) times each signed byte, four per word.
+      s0 = _mm256_dpbusd_epi32(s0, ones, o0);
+      s1 = _mm256_dpbusd_epi32(s1, ones, o1);
+      s2 = _mm256_dpbusd_epi32(s2, ones, o2);
+      s3 = _mm256_dpbusd_epi32(s3, ones, o3);
+    }
+    _mm256_mask_storeu_epi32(col_sums + j0, lanes8(n - j0), s0);
+    _mm256_mask_storeu_epi32(col_sums + j0 + 8, lanes8(n - j0 - 8), s1);
+    _mm256_mask_storeu_epi32(col_sums + j0 + 16, lanes8(n - j0 - 16), s2);
+    _mm256_mask_storeu_epi32(col_sums + j0 + 24, lanes8(n - j0 - 24), s3);
+  }
+}
+
+void conv_s8_correct_s32_avx512vnni(int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha, int32_t constant) {
+  const __m512i va = _mm512_set1_epi32(alpha), vc = _mm512_set1_epi32(constant);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = lanes16(n - j);
+    __m512i sum = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, c + j), vc);
+    sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(va, _mm512_maskz_loadu_epi32(m, col_sums + j)));
+    _mm512_mask_storeu_epi32(c + j, m, sum);
+  }
+}
+
+void conv_s8_requantize_u8_avx512vnni(const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,
+                                      int32_t constant, float multiplier, float zero, uint8_t* y) {
+  requantize_corrected<false>(c, n, col_sums, alpha, constant, multiplier, zero, y);
+}
+
+void conv_s8_requantize_s8_avx512vnni(const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,
+                                      int32_t constant, float multiplier, float zero, int8_t* y) {
+  requantize_corrected<true>(c, n, col_sums, alpha, constant, multiplier, zero, y);
+}
+
+}  // namespace onnx_light::runtime::kernels::simd
