@@ -63,4 +63,19 @@ const Tensor& KernelExecution::required_input(std::size_t index) const {
   return *t;
 }
 
+const TensorSequence& KernelExecution::required_sequence_input(std::size_t index) const {
+  const TensorSequence* s = index < input_count() ? sequence_input(index) : nullptr;
+  if (s == nullptr) throw InputError(fmt::format("{}: input {} (a sequence) is required", label(), index));
+  return *s;
+}
+
+void KernelExecution::set_sequence_output(std::size_t index, TensorSequence sequence) {
+  (void)sequence;
+  throw UnsupportedError(fmt::format("{}: output {} is a sequence, which this execution cannot hold", label(), index));
+}
+
+void KernelExecution::set_none_output(std::size_t index) {
+  throw UnsupportedError(fmt::format("{}: output {} is an absent optional, which this execution cannot hold", label(), index));
+}
+
 }  // namespace onnx_light::runtime

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -57,11 +58,40 @@ std::string_view tuning_source_name(TuningSource source) {
 
 namespace {
 
+// The tensor type inside `type`: itself, or the element of a sequence or an optional of either;
+// nullptr for anything else (maps, sparse tensors, sequences of sequences). Sets kind and optional.
+const onnx::TypeProto_Tensor* innermost_tensor_type(const onnx::TypeProto& type, ValueKind& kind, bool& optional) {
+  kind = ValueKind::tensor;
+  optional = false;
+  const onnx::TypeProto* t = &type;
+  if (t->has_optional_type()) {
+    optional = true;
+    if (!t->optional_type().has_elem_type()) return nullptr;
+    t = &t->optional_type().elem_type();
+  }
+  if (t->has_sequence_type()) {
+    kind = ValueKind::sequence;
+    if (!t->sequence_type().has_elem_type()) return nullptr;
+    t = &t->sequence_type().elem_type();
+  }
+  return t->has_tensor_type() ? &t->tensor_type() : nullptr;
+}
+
+// What a declared type is, for messages: "seq(tensor)", "optional(seq(tensor))".
+std::string value_type_name(ValueKind kind, bool optional) {
+  const std::string inner = kind == ValueKind::sequence ? "seq(tensor)" : "tensor";
+  return optional ? fmt::format("optional({})", inner) : inner;
+}
+
 ValueInfo value_info_from_proto(const onnx::ValueInfoProto& proto) {
   ValueInfo info;
   info.name = proto.name();
-  if (proto.type().has_tensor_type()) {
-    const auto& tensor_type = proto.type().tensor_type();
+  if (proto.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) return info;
+  const onnx::TypeProto_Tensor* inner = innermost_tensor_type(proto.type(), info.kind, info.optional);
+  if (inner != nullptr && info.kind == ValueKind::sequence) {
+    info.element_type = static_cast<ElementType>(inner->elem_type());
+  } else if (inner != nullptr) {
+    const auto& tensor_type = *inner;
     info.element_type = static_cast<ElementType>(tensor_type.elem_type());
     if (tensor_type.has_shape()) {
       info.has_shape = true;
@@ -75,6 +105,9 @@ ValueInfo value_info_from_proto(const onnx::ValueInfoProto& proto) {
 }
 
 std::string describe_value_info(const ValueInfo& info) {
+  if (info.kind == ValueKind::sequence)
+    return fmt::format("{}seq({}){}", info.optional ? "optional(" : "", element_type_name(info.element_type),
+                       info.optional ? ")" : "");
   if (!info.has_shape) return std::string(element_type_name(info.element_type));
   std::vector<std::string> dims;
   for (std::size_t d = 0; d < info.shape.size(); ++d)
@@ -139,6 +172,25 @@ struct RuntimeSession::Impl {
       if (index >= step_.inputs.size() || step_.inputs[index] < 0) return nullptr;
       const Tensor& t = impl_.slots[static_cast<std::size_t>(step_.inputs[index])];
       return t.empty() ? nullptr : &t;
+    }
+    const TensorSequence* sequence_input(std::size_t index) const override {
+      if (index >= step_.inputs.size() || step_.inputs[index] < 0) return nullptr;
+      const auto& s = impl_.sequences[static_cast<std::size_t>(step_.inputs[index])];
+      return s ? &*s : nullptr;
+    }
+    void set_sequence_output(std::size_t index, TensorSequence sequence) override {
+      if (index >= step_.outputs.size() || step_.outputs[index] < 0) return;  // omitted: dropped
+      const auto id = static_cast<std::size_t>(step_.outputs[index]);
+      if (!impl_.sequence_slot[id])
+        throw InputError(fmt::format("{}: output {} ('{}') is a tensor, but the kernel gave a sequence", step_.label,
+                                     index, impl_.slot_name(step_.outputs[index])));
+      impl_.sequences[id] = std::move(sequence);
+    }
+    void set_none_output(std::size_t index) override {
+      if (index >= step_.outputs.size() || step_.outputs[index] < 0) return;
+      const auto id = static_cast<std::size_t>(step_.outputs[index]);
+      impl_.sequences[id].reset();
+      impl_.buffers->recycle(impl_.slots[id]);
     }
     std::size_t output_count() const override { return step_.outputs.size(); }
     Tensor& output(std::size_t index, ElementType type, const Shape& shape) override {
@@ -267,8 +319,8 @@ struct RuntimeSession::Impl {
    public:
     explicit Subgraphs(Impl& impl) : impl_(impl) {}
     std::unique_ptr<RuntimeSession> build(const onnx::GraphProto& graph, const std::vector<std::string>& outer,
-                                          const std::vector<ElementType>& outer_types,
-                                          const std::string& label) const override {
+                                          const std::vector<ElementType>& outer_types, const std::string& label,
+                                          const std::vector<ValueKind>& outer_kinds) const override {
       onnx::ModelProto proto;
       proto.set_ir_version(impl_.model.proto().ir_version());
       *proto.mutable_opset_import() = impl_.model.proto().opset_import();
@@ -276,7 +328,11 @@ struct RuntimeSession::Impl {
       for (std::size_t k = 0; k < outer.size(); ++k) {
         onnx::ValueInfoProto* input = proto.mutable_graph()->add_input();
         input->set_name(outer[k]);
-        input->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(outer_types[k]));
+        if (k < outer_kinds.size() && outer_kinds[k] == ValueKind::sequence)
+          input->mutable_type()->mutable_optional_type()->mutable_elem_type()->mutable_sequence_type()
+              ->mutable_elem_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(outer_types[k]));
+        else
+          input->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(outer_types[k]));
       }
       RuntimeSessionOptions options = impl_.options;  // profiled when the enclosing session is
       options.kernels = impl_.table;
@@ -315,6 +371,11 @@ struct RuntimeSession::Impl {
   std::shared_ptr<TensorBufferPool> buffers = std::make_shared<TensorBufferPool>();
 
   std::vector<Tensor> slots;                    // every value of the graph by slot id
+  // Sequence values (value.h) by the same slot ids: sequence_slot says which slots hold one (their
+  // tensor slot stays empty); an absent (optional) sequence is nullopt.
+  std::vector<std::optional<TensorSequence>> sequences;
+  std::vector<bool> sequence_slot;
+  bool sequence_io = false;  // a graph input or output is a sequence: the tensor run forms refuse it
   std::unordered_map<std::string, int> slot_of;  // value name -> slot id
   std::vector<bool> constant_slot;              // initializers and Constant outputs (kept across runs)
   std::vector<ValueInfo> inputs;
@@ -376,6 +437,8 @@ struct RuntimeSession::Impl {
     if (inserted) {
       slots.emplace_back();
       constant_slot.push_back(false);
+      sequences.emplace_back();
+      sequence_slot.push_back(false);
     }
     return it->second;
   }
@@ -396,6 +459,10 @@ struct RuntimeSession::Impl {
   using BoundSymbols = std::vector<std::pair<const std::string*, int64_t>>;
   BoundSymbols bound_symbols;
   void bind_input(std::size_t k, const Tensor* given, BoundSymbols& symbols);
+  // The same for any value (run(values)).
+  void bind_value(std::size_t k, const Value& given, BoundSymbols& symbols);
+  // The tensor run forms: InputError naming the first sequence-typed graph input or output.
+  void refuse_sequences() const;
   void run_steps();
   void fuse_activations();
   void start_profiler();
@@ -404,7 +471,10 @@ struct RuntimeSession::Impl {
   // Inputs are only borrowed for a run: drop our references so callers own them again. The slots
   // keep their shape capacity, so binding the next run's inputs allocates nothing.
   void release_inputs() {
-    for (int id : input_slots) slots[static_cast<std::size_t>(id)].release();
+    for (int id : input_slots) {
+      slots[static_cast<std::size_t>(id)].release();
+      sequences[static_cast<std::size_t>(id)].reset();
+    }
   }
 };
 
@@ -441,10 +511,14 @@ void RuntimeSession::Impl::build() {
     types[init.name()] = slots[static_cast<std::size_t>(id)].element_type();
     initializer_names.insert(init.name());
   }
+  std::unordered_map<std::string, ValueKind> kinds;  // values that are sequences (absent: tensors)
   for (const auto& input : graph.input()) {
     ValueInfo info = value_info_from_proto(input);
-    if (!input.type().has_tensor_type()) {
-      problems.push_back(fmt::format("graph input '{}' is not a tensor", input.name()));
+    ValueKind kind;
+    bool optional;
+    if (innermost_tensor_type(input.type(), kind, optional) == nullptr) {
+      problems.push_back(fmt::format("graph input '{}' is not a tensor, a sequence of tensors or an optional of either",
+                                     input.name()));
       continue;
     }
     if (!is_fixed_size(info.element_type)) {
@@ -453,6 +527,13 @@ void RuntimeSession::Impl::build() {
       continue;
     }
     int id = slot(input.name());
+    if (info.kind == ValueKind::sequence) {
+      if (initializer_names.contains(input.name()))
+        throw ModelError(fmt::format("{}: graph input '{}' is a sequence but an initializer of that name is a tensor",
+                                     model.origin(), input.name()));
+      sequence_slot[static_cast<std::size_t>(id)] = true;
+      kinds[input.name()] = ValueKind::sequence;
+    }
     Tensor fallback;
     if (initializer_names.contains(input.name())) {
       fallback = slots[static_cast<std::size_t>(id)];  // an overridable default
@@ -523,6 +604,7 @@ void RuntimeSession::Impl::build() {
     const int64_t opset = model.opset_version(node.domain());
     bool inputs_known = true;
     std::vector<ElementType> input_types;
+    std::vector<ValueKind> input_kinds;
     std::vector<const Tensor*> constants;
     const std::vector<std::string>& outer = implicit[static_cast<std::size_t>(i)];
     std::vector<std::string> reads(node.input().begin(), node.input().end());
@@ -530,6 +612,7 @@ void RuntimeSession::Impl::build() {
     for (const auto& in : reads) {
       if (in.empty()) {
         input_types.push_back(ElementType::undefined);
+        input_kinds.push_back(ValueKind::tensor);
         constants.push_back(nullptr);
         continue;
       }
@@ -539,6 +622,8 @@ void RuntimeSession::Impl::build() {
         break;
       }
       input_types.push_back(it->second);
+      auto kind = kinds.find(in);
+      input_kinds.push_back(kind == kinds.end() ? ValueKind::tensor : kind->second);
       auto s = slot_of.find(in);
       bool is_constant = s != slot_of.end() && constant_slot[static_cast<std::size_t>(s->second)];
       constants.push_back(is_constant ? &slots[static_cast<std::size_t>(s->second)] : nullptr);
@@ -566,7 +651,21 @@ void RuntimeSession::Impl::build() {
       problems.push_back(fmt::format("{}: the model imports no opset for domain '{}'", label, node.domain()));
       continue;
     }
+    // Only these operators take sequences (value.h); any other sees tensors only.
+    static const std::set<std::string, std::less<>> kTakesSequences = {
+        "Identity", "If", "Loop", "Scan", "SequenceMap", "SequenceAt", "SequenceInsert", "SequenceErase",
+        "SequenceLength", "ConcatFromSequence", "Optional", "OptionalGetElement", "OptionalHasElement"};
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (!(default_domain && kTakesSequences.contains(node.op_type()))) {
+      const auto sequence = std::find(input_kinds.begin(), input_kinds.end(), ValueKind::sequence);
+      if (sequence != input_kinds.end()) {
+        problems.push_back(fmt::format("{}: input '{}' is a sequence, which {} does not take (it takes tensors)", label,
+                                       reads[static_cast<std::size_t>(sequence - input_kinds.begin())], node.op_type()));
+        continue;
+      }
+    }
     KernelCreateInfo info{node, opset, input_types, constants};
+    info.input_kinds = input_kinds;
     if (has_subgraphs(node)) {
       info.implicit_inputs = outer;
       info.subgraphs = &subgraph_builder;
@@ -604,6 +703,7 @@ void RuntimeSession::Impl::build() {
     try {
       step.kernel = choice.def->create(info);
       std::vector<ElementType> out_types = step.kernel->inferred_output_types();
+      const std::vector<ValueKind> out_kinds = step.kernel->output_kinds();
       if (out_types.empty())
         out_types = choice.def->output_types
                         ? choice.def->output_types(info)
@@ -615,6 +715,10 @@ void RuntimeSession::Impl::build() {
           continue;
         }
         step.outputs.push_back(slot(name));
+        if (static_cast<std::size_t>(o) < out_kinds.size() && out_kinds[static_cast<std::size_t>(o)] == ValueKind::sequence) {
+          kinds[name] = ValueKind::sequence;
+          sequence_slot[static_cast<std::size_t>(step.outputs.back())] = true;
+        }
         types[name] = static_cast<std::size_t>(o) < out_types.size() ? out_types[static_cast<std::size_t>(o)] : selector;
       }
     } catch (const Error& e) {
@@ -636,9 +740,20 @@ void RuntimeSession::Impl::build() {
       throw ModelError(fmt::format("{}: graph output '{}' is not produced by any node", model.origin(), output.name()));
     if (info.element_type == ElementType::undefined && types.contains(output.name()))
       info.element_type = types[output.name()];
+    // The kind is what the graph computes (a subgraph's outputs often declare no type); a declared
+    // kind that disagrees is the model's error.
+    const ValueKind produced = kinds.contains(output.name()) ? ValueKind::sequence : ValueKind::tensor;
+    if (types.contains(output.name()) && output.type().value_case() != onnx::TypeProto::VALUE_NOT_SET &&
+        info.kind != produced)
+      problems.push_back(fmt::format("graph output '{}' is declared {} but the graph computes a {}", output.name(),
+                                     value_type_name(info.kind, info.optional), value_kind_name(produced)));
+    info.kind = produced;
+    if (info.kind == ValueKind::sequence) info.has_shape = false;
     outputs.push_back(std::move(info));
     output_slots.push_back(slot(output.name()));
   }
+  sequence_io = std::any_of(inputs.begin(), inputs.end(), [](const ValueInfo& v) { return v.kind == ValueKind::sequence; }) ||
+                std::any_of(outputs.begin(), outputs.end(), [](const ValueInfo& v) { return v.kind == ValueKind::sequence; });
   output_private.assign(output_slots.size(), false);
   output_bound.assign(output_slots.size(), false);
   output_displaced.resize(output_slots.size());
@@ -673,6 +788,10 @@ void RuntimeSession::Impl::bind_input(std::size_t k, const Tensor* given_or_null
       slot_tensor = input_defaults[k];
       return;
     }
+    if (info.optional) {
+      slot_tensor.release();  // an absent optional
+      return;
+    }
     throw InputError(fmt::format("{}: missing input '{}' ({})", model.origin(), info.name, describe_value_info(info)));
   }
   const Tensor& given = *given_or_null;
@@ -700,6 +819,41 @@ void RuntimeSession::Impl::bind_input(std::size_t k, const Tensor* given_or_null
     }
   }
   slot_tensor = given;  // shares storage; kernels never write inputs
+}
+
+void RuntimeSession::Impl::bind_value(std::size_t k, const Value& given, BoundSymbols& symbols) {
+  const ValueInfo& info = inputs[k];
+  const auto id = static_cast<std::size_t>(input_slots[k]);
+  if (info.kind == ValueKind::tensor) {
+    if (given.is_sequence())
+      throw InputError(fmt::format("{}: input '{}' must be {} but is {}", model.origin(), info.name,
+                                   describe_value_info(info), given.describe()));
+    bind_input(k, given.is_none() ? nullptr : &given.tensor(), symbols);
+    return;
+  }
+  if (given.is_none()) {
+    if (!info.optional)
+      throw InputError(fmt::format("{}: missing input '{}' ({})", model.origin(), info.name, describe_value_info(info)));
+    sequences[id].reset();
+    return;
+  }
+  if (!given.is_sequence() ||
+      (info.element_type != ElementType::undefined && given.sequence().element_type() != info.element_type))
+    throw InputError(fmt::format("{}: input '{}' must be {} but is {}", model.origin(), info.name,
+                                 describe_value_info(info), given.describe()));
+  sequences[id] = given.sequence();  // shares the tensors; kernels never write a sequence's tensors
+}
+
+void RuntimeSession::Impl::refuse_sequences() const {
+  if (!sequence_io) return;
+  for (const auto* list : {&inputs, &outputs})
+    for (const ValueInfo& v : *list)
+      if (v.kind == ValueKind::sequence)
+        throw InputError(fmt::format(
+            "{}: graph {} '{}' is a sequence ({}), which run with tensors cannot {}; use RuntimeSession::run with "
+            "values (onnx_light/runtime/value.h)",
+            model.origin(), list == &inputs ? "input" : "output", v.name, describe_value_info(v),
+            list == &inputs ? "take" : "return"));
 }
 
 void RuntimeSession::Impl::fuse_activations() {
@@ -832,7 +986,10 @@ void RuntimeSession::Impl::run_steps() {
       if (id >= 0) last_run_values_bytes += static_cast<int64_t>(slots[static_cast<std::size_t>(id)].byte_size());
     // Values no later node reads: their blocks go back to the pool for the next values. The slot
     // keeps its shape capacity, so this allocates nothing.
-    for (int id : release_after[i]) buffers->recycle(slots[static_cast<std::size_t>(id)]);
+    for (int id : release_after[i]) {
+      buffers->recycle(slots[static_cast<std::size_t>(id)]);
+      sequences[static_cast<std::size_t>(id)].reset();
+    }
   }
   if (profiler) profiler->end_run();
 }
@@ -873,6 +1030,7 @@ bool RuntimeSession::initialized() const { return impl_->is_initialized; }
 
 void RuntimeSession::run(RuntimeContext& context) {
   Impl& s = *impl_;
+  s.refuse_sequences();
   std::lock_guard<std::mutex> lock(s.run_mutex);
   s.initialize_locked();
   // The context's values are never written in place: results go to session buffers and replace
@@ -902,6 +1060,7 @@ void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outpu
   if (inputs.size() != s.inputs.size() || outputs.size() != s.outputs.size())
     throw InputError(fmt::format("{}: run takes {} input(s) and {} output(s) in graph order, got {} and {}",
                                  s.model.origin(), s.inputs.size(), s.outputs.size(), inputs.size(), outputs.size()));
+  s.refuse_sequences();
   std::lock_guard<std::mutex> lock(s.run_mutex);
   s.initialize_locked();
   // Which caller tensors may be written in place: caller memory (views) and buffers nobody else
@@ -960,6 +1119,37 @@ void RuntimeSession::run(std::span<const Tensor> inputs, std::span<Tensor> outpu
     throw;
   }
   hand_back(/*succeeded=*/true);
+}
+
+void RuntimeSession::run(std::span<const Value> inputs, std::span<Value> outputs) {
+  Impl& s = *impl_;
+  if (inputs.size() != s.inputs.size() || outputs.size() != s.outputs.size())
+    throw InputError(fmt::format("{}: run takes {} input(s) and {} output(s) in graph order, got {} and {}",
+                                 s.model.origin(), s.inputs.size(), s.outputs.size(), inputs.size(), outputs.size()));
+  std::lock_guard<std::mutex> lock(s.run_mutex);
+  s.initialize_locked();
+  s.bound_symbols.clear();
+  try {
+    for (std::size_t k = 0; k < inputs.size(); ++k) s.bind_value(k, inputs[k], s.bound_symbols);
+    s.run_steps();
+  } catch (...) {
+    s.release_inputs();
+    throw;
+  }
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const auto id = static_cast<std::size_t>(s.output_slots[k]);
+    if (s.sequence_slot[id]) {
+      std::optional<TensorSequence>& sequence = s.sequences[id];
+      if (!sequence) outputs[k] = Value();
+      else if (s.output_shared[k]) outputs[k] = Value(*sequence);
+      else outputs[k] = Value(std::move(*sequence));
+      if (!s.output_shared[k]) sequence.reset();
+    } else {
+      // Graph outputs that are inputs or constants are shared; computed ones are handed over.
+      outputs[k] = s.output_shared[k] ? Value(s.slots[id]) : Value(std::move(s.slots[id]));
+    }
+  }
+  s.release_inputs();
 }
 
 const std::vector<ValueInfo>& RuntimeSession::inputs() const { return impl_->inputs; }

@@ -6,7 +6,9 @@
 // A test runs when every operator of its graph is registered in the CPU kernel table (Constant
 // is folded by the session). Outputs are compared as ONNX's runner does: same element type and
 // shape; rtol 1e-3 / atol 1e-7 for floating types (NaN equals NaN); exact for integers and
-// bools. Each test also runs on 3 threads with every parallel threshold at 1 and the smallest
+// bools; sequence- and optional-typed values (SequenceProto / OptionalProto data files) are run
+// through RuntimeSession::run with values and compared tensor by tensor, none matching none. Each
+// test also runs on 3 threads with every parallel threshold at 1 and the smallest
 // tiles, and must reproduce the 1-thread outputs bit for bit. An excluded test must be
 // rejected at session creation with an UnsupportedError containing its listed fragment.
 //
@@ -38,6 +40,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <onnx/onnx-data_pb.h>
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel_table.h"
@@ -45,6 +48,7 @@
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tensor_proto.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "onnx_light/runtime/value.h"
 
 namespace fs = std::filesystem;
 using namespace onnx_light;
@@ -148,6 +152,28 @@ std::string compare(const Tensor& expected, const Tensor& actual) {
                      element_as_double(actual, first), worst);
 }
 
+// compare() for values: none matches none; sequences element by element.
+std::string compare_values(const Value& expected, const Value& actual) {
+  if (expected.is_none() || actual.is_none() || expected.is_sequence() != actual.is_sequence()) {
+    if (expected.is_none() && actual.is_none()) return {};
+    return fmt::format("{} expected, got {}", expected.describe(), actual.describe());
+  }
+  if (expected.is_tensor()) return compare(expected.tensor(), actual.tensor());
+  const TensorSequence& e = expected.sequence();
+  const TensorSequence& a = actual.sequence();
+  if (e.size() != a.size() || (e.element_type() != ElementType::undefined && e.element_type() != a.element_type()))
+    return fmt::format("{} expected, got {}", e.describe(), a.describe());
+  for (std::size_t i = 0; i < e.size(); ++i)
+    if (std::string problem = compare(e.at(i), a.at(i)); !problem.empty()) return fmt::format("tensor {}: {}", i, problem);
+  return {};
+}
+
+bool values_bitwise_equal(const Value& a, const Value& b) {
+  if (a.is_none() || b.is_none()) return a.is_none() && b.is_none();
+  if (a.is_tensor() && b.is_tensor()) return bitwise_equal(a.tensor(), b.tensor());
+  return a.is_sequence() && b.is_sequence() && bitwise_equal(a.sequence(), b.sequence());
+}
+
 // Every (domain, op) of a graph, including nested graphs (which we never implement).
 void collect_ops(const onnx::GraphProto& graph, std::set<std::pair<std::string, std::string>>& ops) {
   for (const auto& node : graph.node()) {
@@ -194,6 +220,71 @@ Tensor load_tensor(const fs::path& file, int32_t declared_type, bool& converted)
 
 int32_t declared_type(const onnx::ValueInfoProto& info) {
   return info.type().has_tensor_type() ? info.type().tensor_type().elem_type() : 0;
+}
+
+// Sequence- and optional-typed values (value.h): their data files are SequenceProto and OptionalProto
+// messages, read as the graph declares the value, and run through RuntimeSession::run with values.
+bool is_tensor_type(const onnx::TypeProto& type) { return type.has_tensor_type(); }
+
+bool graph_uses_values(const onnx::GraphProto& graph) {
+  for (const auto* list : {&graph.input(), &graph.output()})
+    for (const auto& v : *list)
+      if (!is_tensor_type(v.type())) return true;
+  return false;
+}
+
+Tensor as_declared(Tensor t, int32_t declared, bool& converted) {
+  if (declared == static_cast<int32_t>(ElementType::bfloat16) && t.element_type() == ElementType::uint16) {
+    converted = true;
+    return Tensor::from_bytes(ElementType::bfloat16, t.shape(), t.bytes());
+  }
+  return t;
+}
+
+// The tensor element type inside a sequence type (0 when not declared).
+int32_t sequence_element_type(const onnx::TypeProto& type) {
+  if (!type.has_sequence_type() || !type.sequence_type().elem_type().has_tensor_type()) return 0;
+  return type.sequence_type().elem_type().tensor_type().elem_type();
+}
+
+Value sequence_value(const onnx::SequenceProto& proto, const onnx::TypeProto& type, const fs::path& file, bool& converted) {
+  if (proto.elem_type() != onnx::SequenceProto::TENSOR && proto.elem_type() != onnx::SequenceProto::UNDEFINED)
+    throw IoError(fmt::format("{}: a sequence of something other than tensors", file.string()));
+  const int32_t declared = sequence_element_type(type);
+  std::vector<Tensor> tensors;
+  for (const auto& t : proto.tensor_values()) tensors.push_back(as_declared(tensor_from_proto(t), declared, converted));
+  const ElementType element = !tensors.empty() ? tensors.front().element_type() : static_cast<ElementType>(declared);
+  return TensorSequence(element, std::move(tensors));
+}
+
+// A data file as the value `type` declares: a tensor, a sequence, or an optional of either.
+Value load_value(const fs::path& file, const onnx::TypeProto& type, bool& converted) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw IoError(fmt::format("{}: cannot read", file.string()));
+  if (type.has_tensor_type()) {
+    onnx::TensorProto proto;
+    if (!proto.ParseFromIstream(&in)) throw IoError(fmt::format("{}: not a TensorProto", file.string()));
+    return as_declared(tensor_from_proto(proto), type.tensor_type().elem_type(), converted);
+  }
+  if (type.has_sequence_type()) {
+    onnx::SequenceProto proto;
+    if (!proto.ParseFromIstream(&in)) throw IoError(fmt::format("{}: not a SequenceProto", file.string()));
+    return sequence_value(proto, type, file, converted);
+  }
+  if (type.has_optional_type()) {
+    onnx::OptionalProto proto;
+    if (!proto.ParseFromIstream(&in)) throw IoError(fmt::format("{}: not an OptionalProto", file.string()));
+    const onnx::TypeProto& inner = type.optional_type().elem_type();
+    switch (proto.elem_type()) {
+      case onnx::OptionalProto::UNDEFINED: return Value();
+      case onnx::OptionalProto::TENSOR:
+        return as_declared(tensor_from_proto(proto.tensor_value()),
+                           inner.has_tensor_type() ? inner.tensor_type().elem_type() : 0, converted);
+      case onnx::OptionalProto::SEQUENCE: return sequence_value(proto.sequence_value(), inner, file, converted);
+      default: throw IoError(fmt::format("{}: an optional of something other than a tensor or a sequence", file.string()));
+    }
+  }
+  throw IoError(fmt::format("{}: the graph declares a type the runner does not read", file.string()));
 }
 
 // The model with the declared shapes of inputs whose data (in the first data set) disagrees
@@ -419,8 +510,41 @@ Outcome run_test(const fs::path& dir, const Model& original, TuningRegistry& par
   for (const auto& input : model.graph().input())
     if (!initializers.contains(input.name())) inputs.push_back(&input);
 
+  const bool with_values = graph_uses_values(model.graph());
   for (const auto& set : data_sets) {
     const std::string set_name = set.filename().string();
+    if (with_values) {
+      try {
+        std::map<std::string, Value> given;
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+          const fs::path file = set / fmt::format("input_{}.pb", i);
+          if (fs::exists(file)) given[inputs[i]->name()] = load_value(file, inputs[i]->type(), adjusted);
+        }
+        std::vector<Value> in;
+        for (const ValueInfo& info : serial->inputs()) {
+          auto it = given.find(info.name);
+          in.push_back(it == given.end() ? Value() : it->second);
+        }
+        std::vector<Value> serial_out(serial->outputs().size()), parallel_out(parallel->outputs().size());
+        serial->run(std::span<const Value>(in), std::span<Value>(serial_out));
+        parallel->run(std::span<const Value>(in), std::span<Value>(parallel_out));
+        for (int o = 0; o < model.graph().output_size(); ++o) {
+          const std::string& name = model.graph().output(o).name();
+          const fs::path file = set / fmt::format("output_{}.pb", o);
+          if (!fs::exists(file)) continue;
+          const Value expected = load_value(file, model.graph().output(o).type(), adjusted);
+          const auto k = static_cast<std::size_t>(o);
+          if (std::string problem = compare_values(expected, serial_out[k]); !problem.empty())
+            return {Outcome::failed, fmt::format("{} output '{}': {}", set_name, name, problem)};
+          if (!values_bitwise_equal(serial_out[k], parallel_out[k]))
+            return {Outcome::failed, fmt::format("{} output '{}': {} threads with minimal thresholds differ from 1 thread",
+                                                 set_name, name, kParallelThreads)};
+        }
+      } catch (const Error& e) {
+        return {Outcome::failed, fmt::format("{}: {}", set_name, e.what())};
+      }
+      continue;
+    }
     try {
       RuntimeContext serial_context, parallel_context;
       for (std::size_t i = 0; i < inputs.size(); ++i) {

@@ -26,6 +26,7 @@ namespace {
 struct OuterValues {
   std::vector<std::string> names;
   std::vector<ElementType> types;
+  std::vector<ValueKind> kinds;
   std::vector<std::size_t> input_index;
 };
 
@@ -40,17 +41,57 @@ OuterValues outer_values(const KernelCreateInfo& info, const onnx::GraphProto& g
         static_cast<std::size_t>(info.node.input_size()) + static_cast<std::size_t>(it - info.implicit_inputs.begin());
     outer.input_index.push_back(index);
     outer.types.push_back(info.input_types[index]);
+    outer.kinds.push_back(info.input_kind(index));
   }
   return outer;
 }
 
-// Gives body input k the element type `type` and no shape (a value carried from one iteration to
-// the next may change shape); `missing` is the error when the type is unknown.
-void retype_body_input(onnx::GraphProto& body, std::size_t k, ElementType type, const std::string& missing) {
+// Gives body input k the element type `type`, the kind `kind` (a tensor or a sequence, still
+// optional when the body declares it so) and no shape (a value carried from one iteration to the
+// next may change shape); `missing` is the error when the type is unknown.
+void retype_body_input(onnx::GraphProto& body, std::size_t k, ElementType type, const std::string& missing,
+                       ValueKind kind = ValueKind::tensor) {
   if (type == ElementType::undefined) throw UnsupportedError(missing);
-  auto* tensor_type = body.mutable_input(static_cast<int>(k))->mutable_type()->mutable_tensor_type();
+  onnx::TypeProto* declared = body.mutable_input(static_cast<int>(k))->mutable_type();
+  onnx::TypeProto* inner = declared->has_optional_type() ? declared->mutable_optional_type()->mutable_elem_type() : declared;
+  auto* tensor_type = kind == ValueKind::sequence ? inner->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()
+                                                  : inner->mutable_tensor_type();
   tensor_type->set_elem_type(static_cast<int32_t>(type));
   tensor_type->clear_shape();
+}
+
+// Node input `index` as a value for a graph run with values: its sequence, its tensor, or none.
+Value flow_input_value(const KernelExecution& execution, std::size_t index, ValueKind kind) {
+  if (kind == ValueKind::sequence) {
+    const TensorSequence* s = execution.sequence_input(index);
+    return s != nullptr ? Value(*s) : Value();
+  }
+  const Tensor* t = execution.input(index);
+  return t != nullptr ? Value(*t) : Value();
+}
+
+// Stores `value` as output `index` of kind `kind`: a sequence, none, or a copy of the tensor.
+void flow_output_value(KernelExecution& execution, std::size_t index, ValueKind kind, Value& value) {
+  if (value.is_none()) {
+    execution.set_none_output(index);
+  } else if (value.is_sequence() && kind == ValueKind::sequence) {
+    execution.set_sequence_output(index, std::move(value.sequence()));
+  } else if (value.is_tensor() && kind == ValueKind::tensor) {
+    const Tensor& result = value.tensor();
+    Tensor& out = execution.output_for_overwrite(index, result.element_type(), result.shape());
+    if (result.byte_size() > 0) std::memcpy(out.raw_data(), result.raw_data(), result.byte_size());
+  } else {
+    throw InputError(fmt::format("{}: output {} must be a {} but the graph gave {}", execution.label(), index,
+                                 value_kind_name(kind), value.describe()));
+  }
+}
+
+// True when a graph session takes or gives a sequence or an optional: it runs with values.
+bool runs_with_values(const RuntimeSession& session) {
+  for (const auto* list : {&session.inputs(), &session.outputs()})
+    for (const ValueInfo& v : *list)
+      if (v.kind == ValueKind::sequence || v.optional) return true;
+  return false;
 }
 
 // One branch: its session and, per graph input of that session, the index of the node input
@@ -60,6 +101,8 @@ struct Branch {
   std::unique_ptr<RuntimeSession> session;
   std::vector<std::size_t> input_index;
   std::vector<Tensor> inputs, outputs;  // reused across runs
+  bool values = false;                  // sequences or optionals: runs with values
+  std::vector<ValueKind> input_kinds;
 };
 
 class IfKernel final : public Kernel {
@@ -84,11 +127,16 @@ class IfKernel final : public Kernel {
       if (t == ElementType::undefined)
         throw UnsupportedError(fmt::format("{}: the element type of output {} is declared by neither branch",
                                            info.node_label(), k));
+      if (a[k].kind != b[k].kind)
+        throw ModelError(fmt::format("{}: output {} is a {} in then_branch and a {} in else_branch", info.node_label(), k,
+                                     value_kind_name(a[k].kind), value_kind_name(b[k].kind)));
       types_.push_back(t);
+      kinds_.push_back(a[k].kind);
     }
   }
 
   std::vector<ElementType> inferred_output_types() const override { return types_; }
+  std::vector<ValueKind> output_kinds() const override { return kinds_; }
   std::string_view variant() const override { return taken_; }
   std::vector<std::pair<std::string, const RuntimeSession*>> subgraph_sessions() const override {
     return {{then_.name, then_.session.get()}, {else_.name, else_.session.get()}};
@@ -101,6 +149,14 @@ class IfKernel final : public Kernel {
     const bool condition = cond.data<bool>()[0];  // the definition is chosen for a bool cond only
     Branch& branch = condition ? then_ : else_;
     taken_ = condition ? "then_branch" : "else_branch";
+    if (branch.values) {
+      std::vector<Value> inputs(branch.input_index.size()), outputs(branch.outputs.size());
+      for (std::size_t k = 0; k < inputs.size(); ++k)
+        inputs[k] = flow_input_value(execution, branch.input_index[k], branch.input_kinds[k]);
+      branch.session->run(inputs, outputs);
+      for (std::size_t k = 0; k < outputs.size(); ++k) flow_output_value(execution, k, kinds_[k], outputs[k]);
+      return;
+    }
     for (std::size_t k = 0; k < branch.input_index.size(); ++k) {
       const Tensor* value = execution.input(branch.input_index[k]);
       branch.inputs[k] = value != nullptr ? *value : Tensor();
@@ -124,7 +180,9 @@ class IfKernel final : public Kernel {
     OuterValues outer = outer_values(info, attribute->g(), name);
     branch.input_index = std::move(outer.input_index);
     branch.name = fmt::format("{} {}", info.node_label(), name);
-    branch.session = info.subgraphs->build(attribute->g(), outer.names, outer.types, branch.name);
+    branch.session = info.subgraphs->build(attribute->g(), outer.names, outer.types, branch.name, outer.kinds);
+    branch.values = runs_with_values(*branch.session);
+    branch.input_kinds = outer.kinds;
     branch.inputs.resize(outer.names.size());
     branch.outputs.resize(branch.session->outputs().size());
     return branch;
@@ -132,6 +190,7 @@ class IfKernel final : public Kernel {
 
   Branch then_, else_;
   std::vector<ElementType> types_;
+  std::vector<ValueKind> kinds_;
   std::string_view taken_;
 };
 
@@ -165,18 +224,29 @@ class LoopKernel final : public Kernel {
     // value may change shape from one iteration to the next).
     for (std::size_t k = 0; k < carried_ + 2; ++k) {
       const ElementType type = k == 0 ? ElementType::int64 : k == 1 ? ElementType::boolean : info.input_types[k];
-      retype_body_input(body, k, type, fmt::format("{}: loop-carried value {} has no element type", label_, k - 2));
+      retype_body_input(body, k, type, fmt::format("{}: loop-carried value {} has no element type", label_, k - 2),
+                        info.input_kind(k));
     }
     OuterValues outer = outer_values(info, body, "body");
     outer_index_ = std::move(outer.input_index);
-    body_ = info.subgraphs->build(body, outer.names, outer.types, label_ + " body");
+    outer_kinds_ = outer.kinds;
+    body_ = info.subgraphs->build(body, outer.names, outer.types, label_ + " body", outer.kinds);
+    values_ = runs_with_values(*body_);
+    for (std::size_t k = 0; k < carried_ + 2; ++k) input_kinds_.push_back(info.input_kind(k));
     const auto& outs = body_->outputs();
     for (std::size_t k = 1; k < outs.size(); ++k) {
       ElementType t = outs[k].element_type;
       if (k <= carried_ && t == ElementType::undefined) t = info.input_types[k + 1];
       if (t == ElementType::undefined)
         throw UnsupportedError(fmt::format("{}: the element type of body output {} is not declared", label_, k));
+      if (k <= carried_ && outs[k].kind != info.input_kind(k + 1))
+        throw ModelError(fmt::format("{}: loop-carried value {} enters the body as a {} but leaves it as a {}", label_,
+                                     k - 1, value_kind_name(info.input_kind(k + 1)), value_kind_name(outs[k].kind)));
+      if (k > carried_ && outs[k].kind != ValueKind::tensor)
+        throw UnsupportedError(fmt::format("{}: scan output {} is a sequence; scan outputs must be tensors", label_,
+                                           k - 1 - carried_));
       types_.push_back(t);
+      kinds_.push_back(outs[k].kind);
     }
     inputs_.resize(body_->inputs().size());
     outputs_.resize(outs.size());
@@ -185,11 +255,16 @@ class LoopKernel final : public Kernel {
   }
 
   std::vector<ElementType> inferred_output_types() const override { return types_; }
+  std::vector<ValueKind> output_kinds() const override { return kinds_; }
   std::vector<std::pair<std::string, const RuntimeSession*>> subgraph_sessions() const override {
     return {{label_ + " body", body_.get()}};
   }
 
   void run(KernelExecution& execution) override {
+    if (values_) {
+      run_with_values(execution);
+      return;
+    }
     const Tensor* trip = execution.input(0);
     const Tensor* cond_in = execution.input(1);
     if (trip != nullptr && trip->element_count() != 1)
@@ -249,10 +324,60 @@ class LoopKernel final : public Kernel {
   }
 
  private:
+  // The same loop for a body that takes or gives sequences or optionals: values instead of tensors.
+  void run_with_values(KernelExecution& execution) {
+    const Tensor* trip = execution.input(0);
+    const Tensor* cond_in = execution.input(1);
+    if (trip != nullptr && trip->element_count() != 1)
+      throw InputError(fmt::format("{}: M must hold one element, got {}", label_, trip->describe()));
+    if (cond_in != nullptr && cond_in->element_count() != 1)
+      throw InputError(fmt::format("{}: cond must hold one element, got {}", label_, cond_in->describe()));
+    const int64_t trips = trip != nullptr ? trip->data<int64_t>()[0] : std::numeric_limits<int64_t>::max();
+    bool cond = cond_in != nullptr ? cond_in->data<bool>()[0] : true;
+    std::vector<Value> inputs(body_->inputs().size()), outputs(body_->outputs().size());
+    for (std::size_t k = 0; k < carried_; ++k) inputs[k + 2] = flow_input_value(execution, k + 2, input_kinds_[k + 2]);
+    for (std::size_t k = 0; k < outer_index_.size(); ++k)
+      inputs[carried_ + 2 + k] = flow_input_value(execution, outer_index_[k], outer_kinds_[k]);
+    std::vector<std::vector<std::byte>> scanned(scans_);
+    std::vector<Shape> scan_shapes(scans_);
+    int64_t iterations = 0;
+    for (; iterations < trips && cond; ++iterations) {
+      Tensor number(ElementType::int64, Shape{}), flag(ElementType::boolean, Shape{});
+      number.data<int64_t>()[0] = iterations;
+      flag.data<bool>()[0] = cond;
+      inputs[0] = std::move(number);
+      inputs[1] = std::move(flag);
+      body_->run(std::span<const Value>(inputs), std::span<Value>(outputs));
+      if (!outputs[0].is_tensor() || outputs[0].tensor().element_type() != ElementType::boolean ||
+          outputs[0].tensor().element_count() != 1)
+        throw InputError(fmt::format("{}: the body's cond output must be one bool, got {}", label_, outputs[0].describe()));
+      cond = outputs[0].tensor().data<bool>()[0];
+      for (std::size_t k = 0; k < carried_; ++k) inputs[k + 2] = std::move(outputs[k + 1]);
+      for (std::size_t k = 0; k < scans_; ++k) {
+        const Tensor& s = outputs[1 + carried_ + k].tensor();
+        if (iterations == 0) scan_shapes[k] = s.shape();
+        else if (s.shape() != scan_shapes[k])
+          throw InputError(fmt::format("{}: scan output {} is {} in iteration {} but had shape [{}] before", label_, k,
+                                       s.describe(), iterations, fmt::join(scan_shapes[k], ", ")));
+        const auto* bytes = static_cast<const std::byte*>(s.raw_data());
+        scanned[k].insert(scanned[k].end(), bytes, bytes + s.byte_size());
+      }
+    }
+    for (std::size_t k = 0; k < carried_; ++k) flow_output_value(execution, k, kinds_[k], inputs[k + 2]);
+    for (std::size_t k = 0; k < scans_; ++k) {
+      Shape shape{iterations};
+      shape.insert(shape.end(), scan_shapes[k].begin(), scan_shapes[k].end());
+      Tensor& out = execution.output_for_overwrite(carried_ + k, types_[carried_ + k], shape);
+      if (!scanned[k].empty()) std::memcpy(out.raw_data(), scanned[k].data(), scanned[k].size());
+    }
+  }
+
   std::string label_;
   std::size_t carried_ = 0, scans_ = 0;
   std::unique_ptr<RuntimeSession> body_;
   std::vector<std::size_t> outer_index_;
+  std::vector<ValueKind> outer_kinds_, input_kinds_, kinds_;
+  bool values_ = false;
   std::vector<ElementType> types_;
   std::vector<Tensor> inputs_, outputs_;
 };
@@ -316,7 +441,7 @@ class ScanKernel final : public Kernel {
                         fmt::format("{}: input {} has no element type", label_, first_ + k));
     OuterValues outer = outer_values(info, body, "body");
     outer_index_ = std::move(outer.input_index);
-    body_ = info.subgraphs->build(body, outer.names, outer.types, label_ + " body");
+    body_ = info.subgraphs->build(body, outer.names, outer.types, label_ + " body", outer.kinds);
     const auto& outs = body_->outputs();
     for (std::size_t k = 0; k < outs.size(); ++k) {
       ElementType t = outs[k].element_type;
@@ -522,16 +647,106 @@ class ScanKernel final : public Kernel {
   std::vector<Tensor> inputs_, outputs_;
 };
 
+// SequenceMap: the body runs once per position of the input sequence(s), on that position's
+// tensor of every sequence input and on every tensor input as it is (and the outer values it
+// reads); output k is the sequence of the body's output k over the positions. Every sequence
+// input must have the first one's length.
+class SequenceMapKernel final : public Kernel {
+ public:
+  explicit SequenceMapKernel(const KernelCreateInfo& info) : label_(info.node_label()) {
+    if (info.subgraphs == nullptr)
+      throw UnsupportedError(fmt::format("{}: SequenceMap needs the enclosing session to build its body", label_));
+    const onnx::AttributeProto* attribute = info.attribute("body");
+    if (attribute == nullptr || !attribute->has_g())
+      throw ModelError(fmt::format("{}: attribute 'body' (a graph) is missing", label_));
+    explicit_ = static_cast<std::size_t>(info.node.input_size());
+    if (explicit_ < 1 || info.input_kind(0) != ValueKind::sequence)
+      throw ModelError(fmt::format("{}: input 0 (input_sequence) must be a sequence", label_));
+    onnx::GraphProto body = attribute->g();
+    if (static_cast<std::size_t>(body.input_size()) != explicit_)
+      throw ModelError(fmt::format("{}: the body has {} input(s) but the node {}", label_, body.input_size(), explicit_));
+    if (body.output_size() != info.node.output_size())
+      throw ModelError(fmt::format("{}: the body has {} output(s) but the node {}", label_, body.output_size(),
+                                   info.node.output_size()));
+    for (std::size_t k = 0; k < explicit_; ++k) {
+      if (info.node.input(static_cast<int>(k)).empty())
+        throw ModelError(fmt::format("{}: input {} is omitted; SequenceMap takes no optional input", label_, k));
+      // Each body input takes one tensor: a sequence input's element at the position, or a tensor input.
+      onnx::TypeProto* declared = body.mutable_input(static_cast<int>(k))->mutable_type();
+      declared->Clear();
+      retype_body_input(body, k, info.input_types[k], fmt::format("{}: input {} has no element type", label_, k));
+      input_kinds_.push_back(info.input_kind(k));
+    }
+    OuterValues outer = outer_values(info, body, "body");
+    outer_index_ = std::move(outer.input_index);
+    outer_kinds_ = outer.kinds;
+    body_ = info.subgraphs->build(body, outer.names, outer.types, label_ + " body", outer.kinds);
+    for (const ValueInfo& out : body_->outputs()) {
+      if (out.kind != ValueKind::tensor || out.optional)
+        throw UnsupportedError(fmt::format("{}: body output '{}' is not a tensor; SequenceMap collects tensors", label_,
+                                           out.name));
+      if (out.element_type == ElementType::undefined)
+        throw UnsupportedError(fmt::format("{}: the element type of body output '{}' is not declared", label_, out.name));
+      types_.push_back(out.element_type);
+    }
+  }
+
+  std::vector<ElementType> inferred_output_types() const override { return types_; }
+  std::vector<ValueKind> output_kinds() const override {
+    return std::vector<ValueKind>(types_.size(), ValueKind::sequence);
+  }
+  std::vector<std::pair<std::string, const RuntimeSession*>> subgraph_sessions() const override {
+    return {{label_ + " body", body_.get()}};
+  }
+
+  void run(KernelExecution& execution) override {
+    const std::size_t length = execution.required_sequence_input(0).size();
+    std::vector<Value> inputs(body_->inputs().size()), outputs(body_->outputs().size());
+    for (std::size_t k = 0; k < explicit_; ++k) {
+      if (input_kinds_[k] == ValueKind::sequence) {
+        const TensorSequence& s = execution.required_sequence_input(k);
+        if (s.size() != length)
+          throw InputError(fmt::format("{}: input {} is {} but input_sequence has {} tensor(s); every sequence input "
+                                       "needs the same length", label_, k, s.describe(), length));
+      } else {
+        inputs[k] = execution.required_input(k);
+      }
+    }
+    for (std::size_t k = 0; k < outer_index_.size(); ++k)
+      inputs[explicit_ + k] = flow_input_value(execution, outer_index_[k], outer_kinds_[k]);
+    std::vector<std::vector<Tensor>> results(types_.size());
+    for (std::size_t position = 0; position < length; ++position) {
+      for (std::size_t k = 0; k < explicit_; ++k)
+        if (input_kinds_[k] == ValueKind::sequence) inputs[k] = execution.sequence_input(k)->at(position);
+      body_->run(std::span<const Value>(inputs), std::span<Value>(outputs));
+      for (std::size_t o = 0; o < results.size(); ++o) {
+        Tensor& t = outputs[o].tensor();
+        // A body output that is one of its inputs shares the caller's storage: copied.
+        results[o].push_back(t.exclusively_owned() ? std::move(t) : t.clone());
+      }
+    }
+    for (std::size_t o = 0; o < results.size(); ++o)
+      execution.set_sequence_output(o, TensorSequence(types_[o], std::move(results[o])));
+  }
+
+ private:
+  std::string label_;
+  std::size_t explicit_ = 0;
+  std::unique_ptr<RuntimeSession> body_;
+  std::vector<ValueKind> input_kinds_, outer_kinds_;
+  std::vector<std::size_t> outer_index_;
+  std::vector<ElementType> types_;
+};
+
 }  // namespace
 
 void register_control_flow_kernels(KernelTable& table) {
-  // cond is bool in every opset; 16 only adds optional and sequence outputs, which the runtime
-  // refuses when a branch produces one (its sessions hold tensors only).
+  // cond is bool in every opset; 13 and 16 add sequence and optional outputs (value.h).
   KernelDef def = make_def("If", {1}, ElementType::boolean, TuningSchema{elementwise_key("If", ElementType::boolean, 1), {}});
   def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<IfKernel>(info); };
   table.add(std::move(def));
-  // Loop selects by M (int64) or, when M is omitted, by cond (bool). Opset 13 and 16 only add
-  // sequence and optional loop-carried values, which the body session refuses.
+  // Loop selects by M (int64) or, when M is omitted, by cond (bool). Opset 13 and 16 add sequence
+  // and optional loop-carried values (value.h), run through the body with values.
   for (ElementType type : {ElementType::int64, ElementType::boolean}) {
     KernelDef loop = make_def("Loop", {1}, type, TuningSchema{elementwise_key("Loop", type, 1), {}});
     loop.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<LoopKernel>(info); };
@@ -546,6 +761,14 @@ void register_control_flow_kernels(KernelTable& table) {
     KernelDef scan = make_def("Scan", {8}, type, TuningSchema{elementwise_key("Scan", type, 1), {}});
     scan.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> { return std::make_unique<ScanKernel>(info); };
     table.add(std::move(scan));
+  }
+  // SequenceMap selects by its input sequence's element type.
+  for (ElementType type : supported_element_types()) {
+    KernelDef map = make_def("SequenceMap", {17}, type, TuningSchema{elementwise_key("SequenceMap", type, 1), {}});
+    map.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<SequenceMapKernel>(info);
+    };
+    table.add(std::move(map));
   }
 }
 

@@ -29,6 +29,7 @@ void RegisterCpuKernels(KernelTable& table) {
   kernels::register_random_kernels(table);
   kernels::register_sampling_kernels(table);
   kernels::register_control_flow_kernels(table);
+  kernels::register_sequence_kernels(table);
   kernels::register_quantized_conv_kernels(table);
   kernels::register_resize_kernels(table);
   kernels::register_recurrent_kernels(table);

@@ -836,6 +836,7 @@ void register_data_movement_kernels(KernelTable& table) {
     def.element_type = type;
     def.schema = parallel_threshold_schema(elementwise_key("Identity", type, 1), kDefaultMinimumElements);
     def.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      if (info.input_kind(0) == ValueKind::sequence) return make_sequence_identity_kernel(info);
       check_attributes(info, {});
       return std::make_unique<IdentityKernel>(kDefaultMinimumElements);
     };

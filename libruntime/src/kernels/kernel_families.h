@@ -1,5 +1,7 @@
 #pragma once
 // One registration function per kernel family (one file each); RegisterCpuKernels calls them all.
+#include <memory>
+
 #include "onnx_light/runtime/kernel_table.h"
 
 namespace onnx_light::runtime::kernels {
@@ -31,7 +33,11 @@ void register_spectral_kernels(KernelTable& table);           // spectral.cc (DF
 void register_random_kernels(KernelTable& table);             // random.cc (Random*, Bernoulli, Multinomial)
 void register_sampling_kernels(KernelTable& table);           // sampling.cc (GridSample, RoiAlign)
 void register_quantized_conv_kernels(KernelTable& table);     // quantized_conv.cc (ConvInteger, QLinearConv)
-void register_control_flow_kernels(KernelTable& table);       // control_flow.cc (If)
+void register_control_flow_kernels(KernelTable& table);       // control_flow.cc (If, Loop, Scan, SequenceMap)
+// sequence.cc (Sequence*, SplitToSequence, ConcatFromSequence, Optional*)
+void register_sequence_kernels(KernelTable& table);
+// sequence.cc: Identity over a sequence or an optional (data_movement.cc's Identity creates it for one).
+std::unique_ptr<Kernel> make_sequence_identity_kernel(const KernelCreateInfo& info);
 void register_resize_kernels(KernelTable& table);            // resize.cc (Resize, Upsample)
 void register_recurrent_kernels(KernelTable& table);         // recurrent.cc (LSTM, GRU, RNN)
 void register_cast_kernels(KernelTable& table);              // cast.cc

@@ -16,6 +16,7 @@
 #include "onnx_light/runtime/tensor.h"
 #include "onnx_light/runtime/thread_pool.h"
 #include "onnx_light/runtime/tuning_value.h"
+#include "onnx_light/runtime/value.h"
 
 namespace onnx_light::runtime {
 
@@ -24,13 +25,16 @@ class RuntimeSession;
 // Builds the sessions of a control-flow node's graphs (If's branches), sharing the enclosing
 // session's kernels, tuning registry, thread pool and options. `outer` are the names the graph
 // reads from the enclosing scopes, with their element types: the built session takes them as its
-// graph inputs, in that order.
+// graph inputs, in that order. `outer_kinds` tells which of them are sequences (value.h; empty: all
+// tensors); an outer sequence is declared optional in the built graph, so that an absent one reaches
+// the kernel that reads it (which names it) instead of failing the whole graph.
 class SubgraphBuilder {
  public:
   virtual ~SubgraphBuilder() = default;
   virtual std::unique_ptr<RuntimeSession> build(const onnx::GraphProto& graph, const std::vector<std::string>& outer,
                                                 const std::vector<ElementType>& outer_types,
-                                                const std::string& label) const = 0;
+                                                const std::string& label,
+                                                const std::vector<ValueKind>& outer_kinds = {}) const = 0;
 };
 
 // What a kernel sees when it is created for one node.
@@ -45,6 +49,12 @@ struct KernelCreateInfo {
   std::vector<const Tensor*> constant_inputs;
   std::vector<std::string> implicit_inputs;
   const SubgraphBuilder* subgraphs = nullptr;  // set for nodes with graph attributes
+  // Per input (same order as input_types): a tensor or a sequence (value.h); for a sequence,
+  // input_types holds its element type. Empty or shorter: tensors.
+  std::vector<ValueKind> input_kinds;
+  ValueKind input_kind(std::size_t index) const {
+    return index < input_kinds.size() ? input_kinds[index] : ValueKind::tensor;
+  }
 
   // Attribute access; throw UnsupportedError/ModelError naming the node and attribute.
   const onnx::AttributeProto* attribute(std::string_view name) const;
@@ -89,6 +99,20 @@ class KernelExecution {
   }
 
   const Tensor& required_input(std::size_t index) const;
+
+  // Sequences (value.h), for kernels whose output_kinds() name one. A sequence input is never
+  // seen through input(), which gives nullptr for it; sequence_input gives nullptr for an omitted
+  // input, an absent optional, or a tensor input.
+  virtual const TensorSequence* sequence_input(std::size_t index) const {
+    (void)index;
+    return nullptr;
+  }
+  // Throws InputError naming the node when the input is absent.
+  const TensorSequence& required_sequence_input(std::size_t index) const;
+  // Stores a sequence output (the kernel's output_kinds() says output `index` is a sequence).
+  virtual void set_sequence_output(std::size_t index, TensorSequence sequence);
+  // Makes output `index` none: an absent optional (an empty tensor or no sequence).
+  virtual void set_none_output(std::size_t index);
   // Called by admitted_threads (kernels call that); a profiling session keeps the node's largest
   // work per call, and wrapping executions forward it to the one they wrap.
   virtual void note_threshold_work(int64_t work) const { (void)work; }
@@ -117,6 +141,9 @@ class Kernel {
   // Output element types the kernel worked out while it was created (If: its branches' outputs);
   // empty: the definition's output_types decide.
   virtual std::vector<ElementType> inferred_output_types() const { return {}; }
+  // Which outputs are sequences (value.h), worked out at creation; empty: every output is a tensor.
+  // A sequence output's element type is its entry of the output types.
+  virtual std::vector<ValueKind> output_kinds() const { return {}; }
   // The sessions a control-flow kernel runs its graphs in, each with its name ("If node 'x'
   // then_branch"): their profiles show under the enclosing session's.
   virtual std::vector<std::pair<std::string, const RuntimeSession*>> subgraph_sessions() const { return {}; }

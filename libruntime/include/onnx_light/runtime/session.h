@@ -16,6 +16,7 @@
 #include "onnx_light/runtime/tensor.h"
 #include "onnx_light/runtime/tuning_key.h"
 #include "onnx_light/runtime/tuning_value.h"
+#include "onnx_light/runtime/value.h"
 
 namespace onnx_light::runtime {
 
@@ -126,6 +127,10 @@ struct ValueInfo {
   Shape shape;
   std::vector<std::string> symbols;
   bool has_shape = false;
+  // seq(tensor(T)) values are sequences of element_type (no shape); `optional` values may be
+  // absent (ONNX optional(...)). Both go through run(values) (value.h).
+  ValueKind kind = ValueKind::tensor;
+  bool optional = false;
 };
 
 class RuntimeSession {
@@ -166,7 +171,14 @@ class RuntimeSession {
   //   place holds whatever the kernels stored before the failure (as with ONNX Runtime's bound
   //   outputs); entries that were never written in place are unchanged.
   // Throws InputError on wrong counts and as run(context) does.
+  // Both tensor forms refuse a graph with a sequence-typed input or output (InputError naming it);
+  // an absent optional tensor is an empty tensor.
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs);
+  // Any graph, sequences and optionals included (value.h): inputs in graph-input order (none takes
+  // the input's initializer default, or is an absent optional; a missing required input is an
+  // InputError), outputs in graph-output order, each replaced by the result (none for an absent
+  // optional). Nothing is written in place. A sequence output's tensors are the run's own.
+  void run(std::span<const Value> inputs, std::span<Value> outputs);
 
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
