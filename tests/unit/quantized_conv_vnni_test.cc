@@ -3,7 +3,8 @@
 // than the kernel, strides and dilations of 2, auto_pad, channel counts that leave a depth tail
 // (K % 4 != 0) and output channels / positions past the register tile and the 32-column panel,
 // per-tensor and per-output-channel weight zero points and scales, bias, saturation at both ends,
-// an empty batch, the 1x1 path that packs X directly, W as a constant (packed once) and as an
+// an empty batch, each path (1x1 packed from X, depthwise direct, stride 1 over padded planes,
+// im2col), and the variant each reports, W as a constant (packed once) and as an
 // input, and 1 and 3 threads.
 #include <doctest/doctest.h>
 
@@ -85,6 +86,11 @@ std::vector<QConvCase> qconv_cases() {
   cases.back().strides = {2, 2};
   cases.push_back({"depthwise multiplier 2, 5x5 pad 2", 1, 3, 7, 6, 6, 5, 5, 3});
   cases.back().pads = {2, 2, 2, 2};
+  cases.push_back({"depthwise 3x3 dilation 2, pad 3, 37 wide (16-lane tails)", 2, 4, 5, 37, 4, 3, 3, 4});
+  cases.back().pads = {3, 3, 3, 3};
+  cases.back().dilations = {2, 2};
+  cases.push_back({"depthwise 9x9 (81 taps)", 1, 2, 10, 10, 2, 9, 9, 2});
+  cases.back().pads = {4, 4, 4, 4};
   cases.push_back({"grouped 3, dilation 2, pads 2", 1, 6, 8, 9, 9, 3, 3, 3});
   cases.back().pads = {2, 2, 2, 2};
   cases.back().dilations = {2, 2};
@@ -159,7 +165,9 @@ std::string qconv_expected_variant(const QConvCase& k) {
   const Shape out = qconv_output_shape(k);
   const bool pointwise = k.kh == 1 && k.kw == 1 && k.strides == std::vector<int64_t>{1, 1} && out[2] == k.h &&
                          out[3] == k.w && (k.auto_pad != "NOTSET" || k.pads == std::vector<int64_t>{0, 0, 0, 0});
-  return pointwise ? "avx512vnni_1x1" : "avx512vnni";
+  if (pointwise) return "avx512vnni_1x1";
+  if (k.strides != std::vector<int64_t>{1, 1}) return "avx512vnni_im2col";
+  return k.c == k.group ? "avx512vnni_depthwise" : "avx512vnni_padded";
 }
 
 // Checks avx512vnni against the reference for `model`, with W as an input and as a constant.
@@ -269,7 +277,20 @@ TEST_CASE("qconv_vnni_qlinear_conv_saturates_at_both_ends_like_the_reference") {
     }
     CHECK(lows > 0);
     CHECK(highs > 0);
-    qconv_check(model, feeds, {"w", "ws", "wz"}, "avx512vnni", "saturation " + qconv_type_name(xt));
+    qconv_check(model, feeds, {"w", "ws", "wz"}, qconv_expected_variant(k), "saturation " + qconv_type_name(xt));
+    QConvCase depthwise{"saturation, depthwise", 1, 16, 9, 9, 16, 3, 3, 16};
+    depthwise.pads = {1, 1, 1, 1};
+    const Model dw_model = qconv_qlinear_model(depthwise, xt, ElementType::int8, xt, true, true);
+    test::NamedTensors dw_feeds = feeds;
+    for (auto& [name, value] : dw_feeds) {
+      if (name == "w") value = random_tensor(ElementType::int8, {16, 1, 3, 3}, 9);
+      if (name == "ws" || name == "wz" || name == "b") {
+        Tensor cut(value.element_type(), {16});
+        std::memcpy(cut.raw_data(), value.raw_data(), cut.byte_size());
+        value = cut;
+      }
+    }
+    qconv_check(dw_model, dw_feeds, {"w", "ws", "wz"}, "avx512vnni_depthwise", "saturation, depthwise " + qconv_type_name(xt));
   }
 }
 
@@ -324,7 +345,7 @@ TEST_CASE("qconv_vnni_conv_integer_extreme_values_are_the_exact_sums") {
   for (int threads : {1, 3}) {
     std::string ran;
     const Tensor y = qconv_run(model, {{"x", x}, {"w", wt}}, "avx512vnni", threads, &ran);
-    CHECK(ran == "avx512vnni");
+    CHECK(ran == "avx512vnni_padded");
     for (int64_t e = 0; e < y.element_count(); ++e) CHECK(y.data<int32_t>()[e] == 255 * -128 * c * 9);
   }
 }

@@ -156,6 +156,22 @@ void qconv_im2col(const ConvGeometry& g, const uint8_t* planes, int64_t p0, int6
   }
 }
 
+// Plane `in` (h x w) into `out` (hp x wp) at offset (ph, pw), `pad` elsewhere.
+void qconv_pad_plane(const ConvGeometry& g, const uint8_t* in, uint8_t pad, int64_t hp, int64_t wp, uint8_t* out) {
+  const int64_t lo = std::min(g.pw, wp), hi = std::clamp(g.pw + g.w, lo, wp);
+  for (int64_t r = 0; r < hp; ++r) {
+    uint8_t* row = out + r * wp;
+    const int64_t iy = r - g.ph;
+    if (iy < 0 || iy >= g.h) {
+      std::fill(row, row + wp, pad);
+      continue;
+    }
+    std::fill(row, row + lo, pad);
+    std::copy(in + iy * g.w, in + iy * g.w + (hi - lo), row + lo);
+    std::fill(row + hi, row + wp, pad);
+  }
+}
+
 // The convolution on AVX-512 VNNI, bit for bit the reference. Per (image, group, block of output
 // positions) one GEMM of the group's weights (A: output channels by K = cg * kh * kw, packed once
 // at creation when W is a constant) by the block's im2col (B: K by positions), the int32 result in
@@ -184,24 +200,68 @@ class VnniConv {
     has_constant_ = true;
   }
 
-  // Runs the convolution; returns the variant that ran ("avx512vnni" through im2col,
-  // "avx512vnni_1x1" straight from X), or {} for a depth of 0, which the caller leaves to the
-  // portable loops.
+  // Runs the convolution; returns the variant that ran (avx512vnni_1x1: 1x1 stride 1 without pads,
+  // packed straight from X; avx512vnni_depthwise: one input channel per group, stride 1, direct
+  // vpdpwssd over padded planes; avx512vnni_padded: other stride-1 convolutions, B packed from
+  // shifted windows of the padded planes; avx512vnni_im2col: the rest), or {} for a depth of 0,
+  // which the caller leaves to the portable loops.
   std::string_view run(KernelExecution& execution, const QConvOperands& o, const Output& out, int threads) {
     const ConvGeometry& g = o.g;
     const int64_t cg = g.c / g.group, mg = g.m / g.group, depth = cg * g.kh * g.kw, plane = g.oh * g.ow;
     if (depth == 0) return {};
-    const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.h &&
-                           g.ow == g.w;
-    const std::string_view variant = pointwise ? "avx512vnni_1x1" : "avx512vnni";
+    const bool stride1 = g.sh == 1 && g.sw == 1;
+    const bool pointwise = stride1 && g.kh == 1 && g.kw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.h && g.ow == g.w;
+    const Mode mode = pointwise ? Mode::pointwise
+                      : stride1 && cg == 1 ? Mode::depthwise
+                      : stride1 ? Mode::padded
+                                : Mode::im2col;
+    static constexpr std::string_view kNames[] = {"avx512vnni_1x1", "avx512vnni_depthwise", "avx512vnni_padded",
+                                                  "avx512vnni_im2col"};
+    const std::string_view variant = kNames[static_cast<int>(mode)];
     if (g.n == 0 || g.m == 0 || plane == 0) return variant;
     const Tensor& w = *o.w;
+    const bool x_unsigned = o.x->element_type() == ElementType::uint8;
+    const auto* px = static_cast<const uint8_t*>(o.x->raw_data());
+    const auto pad = static_cast<uint8_t>(o.x_zero);
+    slots_.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
+    // Stride 1 (depthwise and padded): X once with its pads, xz all around, so every tap of every
+    // output position is a plain read: rows oh + (kh - 1) dh, columns ow + (kw - 1) dw.
+    const int64_t hp = g.oh + (g.kh - 1) * g.dh, wp = g.ow + (g.kw - 1) * g.dw, padded_plane = hp * wp;
+    if (mode == Mode::depthwise || mode == Mode::padded) {
+      padded_.resize(static_cast<std::size_t>(g.n * g.c * padded_plane));
+      execution.parallel_for(g.n * g.c, 1, threads, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) qconv_pad_plane(g, px + t * g.h * g.w, pad, hp, wp, padded_.data() + t * padded_plane);
+      });
+    }
+    if (mode == Mode::depthwise) {
+      // Taps w - w_zero per output channel; one task per (image, output channel).
+      const int64_t count = g.kh * g.kw;
+      taps_.resize(static_cast<std::size_t>(g.m * count));
+      dispatch_int8_pair(o.x->element_type(), w.element_type(), "", [&](auto, auto wv) {
+        const auto* pw = w.data<decltype(wv)>();
+        for (int64_t m = 0; m < g.m; ++m)
+          for (int64_t t = 0; t < count; ++t)
+            taps_[static_cast<std::size_t>(m * count + t)] = static_cast<int32_t>(pw[m * count + t]) - zero_point_at(o.w_zero, m);
+      });
+      if (out.s32 == nullptr)
+        for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].acc.resize(static_cast<std::size_t>(plane));
+      execution.parallel_for(g.n * g.m, 1, threads, [&](int64_t begin, int64_t end) {
+        ScratchSlots<Slot>::Lease slot(slots_);
+        for (int64_t t = begin; t < end; ++t) {
+          const int64_t b = t / g.m, m = t % g.m, channel = m / mg;
+          int32_t* acc = out.s32 != nullptr ? out.s32 + t * plane : slot->acc.data();
+          simd::conv_s8_depthwise_avx512vnni(padded_.data() + (b * g.c + channel) * padded_plane, wp, x_unsigned ? 0 : 1,
+                                             o.x_zero, taps_.data() + m * count, g.kh, g.kw, g.dh, g.dw, g.oh, g.ow, acc);
+          if (out.s32 == nullptr) finish_row(out, acc, plane, acc, 0, out.bias != nullptr ? out.bias[m] : 0, m, out.q + t * plane);
+        }
+      });
+      return variant;
+    }
     const bool constant = has_constant_ && constant_.shape == w.shape() && constant_.type == w.element_type() &&
                           constant_.group == g.group;
     if (!constant) pack_weights(w, g.group, run_);
     const PackedWeights& weights = constant ? constant_ : run_;
     // Per output channel: alpha and the constant part of the correction (with QLinearConv's bias).
-    const bool x_unsigned = o.x->element_type() == ElementType::uint8;
     const auto beta = static_cast<uint32_t>((x_unsigned ? 128 : 0) - o.x_zero);
     const int32_t w_shift = w.element_type() == ElementType::int8 ? -128 : 0;
     alpha_.resize(static_cast<std::size_t>(g.m));
@@ -214,61 +274,92 @@ class VnniConv {
       constant_terms_[static_cast<std::size_t>(m)] =
           static_cast<int32_t>(beta * row_sum + static_cast<uint32_t>(depth) * alpha * beta + bias);
     }
-    // Blocks of output positions: im2col and packed B of ~128 KiB and int32 products of ~256 KiB,
-    // and enough blocks for the threads (the result does not depend on the blocking).
+    // The GEMM's columns: output positions, or (padded) positions oy * wp + x of the padded domain,
+    // whose x >= ow are computed and dropped (the last row stops at ow).
+    const int64_t columns = mode == Mode::padded ? (g.oh - 1) * wp + g.ow : plane;
+    // Blocks of columns: packed B of ~128 KiB and int32 products of ~256 KiB, and enough blocks for
+    // the threads (the result does not depend on the blocking).
     int64_t block = std::clamp<int64_t>((int64_t{128} << 10) / depth, 32, 1024);
-    if (out.s32 == nullptr) block = std::min(block, std::max<int64_t>(32, (int64_t{64} << 10) / mg));
-    block = std::min(block, (plane + 31) / 32 * 32) / 32 * 32;
+    const bool direct = out.s32 != nullptr && mode != Mode::padded;  // products straight into y
+    if (!direct) block = std::min(block, std::max<int64_t>(32, (int64_t{64} << 10) / mg));
+    block = std::min(block, (columns + 31) / 32 * 32) / 32 * 32;
     const int64_t images = g.n * g.group;
-    while (threads > 1 && block > 32 && images * ((plane + block - 1) / block) < 4 * threads) block -= 32;
-    const int64_t blocks = (plane + block - 1) / block;
-    slots_.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
+    while (threads > 1 && block > 32 && images * ((columns + block - 1) / block) < 4 * threads) block -= 32;
+    const int64_t blocks = (columns + block - 1) / block;
     for (std::size_t i = 0; i < slots_.size(); ++i) {
       Slot& s = slots_[i];
-      if (!pointwise) s.cols.resize(static_cast<std::size_t>(depth * block));
+      if (mode == Mode::im2col) s.cols.resize(static_cast<std::size_t>(depth * block));
       s.packed.resize(static_cast<std::size_t>(simd::gemm_s8_packed_b_bytes(depth, block)));
       s.col_sums.resize(static_cast<std::size_t>(block));
-      if (out.s32 == nullptr) s.acc.resize(static_cast<std::size_t>(mg * block));
+      s.rows.resize(static_cast<std::size_t>(depth));
+      if (!direct) s.acc.resize(static_cast<std::size_t>(mg * block));
     }
-    const auto* px = static_cast<const uint8_t*>(o.x->raw_data());
-    const auto pad = static_cast<uint8_t>(o.x_zero);
+    // Row offsets of B: rows of X (1x1), of the im2col block, or the taps' windows of the padded planes.
+    rows_.resize(static_cast<std::size_t>(depth));
+    for (int64_t ci = 0; ci < cg; ++ci)
+      for (int64_t ky = 0; ky < g.kh; ++ky)
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          const int64_t k = (ci * g.kh + ky) * g.kw + kx;
+          rows_[static_cast<std::size_t>(k)] = mode == Mode::pointwise ? k * g.h * g.w
+                                               : mode == Mode::padded  ? ci * padded_plane + ky * g.dh * wp + kx * g.dw
+                                                                       : k * block;
+        }
     const int64_t a_bytes = simd::gemm_s8_packed_a_bytes(mg, depth);
     execution.parallel_for(images * blocks, 1, threads, [&](int64_t begin, int64_t end) {
       ScratchSlots<Slot>::Lease slot(slots_);
       for (int64_t t = begin; t < end; ++t) {
         const int64_t image = t / blocks, b = image / g.group, grp = image % g.group;
-        const int64_t p0 = (t % blocks) * block, np = std::min(block, plane - p0), m0 = grp * mg;
-        const uint8_t* planes = px + (b * g.c + grp * cg) * g.h * g.w;
-        const uint8_t* src = planes + p0;
-        int64_t ld = g.h * g.w;
-        if (!pointwise) {
-          qconv_im2col(g, planes, p0, np, pad, slot->cols.data());
+        const int64_t p0 = (t % blocks) * block, np = std::min(block, columns - p0), m0 = grp * mg;
+        const uint8_t* src = nullptr;
+        const int64_t* rows = rows_.data();
+        if (mode == Mode::pointwise) {
+          src = px + (b * g.c + grp * cg) * g.h * g.w + p0;
+        } else if (mode == Mode::padded) {
+          src = padded_.data() + (b * g.c + grp * cg) * padded_plane + p0;
+        } else {
+          qconv_im2col(g, px + (b * g.c + grp * cg) * g.h * g.w, p0, np, pad, slot->cols.data());
           src = slot->cols.data();
-          ld = np;
+          if (np != block) {  // the last block's im2col rows are np apart
+            for (int64_t k = 0; k < depth; ++k) slot->rows[static_cast<std::size_t>(k)] = k * np;
+            rows = slot->rows.data();
+          }
         }
-        simd::conv_s8_pack_b_avx512vnni(src, ld, x_unsigned ? 1 : 0, depth, np, slot->packed.data(),
+        simd::conv_s8_pack_b_avx512vnni(src, rows, x_unsigned ? 1 : 0, depth, np, slot->packed.data(),
                                         slot->col_sums.data());
         const uint8_t* a = weights.packed.data() + grp * a_bytes;
-        const int32_t* alpha = alpha_.data() + m0;
-        const int32_t* terms = constant_terms_.data() + m0;
-        if (out.s32 != nullptr) {
+        const int32_t* col_sums = slot->col_sums.data();
+        if (direct) {
           int32_t* c = out.s32 + (b * g.m + m0) * plane + p0;
           simd::gemm_u8s8_avx512vnni(a, mg, depth, slot->packed.data(), np, c, plane);
           for (int64_t i = 0; i < mg; ++i)
-            simd::conv_s8_correct_s32_avx512vnni(c + i * plane, np, slot->col_sums.data(), alpha[i], terms[i]);
+            simd::conv_s8_correct_s32_avx512vnni(c + i * plane, np, col_sums, alpha_[static_cast<std::size_t>(m0 + i)],
+                                                 constant_terms_[static_cast<std::size_t>(m0 + i)], c + i * plane);
           continue;
         }
         int32_t* acc = slot->acc.data();
         simd::gemm_u8s8_avx512vnni(a, mg, depth, slot->packed.data(), np, acc, np);
-        uint8_t* y = out.q + (b * g.m + m0) * plane + p0;
         for (int64_t i = 0; i < mg; ++i) {
-          const float multiplier = out.multipliers[m0 + i];
-          if (out.q_signed)
-            simd::conv_s8_requantize_s8_avx512vnni(acc + i * np, np, slot->col_sums.data(), alpha[i], terms[i],
-                                                   multiplier, out.zero, reinterpret_cast<int8_t*>(y + i * plane));
-          else
-            simd::conv_s8_requantize_u8_avx512vnni(acc + i * np, np, slot->col_sums.data(), alpha[i], terms[i],
-                                                   multiplier, out.zero, y + i * plane);
+          const int64_t m = m0 + i;
+          const int32_t alpha = alpha_[static_cast<std::size_t>(m)], term = constant_terms_[static_cast<std::size_t>(m)];
+          const int64_t y_row = (b * g.m + m) * plane;
+          if (mode != Mode::padded) {
+            finish_row(out, acc + i * np, np, col_sums, alpha, term, m, out.q + y_row + p0);
+            continue;
+          }
+          // Padded columns: the runs of each output row inside the block.
+          for (int64_t p = p0; p < p0 + np;) {
+            const int64_t oy = p / wp, x = p % wp;
+            if (x >= g.ow) {
+              p = (oy + 1) * wp;
+              continue;
+            }
+            const int64_t run = std::min(g.ow - x, p0 + np - p), j = p - p0, e = y_row + oy * g.ow + x;
+            if (out.s32 != nullptr)
+              simd::conv_s8_correct_s32_avx512vnni(acc + i * np + j, run, col_sums + j, alpha, term, out.s32 + e);
+            else
+              finish_row(out, acc + i * np + j, run, col_sums + j, alpha, term, m, out.q + e);
+            p += run;
+          }
         }
       }
     });
@@ -276,6 +367,19 @@ class VnniConv {
   }
 
  private:
+  enum class Mode { pointwise, depthwise, padded, im2col };
+
+  // Requantizes n sums of output channel m (with the correction terms) into y.
+  static void finish_row(const Output& out, const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,
+                         int32_t term, int64_t m, uint8_t* y) {
+    if (out.s32 != nullptr) return;
+    if (out.q_signed)
+      simd::conv_s8_requantize_s8_avx512vnni(c, n, col_sums, alpha, term, out.multipliers[m], out.zero,
+                                             reinterpret_cast<int8_t*>(y));
+    else
+      simd::conv_s8_requantize_u8_avx512vnni(c, n, col_sums, alpha, term, out.multipliers[m], out.zero, y);
+  }
+
   struct PackedWeights {
     std::vector<uint8_t> packed;  // per group, gemm_s8_packed_a_bytes(mg, K) bytes
     std::vector<int32_t> row_sums;  // per output channel
@@ -287,6 +391,7 @@ class VnniConv {
     std::vector<uint8_t> cols;
     std::vector<int8_t> packed;
     std::vector<int32_t> col_sums, acc;
+    std::vector<int64_t> rows;
   };
 
   static void pack_weights(const Tensor& w, int64_t group, PackedWeights& p) {
@@ -306,7 +411,9 @@ class VnniConv {
 
   PackedWeights constant_, run_;
   bool has_constant_ = false;
-  std::vector<int32_t> alpha_, constant_terms_;
+  std::vector<int32_t> alpha_, constant_terms_, taps_;
+  std::vector<int64_t> rows_;
+  std::vector<uint8_t> padded_;  // stride 1: X with its pads
   ScratchSlots<Slot> slots_;
 };
 #endif

@@ -10,12 +10,22 @@
 namespace onnx_light::runtime::kernels::simd {
 
 // gemm_s8_pack_b_avx512vnni's result (the same bytes and column sums), four rows and 32 columns
-// at a time: b(kk, j) = b[kk * ldb + j] for kk < k, j < n (uint8 when b_unsigned, else int8).
-void conv_s8_pack_b_avx512vnni(const uint8_t* b, int64_t ldb, int b_unsigned, int64_t k, int64_t n, int8_t* packed,
-                               int32_t* col_sums);
+// at a time: b(kk, j) = b[rows[kk] + j] for kk < k, j < n (uint8 when b_unsigned, else int8);
+// `rows` holds each row's offset from b (a matrix, or shifted windows of padded planes).
+void conv_s8_pack_b_avx512vnni(const uint8_t* b, const int64_t* rows, int b_unsigned, int64_t k, int64_t n,
+                               int8_t* packed, int32_t* col_sums);
 
-// c[j] += constant + alpha * col_sums[j] for j < n, in int32 with wraparound.
-void conv_s8_correct_s32_avx512vnni(int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha, int32_t constant);
+// y[j] = c[j] + constant + alpha * col_sums[j] for j < n, in int32 with wraparound (y may be c).
+void conv_s8_correct_s32_avx512vnni(const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,
+                                    int32_t constant, int32_t* y);
+
+// A depthwise (one input plane per output channel) stride-1 convolution over a padded plane
+// (width padded_width, padded with x's zero point, rows and columns enough for every tap):
+// out[oy * ow + ox] = sum over (ky, kx) of (x(oy + ky * dh, ox + kx * dw) - x_zero) * taps[ky * kw + kx],
+// exact in int32 (taps are w - w_zero, within [-255, 255]); vpdpwssd on 16 positions at a time.
+void conv_s8_depthwise_avx512vnni(const uint8_t* padded, int64_t padded_width, int x_signed, int32_t x_zero,
+                                  const int32_t* taps, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t oh,
+                                  int64_t ow, int32_t* out);
 
 // y[j] = saturate(nearbyint(float(c[j] + constant + alpha * col_sums[j]) * multiplier) + zero), the
 // sum wrapping in int32: bit for bit the portable QLinearConv's expression.

@@ -1,6 +1,8 @@
 // B packing and epilogues of the VNNI integer convolution (conv_s8.h).
 #include <immintrin.h>
 
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593
+
 #include <cstddef>
 #include <cstdint>
 
@@ -30,9 +32,10 @@ inline __mmask8 lanes8(int64_t count) {
 }
 
 // Row kk's 32 bytes from column j0 (`valid` of them), shifted; 0 past the matrix.
-inline __m256i row_bytes(const uint8_t* b, int64_t ldb, int64_t kk, int64_t k, int64_t j0, __mmask32 valid, __m256i flip) {
+inline __m256i row_bytes(const uint8_t* b, const int64_t* rows, int64_t kk, int64_t k, int64_t j0, __mmask32 valid,
+                         __m256i flip) {
   if (kk >= k) return _mm256_setzero_si256();
-  const __m256i v = _mm256_maskz_loadu_epi8(valid, b + kk * ldb + j0);
+  const __m256i v = _mm256_maskz_loadu_epi8(valid, b + rows[kk] + j0);
   return _mm256_maskz_mov_epi8(valid, _mm256_xor_si256(v, flip));
 }
 
@@ -61,8 +64,8 @@ void requantize_corrected(const int32_t* c, int64_t n, const int32_t* col_sums, 
 
 }  // namespace
 
-void conv_s8_pack_b_avx512vnni(const uint8_t* b, int64_t ldb, int b_unsigned, int64_t k, int64_t n, int8_t* packed,
-                               int32_t* col_sums) {
+void conv_s8_pack_b_avx512vnni(const uint8_t* b, const int64_t* rows, int b_unsigned, int64_t k, int64_t n,
+                               int8_t* packed, int32_t* col_sums) {
   const __m256i flip = _mm256_set1_epi8(b_unsigned ? static_cast<char>(0x80) : 0);
   const __m256i ones = _mm256_set1_epi8(1);
   const int64_t groups = (k + 3) / 4;
@@ -71,10 +74,10 @@ void conv_s8_pack_b_avx512vnni(const uint8_t* b, int64_t ldb, int b_unsigned, in
     __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t kk = g * 4;
-      const __m256i r0 = row_bytes(b, ldb, kk, k, j0, valid, flip);
-      const __m256i r1 = row_bytes(b, ldb, kk + 1, k, j0, valid, flip);
-      const __m256i r2 = row_bytes(b, ldb, kk + 2, k, j0, valid, flip);
-      const __m256i r3 = row_bytes(b, ldb, kk + 3, k, j0, valid, flip);
+      const __m256i r0 = row_bytes(b, rows, kk, k, j0, valid, flip);
+      const __m256i r1 = row_bytes(b, rows, kk + 1, k, j0, valid, flip);
+      const __m256i r2 = row_bytes(b, rows, kk + 2, k, j0, valid, flip);
+      const __m256i r3 = row_bytes(b, rows, kk + 3, k, j0, valid, flip);
       // Bytes (r0[j], r1[j], r2[j], r3[j]) as word j: two interleaving steps within 128-bit lanes,
       // then the lanes put in column order.
       const __m256i t01l = _mm256_unpacklo_epi8(r0, r1), t01h = _mm256_unpackhi_epi8(r0, r1);
@@ -105,13 +108,14 @@ void conv_s8_pack_b_avx512vnni(const uint8_t* b, int64_t ldb, int b_unsigned, in
   }
 }
 
-void conv_s8_correct_s32_avx512vnni(int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha, int32_t constant) {
+void conv_s8_correct_s32_avx512vnni(const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,
+                                    int32_t constant, int32_t* y) {
   const __m512i va = _mm512_set1_epi32(alpha), vc = _mm512_set1_epi32(constant);
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = lanes16(n - j);
     __m512i sum = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, c + j), vc);
     sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(va, _mm512_maskz_loadu_epi32(m, col_sums + j)));
-    _mm512_mask_storeu_epi32(c + j, m, sum);
+    _mm512_mask_storeu_epi32(y + j, m, sum);
   }
 }
 
@@ -123,6 +127,34 @@ void conv_s8_requantize_u8_avx512vnni(const int32_t* c, int64_t n, const int32_t
 void conv_s8_requantize_s8_avx512vnni(const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,
                                       int32_t constant, float multiplier, float zero, int8_t* y) {
   requantize_corrected<true>(c, n, col_sums, alpha, constant, multiplier, zero, y);
+}
+
+void conv_s8_depthwise_avx512vnni(const uint8_t* padded, int64_t padded_width, int x_signed, int32_t x_zero,
+                                  const int32_t* taps, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t oh,
+                                  int64_t ow, int32_t* out) {
+  const __m512i vz = _mm512_set1_epi32(x_zero);
+  const int64_t count = kh * kw;
+  // Tap t as an int32 lane whose high 16 bits are 0: vpdpwssd then adds lo(x) * tap + hi(x) * 0,
+  // the exact product of the 16-bit (x - x_zero) and the tap.
+  __m512i w[64];
+  const int64_t held = count < 64 ? count : 64;
+  for (int64_t t = 0; t < held; ++t) w[t] = _mm512_set1_epi32(taps[t] & 0xFFFF);
+  for (int64_t oy = 0; oy < oh; ++oy)
+    for (int64_t ox = 0; ox < ow; ox += 16) {
+      const __mmask16 m = lanes16(ow - ox);
+      __m512i acc = _mm512_setzero_si512();
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        const uint8_t* row = padded + (oy + ky * dh) * padded_width + ox;
+        for (int64_t kx = 0; kx < kw; ++kx) {
+          const __m128i bytes = _mm_maskz_loadu_epi8(m, row + kx * dw);
+          const __m512i x = x_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+          const int64_t t = ky * kw + kx;
+          const __m512i tap = t < 64 ? w[t] : _mm512_set1_epi32(taps[t] & 0xFFFF);
+          acc = _mm512_dpwssd_epi32(acc, _mm512_sub_epi32(x, vz), tap);
+        }
+      }
+      _mm512_mask_storeu_epi32(out + oy * ow + ox, m, acc);
+    }
 }
 
 }  // namespace onnx_light::runtime::kernels::simd
