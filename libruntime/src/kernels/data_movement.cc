@@ -26,6 +26,11 @@ class IdentityKernel final : public ThresholdKernel {
  public:
   using ThresholdKernel::ThresholdKernel;
   void run(KernelExecution& execution) override {
+    // Input 0 is required: absent, it is an optional tensor that is none, passed on as none.
+    if (execution.input(0) == nullptr) {
+      execution.set_none_output(0);
+      return;
+    }
     const Tensor& x = execution.required_input(0);
     Tensor& y = execution.output(0, x.element_type(), x.shape());
     const auto* in = static_cast<const std::byte*>(x.raw_data());
