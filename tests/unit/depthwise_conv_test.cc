@@ -114,6 +114,20 @@ std::vector<DepthwiseCase> depthwise_cases() {
        "Identity", {}, {0.75f, 0.5f}},
       // SIMD: a wide stride-1 plane keeps the row kernels.
       {"dwconv_3x3_s1_wide_plane_rows", {1, 2, 100, 112}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, ""},
+      // Wide stride-1 planes (the SIMD rows) at their edges: dilation (single rows, no pairs), pads
+      // beyond the kernel's reach, an odd height with a residual and a scalar-pass activation, and an
+      // input narrower than the kernel.
+      {"dwconv_3x3_d2_wide_plane_rows_single_rows", {1, 2, 101, 103}, 1, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, ""},
+      {"dwconv_5x5_wide_plane_rows_pads_beyond_reach", {1, 1, 99, 110}, 1, 5, 5, 1, 1, 1, 1, {6, 7, 2, 3}, ""},
+      {"dwconv_3x3_wide_plane_rows_sigmoid_residual_odd_height", {1, 2, 101, 100}, 1, 3, 3, 1, 1, 1, 1,
+       {1, 1, 1, 1}, "", true, true, "Sigmoid"},
+      {"dwconv_5x5_wide_plane_rows_input_narrower_than_kernel", {1, 1, 130, 3}, 1, 5, 5, 1, 1, 1, 1, {1, 40, 1, 40}, ""},
+      // The 3x3 row pairs with the activation and post affine fixed at compile time, one per kind.
+      {"dwconv_3x3_wide_plane_rows_relu", {1, 1, 100, 101}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, false, "Relu"},
+      {"dwconv_3x3_wide_plane_rows_clip_residual", {1, 1, 100, 101}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, true,
+       "Clip", {-0.25f, 0.5f}},
+      {"dwconv_3x3_wide_plane_rows_hard_swish_residual_post_affine", {1, 1, 101, 100}, 1, 3, 3, 1, 1, 1, 1,
+       {1, 1, 1, 1}, "", true, true, "HardSwish", {}, {1.25f, -0.125f}},
   };
 }
 
