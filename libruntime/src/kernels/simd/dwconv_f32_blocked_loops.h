@@ -17,6 +17,14 @@ inline typename Ops::V dwconv_blocked_epilogue(const DwconvF32Epilogue& e, typen
   return v;
 }
 
+// The same with the activation and post affine known at compile time (no switch per stored vector).
+template <typename Ops, int kActivation, bool kAffine>
+inline typename Ops::V dwconv_blocked_epilogue_fixed(const DwconvF32Epilogue& e, typename Ops::V v) {
+  v = apply_f32_activation<Ops>(kActivation, e.alpha, e.beta, v);
+  if constexpr (kAffine) v = Ops::add(Ops::mul(v, Ops::set1(e.post_scale)), Ops::set1(e.post_shift));
+  return v;
+}
+
 template <typename Ops>
 void dwconv_to_blocked(const float* const* planes, int64_t valid, int64_t h, int64_t w, float* dst, int64_t rows,
                        int64_t pitch, int64_t pad_top, int64_t pad_left) {
@@ -46,7 +54,7 @@ void dwconv_to_blocked(const float* const* planes, int64_t valid, int64_t h, int
 // G output pixels, consecutive in the flattened output, whose input origins are given (a group
 // may span rows): each tap's weight vector is loaded once for G independent FMA chains. Only the
 // first `count` are stored (a last group repeats its last origin to stay full width).
-template <typename Ops, int G>
+template <typename Ops, int G, int kActivation, bool kAffine>
 inline void dwconv_block_group(const DwconvF32Block& b, const float* const* origin, int64_t count, float* y,
                                typename Ops::V bias) {
   using V = typename Ops::V;
@@ -62,11 +70,12 @@ inline void dwconv_block_group(const DwconvF32Block& b, const float* const* orig
   }
 #pragma GCC unroll 16
   for (int g = 0; g < G; ++g)
-    if (g < count) Ops::store(y + g * L, dwconv_blocked_epilogue<Ops>(b.epilogue, Ops::add(acc[g], bias)));
+    if (g < count)
+      Ops::store(y + g * L, dwconv_blocked_epilogue_fixed<Ops, kActivation, kAffine>(b.epilogue, Ops::add(acc[g], bias)));
 }
 
 // G output pixels of one row: each tap's weight vector loaded once for G independent FMA chains.
-template <typename Ops, int G>
+template <typename Ops, int G, int kActivation, bool kAffine>
 inline void dwconv_block_pixels(const DwconvF32Block& b, const float* origin, float* y, typename Ops::V bias) {
   using V = typename Ops::V;
   constexpr int64_t L = Ops::width;
@@ -82,7 +91,7 @@ inline void dwconv_block_pixels(const DwconvF32Block& b, const float* origin, fl
   }
 #pragma GCC unroll 16
   for (int g = 0; g < G; ++g)
-    Ops::store(y + g * L, dwconv_blocked_epilogue<Ops>(b.epilogue, Ops::add(acc[g], bias)));
+    Ops::store(y + g * L, dwconv_blocked_epilogue_fixed<Ops, kActivation, kAffine>(b.epilogue, Ops::add(acc[g], bias)));
 }
 
 // 16 pixels per group with AVX-512's 32 registers (5% faster than 8 on every measured shape);
@@ -91,8 +100,8 @@ inline void dwconv_block_pixels(const DwconvF32Block& b, const float* origin, fl
 // stride 2) run the flattened output in groups across row ends, where a 7-wide row would otherwise
 // be a 4-pixel group and three single 9-FMA latency chains (576x7x7: 21 -> 17.5 us; on wide rows
 // the per-pixel origins cost 5-8%, so they keep the in-row groups).
-template <typename Ops>
-void dwconv_block(const DwconvF32Block& b) {
+template <typename Ops, int kActivation, bool kAffine>
+void dwconv_block_fixed(const DwconvF32Block& b) {
   constexpr int64_t L = Ops::width;
   constexpr int kWide = L >= 16 ? 16 : 8;
   const typename Ops::V bias = Ops::load(b.bias);
@@ -112,7 +121,7 @@ void dwconv_block(const DwconvF32Block& b) {
         }
       }
       for (int64_t g = count; g < kWide; ++g) origin[g] = origin[count - 1];
-      dwconv_block_group<Ops, kWide>(b, origin, count, b.y + q * L, bias);
+      dwconv_block_group<Ops, kWide, kActivation, kAffine>(b, origin, count, b.y + q * L, bias);
     }
     return;
   }
@@ -120,10 +129,33 @@ void dwconv_block(const DwconvF32Block& b) {
     const float* row = b.x + oy * row_step;
     float* y = b.y + oy * b.out_w * L;
     int64_t ox = 0;
-    for (; ox + kWide <= b.out_w; ox += kWide) dwconv_block_pixels<Ops, kWide>(b, row + ox * column_step, y + ox * L, bias);
-    for (; ox + 8 <= b.out_w; ox += 8) dwconv_block_pixels<Ops, 8>(b, row + ox * column_step, y + ox * L, bias);
-    for (; ox + 4 <= b.out_w; ox += 4) dwconv_block_pixels<Ops, 4>(b, row + ox * column_step, y + ox * L, bias);
-    for (; ox < b.out_w; ++ox) dwconv_block_pixels<Ops, 1>(b, row + ox * column_step, y + ox * L, bias);
+    for (; ox + kWide <= b.out_w; ox += kWide)
+      dwconv_block_pixels<Ops, kWide, kActivation, kAffine>(b, row + ox * column_step, y + ox * L, bias);
+    for (; ox + 8 <= b.out_w; ox += 8)
+      dwconv_block_pixels<Ops, 8, kActivation, kAffine>(b, row + ox * column_step, y + ox * L, bias);
+    for (; ox + 4 <= b.out_w; ox += 4)
+      dwconv_block_pixels<Ops, 4, kActivation, kAffine>(b, row + ox * column_step, y + ox * L, bias);
+    for (; ox < b.out_w; ++ox)
+      dwconv_block_pixels<Ops, 1, kActivation, kAffine>(b, row + ox * column_step, y + ox * L, bias);
+  }
+}
+
+template <typename Ops, int kActivation>
+void dwconv_block_activation(const DwconvF32Block& b) {
+  if (b.epilogue.post_affine) dwconv_block_fixed<Ops, kActivation, true>(b);
+  else dwconv_block_fixed<Ops, kActivation, false>(b);
+}
+
+// Dispatches once per block on the epilogue's activation.
+template <typename Ops>
+void dwconv_block(const DwconvF32Block& b) {
+  switch (b.epilogue.activation) {
+    case f32_activation_relu: return dwconv_block_activation<Ops, f32_activation_relu>(b);
+    case f32_activation_clip: return dwconv_block_activation<Ops, f32_activation_clip>(b);
+    case f32_activation_leaky_relu: return dwconv_block_activation<Ops, f32_activation_leaky_relu>(b);
+    case f32_activation_hard_sigmoid: return dwconv_block_activation<Ops, f32_activation_hard_sigmoid>(b);
+    case f32_activation_hard_swish: return dwconv_block_activation<Ops, f32_activation_hard_swish>(b);
+    default: return dwconv_block_activation<Ops, f32_activation_none>(b);
   }
 }
 
