@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -156,20 +157,30 @@ void qconv_im2col(const ConvGeometry& g, const uint8_t* planes, int64_t p0, int6
   }
 }
 
-// Plane `in` (h x w) into `out` (hp x wp) at offset (ph, pw), `pad` elsewhere.
+// Plane `in` (h x w) into `out` (hp x wp) at offset (ph, pw), `pad` elsewhere: one fill for the
+// rows above, then per input row its copy and one fill of its right pad with the next row's left
+// pad (contiguous), then the rows below.
 void qconv_pad_plane(const ConvGeometry& g, const uint8_t* in, uint8_t pad, int64_t hp, int64_t wp, uint8_t* out) {
-  const int64_t lo = std::min(g.pw, wp), hi = std::clamp(g.pw + g.w, lo, wp);
-  for (int64_t r = 0; r < hp; ++r) {
-    uint8_t* row = out + r * wp;
-    const int64_t iy = r - g.ph;
-    if (iy < 0 || iy >= g.h) {
-      std::fill(row, row + wp, pad);
-      continue;
+  auto fill = [pad](uint8_t* p, int64_t n) {
+    if (n <= 0) return;
+    if (n < 16) {
+      for (int64_t i = 0; i < n; ++i) p[i] = pad;
+    } else {
+      std::memset(p, pad, static_cast<std::size_t>(n));
     }
-    std::fill(row, row + lo, pad);
-    std::copy(in + iy * g.w, in + iy * g.w + (hi - lo), row + lo);
-    std::fill(row + hi, row + wp, pad);
+  };
+  const int64_t lo = std::min(g.pw, wp), hi = std::clamp(g.pw + g.w, lo, wp);
+  const int64_t r0 = std::clamp<int64_t>(g.ph, 0, hp), r1 = std::clamp<int64_t>(g.ph + g.h, r0, hp);
+  const int64_t first = std::min(r0 * wp + lo, hp * wp);
+  fill(out, first);  // the rows above and the first row's left pad
+  for (int64_t r = r0; r < r1; ++r) {
+    uint8_t* row = out + r * wp;
+    std::memcpy(row + lo, in + (r - g.ph) * g.w, static_cast<std::size_t>(hi - lo));
+    // This row's right pad, then the next row's left pad (or every row below after the last).
+    const int64_t next = r + 1 < r1 ? (r + 1) * wp + lo : hp * wp;
+    fill(row + hi, next - (r * wp + hi));
   }
+  if (r0 == r1) fill(out + first, hp * wp - first);
 }
 
 // The convolution on AVX-512 VNNI, bit for bit the reference. Per (image, group, block of output
@@ -243,16 +254,19 @@ class VnniConv {
           for (int64_t t = 0; t < count; ++t)
             taps_[static_cast<std::size_t>(m * count + t)] = static_cast<int32_t>(pw[m * count + t]) - zero_point_at(o.w_zero, m);
       });
-      if (out.s32 == nullptr)
-        for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].acc.resize(static_cast<std::size_t>(plane));
       execution.parallel_for(g.n * g.m, 1, threads, [&](int64_t begin, int64_t end) {
-        ScratchSlots<Slot>::Lease slot(slots_);
         for (int64_t t = begin; t < end; ++t) {
           const int64_t b = t / g.m, m = t % g.m, channel = m / mg;
-          int32_t* acc = out.s32 != nullptr ? out.s32 + t * plane : slot->acc.data();
-          simd::conv_s8_depthwise_avx512vnni(padded_.data() + (b * g.c + channel) * padded_plane, wp, x_unsigned ? 0 : 1,
-                                             o.x_zero, taps_.data() + m * count, g.kh, g.kw, g.dh, g.dw, g.oh, g.ow, acc);
-          if (out.s32 == nullptr) finish_row(out, acc, plane, acc, 0, out.bias != nullptr ? out.bias[m] : 0, m, out.q + t * plane);
+          const uint8_t* in = padded_.data() + (b * g.c + channel) * padded_plane;
+          const int32_t* taps = taps_.data() + m * count;
+          if (out.s32 != nullptr)
+            simd::conv_s8_depthwise_avx512vnni(in, wp, x_unsigned ? 0 : 1, o.x_zero, taps, g.kh, g.kw, g.dh, g.dw, g.oh,
+                                               g.ow, out.s32 + t * plane);
+          else
+            simd::conv_s8_depthwise_requantize_avx512vnni(in, wp, x_unsigned ? 0 : 1, o.x_zero, taps, g.kh, g.kw, g.dh,
+                                                          g.dw, g.oh, g.ow, out.bias != nullptr ? out.bias[m] : 0,
+                                                          out.multipliers[m], out.zero, out.q_signed ? 1 : 0,
+                                                          out.q + t * plane);
         }
       });
       return variant;

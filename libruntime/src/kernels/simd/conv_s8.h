@@ -27,6 +27,13 @@ void conv_s8_depthwise_avx512vnni(const uint8_t* padded, int64_t padded_width, i
                                   const int32_t* taps, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t oh,
                                   int64_t ow, int32_t* out);
 
+// The same sums plus `bias`, requantized as conv_s8_requantize_*: y[oy * ow + ox] uint8, or int8
+// when y_signed.
+void conv_s8_depthwise_requantize_avx512vnni(const uint8_t* padded, int64_t padded_width, int x_signed, int32_t x_zero,
+                                             const int32_t* taps, int64_t kh, int64_t kw, int64_t dh, int64_t dw,
+                                             int64_t oh, int64_t ow, int32_t bias, float multiplier, float zero,
+                                             int y_signed, uint8_t* y);
+
 // y[j] = saturate(nearbyint(float(c[j] + constant + alpha * col_sums[j]) * multiplier) + zero), the
 // sum wrapping in int32: bit for bit the portable QLinearConv's expression.
 void conv_s8_requantize_u8_avx512vnni(const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,

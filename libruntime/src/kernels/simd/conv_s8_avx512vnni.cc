@@ -129,32 +129,93 @@ void conv_s8_requantize_s8_avx512vnni(const int32_t* c, int64_t n, const int32_t
   requantize_corrected<true>(c, n, col_sums, alpha, constant, multiplier, zero, y);
 }
 
-void conv_s8_depthwise_avx512vnni(const uint8_t* padded, int64_t padded_width, int x_signed, int32_t x_zero,
-                                  const int32_t* taps, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t oh,
-                                  int64_t ow, int32_t* out) {
-  const __m512i vz = _mm512_set1_epi32(x_zero);
+namespace {
+
+// The depthwise loop, X's signedness and the output (0: int32 sums, 1: uint8, 2: int8 requantized
+// with bias, multiplier and zero) fixed at compile time.
+template <bool kXSigned, int kOut, int kK = 0>
+void depthwise(const uint8_t* padded, int64_t padded_width, int32_t x_zero, const int32_t* taps, int64_t kh, int64_t kw,
+               int64_t dh, int64_t dw, int64_t oh, int64_t ow, int32_t bias, float multiplier, float zero, void* out) {
+  const __m512i vbias = _mm512_set1_epi32(bias);
+  const __m512 vm = _mm512_set1_ps(multiplier), vq = _mm512_set1_ps(zero);
   const int64_t count = kh * kw;
   // Tap t as an int32 lane whose high 16 bits are 0: vpdpwssd then adds lo(x) * tap + hi(x) * 0,
   // the exact product of the 16-bit (x - x_zero) and the tap.
-  __m512i w[64];
-  const int64_t held = count < 64 ? count : 64;
-  for (int64_t t = 0; t < held; ++t) w[t] = _mm512_set1_epi32(taps[t] & 0xFFFF);
+  // X enters as it is: sum (x - x_zero) * tap = sum x * tap - x_zero * sum tap, all exact in int32.
+  int32_t held[64];
+  uint32_t tap_sum = 0;
+  for (int64_t t = 0; t < count; ++t) {
+    if (t < 64) held[t] = taps[t] & 0xFFFF;
+    tap_sum += static_cast<uint32_t>(taps[t]);
+  }
+  const __m512i start = _mm512_set1_epi32(static_cast<int32_t>(0u - static_cast<uint32_t>(x_zero) * tap_sum));
+  if constexpr (kK != 0) {
+    kh = kw = kK;  // the compiler unrolls the taps and keeps them in registers
+  }
+  __m512i fixed[kK == 0 ? 1 : kK * kK];
+  if constexpr (kK != 0)
+    for (int t = 0; t < kK * kK; ++t) fixed[t] = _mm512_set1_epi32(held[t]);
   for (int64_t oy = 0; oy < oh; ++oy)
     for (int64_t ox = 0; ox < ow; ox += 16) {
       const __mmask16 m = lanes16(ow - ox);
-      __m512i acc = _mm512_setzero_si512();
-      for (int64_t ky = 0; ky < kh; ++ky) {
+      __m512i acc = start;
+      if constexpr (kK != 0) {
+        for (int ky = 0; ky < kK; ++ky) {
+          const uint8_t* row = padded + (oy + ky * dh) * padded_width + ox;
+          for (int kx = 0; kx < kK; ++kx) {
+            const __m128i bytes = _mm_maskz_loadu_epi8(m, row + kx * dw);
+            const __m512i x = kXSigned ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+            acc = _mm512_dpwssd_epi32(acc, x, fixed[ky * kK + kx]);
+          }
+        }
+      } else for (int64_t ky = 0; ky < kh; ++ky) {
         const uint8_t* row = padded + (oy + ky * dh) * padded_width + ox;
         for (int64_t kx = 0; kx < kw; ++kx) {
           const __m128i bytes = _mm_maskz_loadu_epi8(m, row + kx * dw);
-          const __m512i x = x_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+          const __m512i x = kXSigned ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
           const int64_t t = ky * kw + kx;
-          const __m512i tap = t < 64 ? w[t] : _mm512_set1_epi32(taps[t] & 0xFFFF);
-          acc = _mm512_dpwssd_epi32(acc, _mm512_sub_epi32(x, vz), tap);
+          const __m512i tap = _mm512_set1_epi32(t < 64 ? held[t] : (taps[t] & 0xFFFF));
+          acc = _mm512_dpwssd_epi32(acc, x, tap);
         }
       }
-      _mm512_mask_storeu_epi32(out + oy * ow + ox, m, acc);
+      if constexpr (kOut == 0) {
+        _mm512_mask_storeu_epi32(static_cast<int32_t*>(out) + oy * ow + ox, m, acc);
+      } else {
+        const __m512i q = requantize16<kOut == 2>(_mm512_add_epi32(acc, vbias), vm, vq);
+        _mm512_mask_cvtepi32_storeu_epi8(static_cast<uint8_t*>(out) + oy * ow + ox, m, q);
+      }
     }
+}
+
+}  // namespace
+
+void conv_s8_depthwise_avx512vnni(const uint8_t* padded, int64_t padded_width, int x_signed, int32_t x_zero,
+                                  const int32_t* taps, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t oh,
+                                  int64_t ow, int32_t* out) {
+  if (kh == 3 && kw == 3) {
+    if (x_signed) depthwise<true, 0, 3>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, 0, 0.0f, 0.0f, out);
+    else depthwise<false, 0, 3>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, 0, 0.0f, 0.0f, out);
+    return;
+  }
+  if (x_signed) depthwise<true, 0>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, 0, 0.0f, 0.0f, out);
+  else depthwise<false, 0>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, 0, 0.0f, 0.0f, out);
+}
+
+void conv_s8_depthwise_requantize_avx512vnni(const uint8_t* padded, int64_t padded_width, int x_signed, int32_t x_zero,
+                                             const int32_t* taps, int64_t kh, int64_t kw, int64_t dh, int64_t dw,
+                                             int64_t oh, int64_t ow, int32_t bias, float multiplier, float zero,
+                                             int y_signed, uint8_t* y) {
+  if (kh == 3 && kw == 3) {
+    if (x_signed && y_signed) depthwise<true, 2, 3>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, bias, multiplier, zero, y);
+    else if (x_signed) depthwise<true, 1, 3>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, bias, multiplier, zero, y);
+    else if (y_signed) depthwise<false, 2, 3>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, bias, multiplier, zero, y);
+    else depthwise<false, 1, 3>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, bias, multiplier, zero, y);
+    return;
+  }
+  if (x_signed && y_signed) depthwise<true, 2>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, bias, multiplier, zero, y);
+  else if (x_signed) depthwise<true, 1>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, bias, multiplier, zero, y);
+  else if (y_signed) depthwise<false, 2>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, bias, multiplier, zero, y);
+  else depthwise<false, 1>(padded, padded_width, x_zero, taps, kh, kw, dh, dw, oh, ow, bias, multiplier, zero, y);
 }
 
 }  // namespace onnx_light::runtime::kernels::simd
