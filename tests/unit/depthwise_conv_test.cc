@@ -122,6 +122,11 @@ std::vector<DepthwiseCase> depthwise_cases() {
       {"dwconv_3x3_wide_plane_rows_sigmoid_residual_odd_height", {1, 2, 101, 100}, 1, 3, 3, 1, 1, 1, 1,
        {1, 1, 1, 1}, "", true, true, "Sigmoid"},
       {"dwconv_5x5_wide_plane_rows_input_narrower_than_kernel", {1, 1, 130, 3}, 1, 5, 5, 1, 1, 1, 1, {1, 40, 1, 40}, ""},
+      // SIMD blocked: rows of whole vectors are reordered row by row; full blocks (16 and 32 maps)
+      // take the unmasked loads, with pads on every side, bands and a residual.
+      {"dwconv_3x3_s2_16_maps_rows_of_whole_vectors_in_bands", {1, 16, 150, 64}, 1, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, ""},
+      {"dwconv_3x3_32_maps_rows_of_whole_vectors_asymmetric_pads_residual_relu", {1, 32, 40, 32}, 1, 3, 3, 1, 1, 1, 1,
+       {2, 1, 0, 3}, "", true, true, "Relu"},
       // The 3x3 row pairs with the activation and post affine fixed at compile time, one per kind.
       {"dwconv_3x3_wide_plane_rows_relu", {1, 1, 100, 101}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, false, "Relu"},
       {"dwconv_3x3_wide_plane_rows_clip_residual", {1, 1, 100, 101}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, true,
