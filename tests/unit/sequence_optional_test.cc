@@ -399,3 +399,11 @@ TEST_CASE("sequence_map_and_loop_carry_sequences") {
   out = seqopt_run_values(loop, {Value(int64s({}, {0}))});
   CHECK(out[0].sequence().empty());
 }
+
+TEST_CASE("sequence_given_to_scan_is_refused_at_creation") {
+  const std::string message = seqopt_run_error(R"(g (float[2] a) => (float y) {
+    s = SequenceConstruct(a)
+    y = Scan <num_scan_inputs = 1, body = b (float st, float x) => (float so) { so = Identity(st) }> (s, a)
+  })", {{"a", floats({2}, {1, 2})}});
+  CHECK(message.find("input 's' is a sequence; Scan takes tensors only") != std::string::npos);
+}

@@ -439,6 +439,14 @@ class ScanKernel final : public Kernel {
     for (std::size_t k = 0; k < states_ + scan_inputs_; ++k)
       retype_body_input(body, k, info.input_types[first_ + k],
                         fmt::format("{}: input {} has no element type", label_, first_ + k));
+    // Scan's states, scan inputs and the outer values its body reads are tensors only.
+    for (std::size_t k = 0; k < info.input_kinds.size(); ++k)
+      if (info.input_kind(k) == ValueKind::sequence)
+        throw UnsupportedError(fmt::format("{}: input {} is a sequence; Scan takes tensors only", label_,
+                                           k < static_cast<std::size_t>(info.node.input_size())
+                                               ? fmt::format("'{}'", info.node.input(static_cast<int>(k)))
+                                               : fmt::format("'{}' (read by the body)",
+                                                             info.implicit_inputs[k - static_cast<std::size_t>(info.node.input_size())])));
     OuterValues outer = outer_values(info, body, "body");
     outer_index_ = std::move(outer.input_index);
     body_ = info.subgraphs->build(body, outer.names, outer.types, label_ + " body", outer.kinds);
