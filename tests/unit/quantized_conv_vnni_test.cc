@@ -384,3 +384,28 @@ TEST_CASE("qconv_vnni_constant_weights_stay_exact_across_runs_and_batches") {
     CHECK(qconv_same_bytes(context.get("y"), expected));
   }
 }
+
+TEST_CASE("qconv_vnni_zero_depth_runs_the_portable_loops_and_says_so") {
+  if (!qconv_vnni_runs()) return;
+  // X with no channels: every sum is empty (0), QLinearConv's output the requantized bias.
+  const Model integer = test::parse(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (uint8[1,0,5,5] x, int8[4,0,3,3] w) => (int32[1,4,3,3] y) { y = ConvInteger (x, w) }");
+  const test::NamedTensors integer_feeds{{"x", Tensor(ElementType::uint8, {1, 0, 5, 5})},
+                                         {"w", Tensor(ElementType::int8, {4, 0, 3, 3})}};
+  qconv_check(integer, integer_feeds, {"w"}, "portable", "ConvInteger with no channels");
+  QConvCase k{"no channels", 1, 0, 5, 5, 4, 3, 3};
+  const Model qlinear = qconv_qlinear_model(k, ElementType::uint8, ElementType::int8, ElementType::uint8, false, true);
+  Tensor b(ElementType::int32, {4});
+  for (int m = 0; m < 4; ++m) b.data<int32_t>()[m] = (m - 2) * 1000;
+  const test::NamedTensors feeds{{"x", Tensor(ElementType::uint8, {1, 0, 5, 5})},
+                                 {"xs", qconv_floats({0.1f}, true)},
+                                 {"xz", random_tensor(ElementType::uint8, {}, 1)},
+                                 {"w", Tensor(ElementType::int8, {4, 0, 3, 3})},
+                                 {"ws", qconv_floats({0.1f}, true)},
+                                 {"wz", random_tensor(ElementType::int8, {}, 2)},
+                                 {"ys", qconv_floats({0.5f}, true)},
+                                 {"yz", random_tensor(ElementType::uint8, {}, 3)},
+                                 {"b", b}};
+  qconv_check(qlinear, feeds, {"w", "ws", "wz"}, "portable", "QLinearConv with no channels");
+}
