@@ -38,10 +38,21 @@ void gemm_s8_pack_a_avx512vnni(const uint8_t* a, int64_t lda, int a_signed, int6
 void gemm_s8_pack_b_avx512vnni(const uint8_t* b, int64_t ldb, int b_unsigned, int64_t k, int64_t n, int8_t* packed,
                                int32_t* col_sums);
 
+// The zero-point correction applied as each tile is stored (no second pass over C), in int32 with
+// wraparound: c(i, j) = raw(i, j) + beta[j] * row_term[i] + row_alpha[i] * col_sums[j]. Rows are
+// indexed from the call's first row, columns from 0.
+struct GemmS8Correction {
+  const int32_t* row_term;   // rowsum(A')_i + k * alpha_i
+  const int32_t* row_alpha;  // alpha_i
+  const int32_t* beta;       // beta_j
+  const int32_t* col_sums;   // colsum(B')_j
+};
+
 // c[i * ldc + j] = sum_k a'(i, k) * b'(k, j) for i < m, j < n, both operands packed as above
-// (packed_a for these m rows, packed_b for the whole k x n).
+// (packed_a for these m rows, packed_b for the whole k x n), corrected as above when `correction`
+// is given.
 void gemm_u8s8_avx512vnni(const uint8_t* packed_a, int64_t m, int64_t k, const int8_t* packed_b, int64_t n, int32_t* c,
-                          int64_t ldc);
+                          int64_t ldc, const GemmS8Correction* correction = nullptr);
 
 // QLinearMatMul's requantization of n products: y = saturate(nearbyint(float(x) * multiplier) + zero),
 // bit for bit the portable kernel's expression.

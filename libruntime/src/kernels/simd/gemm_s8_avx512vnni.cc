@@ -2,6 +2,7 @@
 // (gemm_s8.h), so the micro-kernel reads both as two forward streams.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -12,6 +13,9 @@ namespace onnx_light::runtime::kernels::simd {
 namespace {
 
 int64_t depth_groups(int64_t k) { return (k + 3) / 4; }
+
+// Packed A bytes a row block keeps resident in L2 (1 MiB per core on AMD Zen 4/5) beside B's panel.
+constexpr int64_t kRowBlockBytes = 256 * 1024;
 
 inline __mmask16 lanes(int64_t count) {
   if (count >= 16) return static_cast<__mmask16>(0xFFFF);
@@ -34,7 +38,9 @@ inline __m512i broadcast_word(const uint8_t* p) {
 // One tile: one 6-row A panel by one B panel; `rows` rows and `n` columns stored (the panel's
 // padding rows are 0, so computing them is harmless). Twelve named accumulators rather than an
 // array: with the asm above, an array would live in memory.
-void tile(const uint8_t* pa, int64_t groups, const int8_t* pb, int32_t* c, int64_t ldc, int64_t rows, int64_t n) {
+// `correction` (or null) is indexed from the tile's first row and column.
+void tile(const uint8_t* pa, int64_t groups, const int8_t* pb, int32_t* c, int64_t ldc, int64_t rows, int64_t n,
+          const GemmS8Correction* correction, int64_t i0, int64_t j0) {
   static_assert(kGemmS8Mr == 6, "the tile below is written out for six rows");
   __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m512i c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -63,8 +69,21 @@ void tile(const uint8_t* pa, int64_t groups, const int8_t* pb, int32_t* c, int64
     pa += kGemmS8Mr * 4;
   }
   const __mmask16 m0 = lanes(n), m1 = lanes(n - 16);
-  const __m512i lo[kGemmS8Mr] = {c00, c10, c20, c30, c40, c50};
-  const __m512i hi[kGemmS8Mr] = {c01, c11, c21, c31, c41, c51};
+  __m512i lo[kGemmS8Mr] = {c00, c10, c20, c30, c40, c50};
+  __m512i hi[kGemmS8Mr] = {c01, c11, c21, c31, c41, c51};
+  if (correction != nullptr) {
+    // Masked loads: the columns past n are neither read nor stored.
+    const __m512i beta0 = _mm512_maskz_loadu_epi32(m0, correction->beta + j0);
+    const __m512i beta1 = _mm512_maskz_loadu_epi32(m1, correction->beta + j0 + 16);
+    const __m512i col0 = _mm512_maskz_loadu_epi32(m0, correction->col_sums + j0);
+    const __m512i col1 = _mm512_maskz_loadu_epi32(m1, correction->col_sums + j0 + 16);
+    for (int64_t r = 0; r < rows; ++r) {
+      const __m512i term = _mm512_set1_epi32(correction->row_term[i0 + r]);
+      const __m512i alpha = _mm512_set1_epi32(correction->row_alpha[i0 + r]);
+      lo[r] = _mm512_add_epi32(_mm512_add_epi32(lo[r], _mm512_mullo_epi32(beta0, term)), _mm512_mullo_epi32(alpha, col0));
+      hi[r] = _mm512_add_epi32(_mm512_add_epi32(hi[r], _mm512_mullo_epi32(beta1, term)), _mm512_mullo_epi32(alpha, col1));
+    }
+  }
   for (int64_t r = 0; r < rows; ++r) {
     _mm512_mask_storeu_epi32(c + r * ldc, m0, lo[r]);
     _mm512_mask_storeu_epi32(c + r * ldc + 16, m1, hi[r]);
@@ -148,17 +167,24 @@ void gemm_s8_pack_b_avx512vnni(const uint8_t* b, int64_t ldb, int b_unsigned, in
 }
 
 void gemm_u8s8_avx512vnni(const uint8_t* packed_a, int64_t m, int64_t k, const int8_t* packed_b, int64_t n, int32_t* c,
-                          int64_t ldc) {
+                          int64_t ldc, const GemmS8Correction* correction) {
   const int64_t groups = depth_groups(k);
   const int64_t a_panel = groups * kGemmS8Mr * 4;
   const int64_t b_panel = groups * kGemmS8Nr * 4;
-  // Panel by panel of B: one (k * 32 bytes) stays in L1/L2 while the A panels stream past it.
-  for (int64_t q = 0; q * kGemmS8Nr < n; ++q) {
-    const int64_t j0 = q * kGemmS8Nr;
-    const int64_t cols = n - j0 < kGemmS8Nr ? n - j0 : kGemmS8Nr;
-    for (int64_t i = 0; i < m; i += kGemmS8Mr) {
-      const int64_t rows = m - i < kGemmS8Mr ? m - i : kGemmS8Mr;
-      tile(packed_a + (i / kGemmS8Mr) * a_panel, groups, packed_b + q * b_panel, c + i * ldc + j0, ldc, rows, cols);
+  // Blocks of rows whose packed A (about 256 KiB) stays in L2; within a block, panel by panel of B:
+  // one (k * 32 bytes) stays in L1 while the block's A panels stream past it. Without the row
+  // blocks every B panel streamed all of A from L3 (1024^3: 32 passes over 1 MiB).
+  const int64_t block_rows = std::max<int64_t>(1, kRowBlockBytes / std::max<int64_t>(1, a_panel)) * kGemmS8Mr;
+  for (int64_t i0 = 0; i0 < m; i0 += block_rows) {
+    const int64_t i1 = m - i0 < block_rows ? m : i0 + block_rows;
+    for (int64_t q = 0; q * kGemmS8Nr < n; ++q) {
+      const int64_t j0 = q * kGemmS8Nr;
+      const int64_t cols = n - j0 < kGemmS8Nr ? n - j0 : kGemmS8Nr;
+      for (int64_t i = i0; i < i1; i += kGemmS8Mr) {
+        const int64_t rows = i1 - i < kGemmS8Mr ? i1 - i : kGemmS8Mr;
+        tile(packed_a + (i / kGemmS8Mr) * a_panel, groups, packed_b + q * b_panel, c + i * ldc + j0, ldc, rows, cols,
+             correction, i, j0);
+      }
     }
   }
 }
