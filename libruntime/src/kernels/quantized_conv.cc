@@ -3,8 +3,10 @@
 // groups, strides, dilations, pads and auto_pad. QLinearConv requantizes each output channel with
 // x_scale * w_scale[m] / y_scale, rounding to nearest even and saturating. Both also as
 // "avx512vnni": one int8 GEMM (vpdpbusd, simd/gemm_s8.h) per image, group and block of output
-// positions over weights packed once and the im2col of the activations (none for a 1x1 stride-1
-// convolution without pads), with the zero points taken off exactly afterwards: the same bits.
+// positions over weights packed once (when constant) and the activations (packed straight from X
+// for 1x1, read in place from channel-interleaved padded planes for other stride-1 convolutions,
+// im2col for strided ones), or, depthwise with stride 1, direct vpdpwssd loops; the zero points
+// come off exactly afterwards: the same bits as the portable loops.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -183,6 +185,19 @@ void qconv_pad_plane(const ConvGeometry& g, const uint8_t* in, uint8_t pad, int6
   if (r0 == r1) fill(out + first, hp * wp - first);
 }
 
+// Row r of plane `in` padded as qconv_pad_plane would (wp bytes into `out`).
+void qconv_pad_row(const ConvGeometry& g, const uint8_t* in, int64_t r, uint8_t pad, int64_t wp, uint8_t* out) {
+  const int64_t iy = r - g.ph;
+  if (iy < 0 || iy >= g.h) {
+    std::fill(out, out + wp, pad);
+    return;
+  }
+  const int64_t lo = std::min(g.pw, wp), hi = std::clamp(g.pw + g.w, lo, wp);
+  std::fill(out, out + lo, pad);
+  std::copy(in + iy * g.w, in + iy * g.w + (hi - lo), out + lo);
+  std::fill(out + hi, out + wp, pad);
+}
+
 // The convolution on AVX-512 VNNI, bit for bit the reference. Per (image, group, block of output
 // positions) one GEMM of the group's weights (A: output channels by K = cg * kh * kw, packed once
 // at creation when W is a constant) by the block's im2col (B: K by positions), the int32 result in
@@ -208,13 +223,15 @@ class VnniConv {
     if (w == nullptr || w->rank() != 4 || w->element_count() == 0 || group < 1 || w->shape()[0] % group != 0) return;
     if (w->element_type() != ElementType::uint8 && w->element_type() != ElementType::int8) return;
     pack_weights(*w, group, constant_);
+    pack_weights_windows(*w, group, constant_windows_);
     has_constant_ = true;
   }
 
   // Runs the convolution; returns the variant that ran (avx512vnni_1x1: 1x1 stride 1 without pads,
   // packed straight from X; avx512vnni_depthwise: one input channel per group, stride 1, direct
-  // vpdpwssd over padded planes; avx512vnni_padded: other stride-1 convolutions, B packed from
-  // shifted windows of the padded planes; avx512vnni_im2col: the rest), or {} for a depth of 0,
+  // vpdpwssd over padded planes; avx512vnni_padded: other stride-1 convolutions, B read in place
+  // from the taps' windows of padded planes with four channels interleaved per position, no packing;
+  // avx512vnni_im2col: the rest), or {} for a depth of 0,
   // which the caller leaves to the portable loops.
   std::string_view run(KernelExecution& execution, const QConvOperands& o, const Output& out, int threads) {
     const ConvGeometry& g = o.g;
@@ -238,7 +255,37 @@ class VnniConv {
     // Stride 1 (depthwise and padded): X once with its pads, xz all around, so every tap of every
     // output position is a plain read: rows oh + (kh - 1) dh, columns ow + (kw - 1) dw.
     const int64_t hp = g.oh + (g.kh - 1) * g.dh, wp = g.ow + (g.kw - 1) * g.dw, padded_plane = hp * wp;
-    if (mode == Mode::depthwise || mode == Mode::padded) {
+    // Padded (other stride-1 convolutions): the same padded planes with four channels interleaved
+    // per position, shifted (the GEMM's B words, read in place), and per position the sum of its
+    // channels' shifted bytes; a slack of 32 positions after each plane for the last panel.
+    const int64_t quads = (cg + 3) / 4, window_plane = padded_plane + 32;
+    const auto flip = static_cast<uint8_t>(x_unsigned ? 0x80 : 0x00);
+    if (mode == Mode::padded) {
+      windows_.resize(static_cast<std::size_t>(g.n * g.group * quads * window_plane * 4));
+      sums_.resize(static_cast<std::size_t>(g.n * g.group * window_plane));
+      for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].cols.resize(static_cast<std::size_t>(4 * wp));
+      execution.parallel_for(g.n * g.group * hp, 1, threads, [&](int64_t begin, int64_t end) {
+        ScratchSlots<Slot>::Lease slot(slots_);
+        for (int64_t t = begin; t < end; ++t) {
+          const int64_t image = t / hp, r = t % hp, b = image / g.group, grp = image % g.group;
+          int32_t* sums = sums_.data() + image * window_plane;
+          std::fill(sums + r * wp, sums + (r + 1) * wp, 0);
+          if (r == hp - 1) std::fill(sums + padded_plane, sums + window_plane, 0);
+          for (int64_t q = 0; q < quads; ++q) {
+            uint8_t* rows = slot->cols.data();
+            for (int64_t d = 0; d < 4; ++d) {
+              const int64_t ci = 4 * q + d;
+              if (ci < cg) qconv_pad_row(g, px + (b * g.c + grp * cg + ci) * g.h * g.w, r, pad, wp, rows + d * wp);
+              else std::fill(rows + d * wp, rows + (d + 1) * wp, flip);  // a missing channel: shifted, 0
+            }
+            uint8_t* plane4 = windows_.data() + (image * quads + q) * window_plane * 4;
+            simd::conv_s8_interleave4_avx512vnni(rows, wp, flip, wp, plane4 + r * wp * 4, sums + r * wp);
+            if (r == hp - 1) std::fill(plane4 + padded_plane * 4, plane4 + window_plane * 4, uint8_t{0});
+          }
+        }
+      });
+    }
+    if (mode == Mode::depthwise) {
       padded_.resize(static_cast<std::size_t>(g.n * g.c * padded_plane));
       execution.parallel_for(g.n * g.c, 1, threads, [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t) qconv_pad_plane(g, px + t * g.h * g.w, pad, hp, wp, padded_.data() + t * padded_plane);
@@ -273,8 +320,9 @@ class VnniConv {
     }
     const bool constant = has_constant_ && constant_.shape == w.shape() && constant_.type == w.element_type() &&
                           constant_.group == g.group;
-    if (!constant) pack_weights(w, g.group, run_);
-    const PackedWeights& weights = constant ? constant_ : run_;
+    if (!constant && mode == Mode::padded) pack_weights_windows(w, g.group, run_);
+    else if (!constant) pack_weights(w, g.group, run_);
+    const PackedWeights& weights = constant ? (mode == Mode::padded ? constant_windows_ : constant_) : run_;
     // Per output channel: alpha and the constant part of the correction (with QLinearConv's bias).
     const auto beta = static_cast<uint32_t>((x_unsigned ? 128 : 0) - o.x_zero);
     const int32_t w_shift = w.element_type() == ElementType::int8 ? -128 : 0;
@@ -318,7 +366,17 @@ class VnniConv {
                                                : mode == Mode::padded  ? ci * padded_plane + ky * g.dh * wp + kx * g.dw
                                                                        : k * block;
         }
-    const int64_t a_bytes = simd::gemm_s8_packed_a_bytes(mg, depth);
+    // Windows (padded): depth group (quad, ky, kx) of column p is the word at position p + tap offset
+    // of the quad's plane.
+    const int64_t window_groups = quads * g.kh * g.kw;
+    if (mode == Mode::padded) {
+      offsets_.resize(static_cast<std::size_t>(window_groups));
+      for (int64_t q = 0; q < quads; ++q)
+        for (int64_t ky = 0; ky < g.kh; ++ky)
+          for (int64_t kx = 0; kx < g.kw; ++kx)
+            offsets_[static_cast<std::size_t>((q * g.kh + ky) * g.kw + kx)] = (q * window_plane + ky * g.dh * wp + kx * g.dw) * 4;
+    }
+    const int64_t a_bytes = simd::gemm_s8_packed_a_bytes(mg, mode == Mode::padded ? 4 * window_groups : depth);
     execution.parallel_for(images * blocks, 1, threads, [&](int64_t begin, int64_t end) {
       ScratchSlots<Slot>::Lease slot(slots_);
       for (int64_t t = begin; t < end; ++t) {
@@ -329,7 +387,18 @@ class VnniConv {
         if (mode == Mode::pointwise) {
           src = px + (b * g.c + grp * cg) * g.h * g.w + p0;
         } else if (mode == Mode::padded) {
-          src = padded_.data() + (b * g.c + grp * cg) * padded_plane + p0;
+          // Column sums: per tap, the window of the channel sums.
+          const int32_t* sums = sums_.data() + image * window_plane + p0;
+          uint32_t* col = reinterpret_cast<uint32_t*>(slot->col_sums.data());
+          std::fill(col, col + np, 0u);
+          for (int64_t ky = 0; ky < g.kh; ++ky)
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              const int32_t* window = sums + ky * g.dh * wp + kx * g.dw;
+              for (int64_t j = 0; j < np; ++j) col[j] += static_cast<uint32_t>(window[j]);
+            }
+          simd::conv_s8_gemm_windows_avx512vnni(weights.packed.data() + grp * a_bytes, mg, window_groups,
+                                                windows_.data() + (image * quads * window_plane + p0) * 4,
+                                                offsets_.data(), np, slot->acc.data(), np);
         } else {
           qconv_im2col(g, px + (b * g.c + grp * cg) * g.h * g.w, p0, np, pad, slot->cols.data());
           src = slot->cols.data();
@@ -338,8 +407,9 @@ class VnniConv {
             rows = slot->rows.data();
           }
         }
-        simd::conv_s8_pack_b_avx512vnni(src, rows, x_unsigned ? 1 : 0, depth, np, slot->packed.data(),
-                                        slot->col_sums.data());
+        if (mode != Mode::padded)
+          simd::conv_s8_pack_b_avx512vnni(src, rows, x_unsigned ? 1 : 0, depth, np, slot->packed.data(),
+                                          slot->col_sums.data());
         const uint8_t* a = weights.packed.data() + grp * a_bytes;
         const int32_t* col_sums = slot->col_sums.data();
         if (direct) {
@@ -351,7 +421,7 @@ class VnniConv {
           continue;
         }
         int32_t* acc = slot->acc.data();
-        simd::gemm_u8s8_avx512vnni(a, mg, depth, slot->packed.data(), np, acc, np);
+        if (mode != Mode::padded) simd::gemm_u8s8_avx512vnni(a, mg, depth, slot->packed.data(), np, acc, np);
         for (int64_t i = 0; i < mg; ++i) {
           const int64_t m = m0 + i;
           const int32_t alpha = alpha_[static_cast<std::size_t>(m)], term = constant_terms_[static_cast<std::size_t>(m)];
@@ -423,7 +493,39 @@ class VnniConv {
     p.group = group;
   }
 
-  PackedWeights constant_, run_;
+  // The windows layout: depth in groups (quad of input channels, ky, kx), four channels per word
+  // (missing channels shifted to 0), as the interleaved planes hold X.
+  void pack_weights_windows(const Tensor& w, int64_t group, PackedWeights& p) {
+    const int64_t m = w.shape()[0], cg = w.shape()[1], kh = w.shape()[2], kw = w.shape()[3], mg = m / group;
+    const int64_t quads = (cg + 3) / 4, depth = quads * kh * kw * 4;
+    const int is_signed = w.element_type() == ElementType::int8 ? 1 : 0;
+    const auto* pw = static_cast<const uint8_t*>(w.raw_data());
+    reordered_.resize(static_cast<std::size_t>(m * depth));
+    for (int64_t mm = 0; mm < m; ++mm)
+      for (int64_t q = 0; q < quads; ++q)
+        for (int64_t ky = 0; ky < kh; ++ky)
+          for (int64_t kx = 0; kx < kw; ++kx)
+            for (int64_t d = 0; d < 4; ++d) {
+              const int64_t ci = 4 * q + d;
+              reordered_[static_cast<std::size_t>(mm * depth + ((q * kh + ky) * kw + kx) * 4 + d)] =
+                  ci < cg ? pw[((mm * cg + ci) * kh + ky) * kw + kx] : static_cast<uint8_t>(is_signed ? 0x80 : 0x00);
+            }
+    const int64_t bytes = simd::gemm_s8_packed_a_bytes(mg, depth);
+    p.packed.resize(static_cast<std::size_t>(group * bytes));
+    p.row_sums.resize(static_cast<std::size_t>(m));
+    for (int64_t grp = 0; grp < group; ++grp)
+      simd::gemm_s8_pack_a_avx512vnni(reordered_.data() + grp * mg * depth, depth, is_signed, mg, depth,
+                                      p.packed.data() + grp * bytes, p.row_sums.data() + grp * mg);
+    p.shape = w.shape();
+    p.type = w.element_type();
+    p.group = group;
+  }
+
+  PackedWeights constant_, constant_windows_, run_;
+  std::vector<uint8_t> reordered_;
+  std::vector<int64_t> offsets_;
+  std::vector<uint8_t> windows_;  // padded: X interleaved by four channels
+  std::vector<int32_t> sums_;
   bool has_constant_ = false;
   std::vector<int32_t> alpha_, constant_terms_, taps_;
   std::vector<int64_t> rows_;

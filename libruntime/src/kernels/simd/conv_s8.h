@@ -15,6 +15,19 @@ namespace onnx_light::runtime::kernels::simd {
 void conv_s8_pack_b_avx512vnni(const uint8_t* b, const int64_t* rows, int b_unsigned, int64_t k, int64_t n,
                                int8_t* packed, int32_t* col_sums);
 
+// Four byte rows rows[d * row_stride + j] (j < n) as n words (rows 0-3 of column j, each byte
+// XOR flip): the channel-interleaved planes conv_s8_gemm_windows_avx512vnni reads; sums[j] += the
+// signed sum of word j's four shifted bytes.
+void conv_s8_interleave4_avx512vnni(const uint8_t* rows, int64_t row_stride, uint8_t flip, int64_t n, uint8_t* out,
+                                    int32_t* sums);
+
+// gemm_u8s8_avx512vnni with B read in place: depth group g of columns [j, j + 32) is the 128 bytes
+// at b + offsets[g] + 4 * j (32 words of four shifted bytes, the packed-B panel layout), e.g. a
+// tap's window of channel-interleaved padded planes. `packed_a` packed over 4 * groups depth;
+// b must be readable up to 4 * (n rounded up to 32) bytes past every offset.
+void conv_s8_gemm_windows_avx512vnni(const uint8_t* packed_a, int64_t m, int64_t groups, const uint8_t* b,
+                                     const int64_t* offsets, int64_t n, int32_t* c, int64_t ldc);
+
 // y[j] = c[j] + constant + alpha * col_sums[j] for j < n, in int32 with wraparound (y may be c).
 void conv_s8_correct_s32_avx512vnni(const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,
                                     int32_t constant, int32_t* y);

@@ -62,7 +62,99 @@ void requantize_corrected(const int32_t* c, int64_t n, const int32_t* col_sums, 
   }
 }
 
+#define ONNX_LIGHT_DPBUSD(acc, a, b) asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b))
+
+inline __m512i broadcast_word(const uint8_t* p) {
+  int word;
+  __builtin_memcpy(&word, p, 4);
+  return _mm512_set1_epi32(word);
+}
+
+// gemm_s8_avx512vnni.cc's 6 x 32 tile with each depth group's B at its own offset (the same asm
+// product, for the same reason: GCC 12 would copy the accumulators around the intrinsic).
+void window_tile(const uint8_t* pa, int64_t groups, const uint8_t* b, const int64_t* offsets, int32_t* c, int64_t ldc,
+                 int64_t rows, int64_t n) {
+  static_assert(kGemmS8Mr == 6, "the tile below is written out for six rows");
+  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m512i c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint8_t* pb = b + offsets[g];
+    const __m512i b0 = _mm512_loadu_si512(pb);
+    const __m512i b1 = _mm512_loadu_si512(pb + 64);
+    __m512i a = broadcast_word(pa);
+    ONNX_LIGHT_DPBUSD(c00, a, b0);
+    ONNX_LIGHT_DPBUSD(c01, a, b1);
+    a = broadcast_word(pa + 4);
+    ONNX_LIGHT_DPBUSD(c10, a, b0);
+    ONNX_LIGHT_DPBUSD(c11, a, b1);
+    a = broadcast_word(pa + 8);
+    ONNX_LIGHT_DPBUSD(c20, a, b0);
+    ONNX_LIGHT_DPBUSD(c21, a, b1);
+    a = broadcast_word(pa + 12);
+    ONNX_LIGHT_DPBUSD(c30, a, b0);
+    ONNX_LIGHT_DPBUSD(c31, a, b1);
+    a = broadcast_word(pa + 16);
+    ONNX_LIGHT_DPBUSD(c40, a, b0);
+    ONNX_LIGHT_DPBUSD(c41, a, b1);
+    a = broadcast_word(pa + 20);
+    ONNX_LIGHT_DPBUSD(c50, a, b0);
+    ONNX_LIGHT_DPBUSD(c51, a, b1);
+    pa += kGemmS8Mr * 4;
+  }
+  const __mmask16 m0 = lanes16(n), m1 = lanes16(n - 16);
+  const __m512i lo[kGemmS8Mr] = {c00, c10, c20, c30, c40, c50};
+  const __m512i hi[kGemmS8Mr] = {c01, c11, c21, c31, c41, c51};
+  for (int64_t r = 0; r < rows; ++r) {
+    _mm512_mask_storeu_epi32(c + r * ldc, m0, lo[r]);
+    _mm512_mask_storeu_epi32(c + r * ldc + 16, m1, hi[r]);
+  }
+}
+
+#undef ONNX_LIGHT_DPBUSD
+
 }  // namespace
+
+void conv_s8_interleave4_avx512vnni(const uint8_t* rows, int64_t row_stride, uint8_t flip, int64_t n, uint8_t* out,
+                                    int32_t* sums) {
+  const __m256i vflip = _mm256_set1_epi8(static_cast<char>(flip));
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t j0 = 0; j0 < n; j0 += 32) {
+    const __mmask32 valid = byte_lanes(n - j0);
+    const __m256i r0 = _mm256_xor_si256(_mm256_maskz_loadu_epi8(valid, rows + j0), vflip);
+    const __m256i r1 = _mm256_xor_si256(_mm256_maskz_loadu_epi8(valid, rows + row_stride + j0), vflip);
+    const __m256i r2 = _mm256_xor_si256(_mm256_maskz_loadu_epi8(valid, rows + 2 * row_stride + j0), vflip);
+    const __m256i r3 = _mm256_xor_si256(_mm256_maskz_loadu_epi8(valid, rows + 3 * row_stride + j0), vflip);
+    const __m256i t01l = _mm256_unpacklo_epi8(r0, r1), t01h = _mm256_unpackhi_epi8(r0, r1);
+    const __m256i t23l = _mm256_unpacklo_epi8(r2, r3), t23h = _mm256_unpackhi_epi8(r2, r3);
+    const __m256i w0 = _mm256_unpacklo_epi16(t01l, t23l), w1 = _mm256_unpackhi_epi16(t01l, t23l);
+    const __m256i w2 = _mm256_unpacklo_epi16(t01h, t23h), w3 = _mm256_unpackhi_epi16(t01h, t23h);
+    const __m256i o[4] = {_mm256_permute2x128_si256(w0, w1, 0x20), _mm256_permute2x128_si256(w2, w3, 0x20),
+                          _mm256_permute2x128_si256(w0, w1, 0x31), _mm256_permute2x128_si256(w2, w3, 0x31)};
+    for (int64_t q = 0; q < 4; ++q) {
+      const int64_t count = n - j0 - 8 * q;  // columns of this quarter
+      if (count <= 0) break;
+      const __mmask8 m = lanes8(count);
+      const __mmask32 bytes = count >= 8 ? static_cast<__mmask32>(0xFFFFFFFFu) : static_cast<__mmask32>((1u << (4 * count)) - 1u);
+      _mm256_mask_storeu_epi8(out + (j0 + 8 * q) * 4, bytes, o[q]);
+      const __m256i word_sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, o[q]);
+      int32_t* s = sums + j0 + 8 * q;
+      _mm256_mask_storeu_epi32(s, m, _mm256_add_epi32(_mm256_maskz_loadu_epi32(m, s), word_sums));
+    }
+  }
+}
+
+void conv_s8_gemm_windows_avx512vnni(const uint8_t* packed_a, int64_t m, int64_t groups, const uint8_t* b,
+                                     const int64_t* offsets, int64_t n, int32_t* c, int64_t ldc) {
+  const int64_t a_panel = groups * kGemmS8Mr * 4;
+  for (int64_t q = 0; q * kGemmS8Nr < n; ++q) {
+    const int64_t j0 = q * kGemmS8Nr;
+    const int64_t cols = n - j0 < kGemmS8Nr ? n - j0 : kGemmS8Nr;
+    for (int64_t i = 0; i < m; i += kGemmS8Mr) {
+      const int64_t rows = m - i < kGemmS8Mr ? m - i : kGemmS8Mr;
+      window_tile(packed_a + (i / kGemmS8Mr) * a_panel, groups, b + j0 * 4, offsets, c + i * ldc + j0, ldc, rows, cols);
+    }
+  }
+}
 
 void conv_s8_pack_b_avx512vnni(const uint8_t* b, const int64_t* rows, int b_unsigned, int64_t k, int64_t n,
                                int8_t* packed, int32_t* col_sums) {
