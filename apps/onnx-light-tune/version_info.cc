@@ -9,6 +9,7 @@
 
 #include "onnx_light/runtime/cpu_features.h"
 #include "onnx_light/runtime/kernel_table.h"
+#include "onnx_light/runtime/runtime_scope.h"
 #include "onnx_light/tune/host.h"
 
 namespace onnx_light::cli {
@@ -56,13 +57,14 @@ std::string version_text() {
       "build type: {}\n"
       "kernel implementations: {}\n"
       "kernels: {} op types (see 'onnx-light-tune list')\n"
+      "out of scope: {}\n"
       "host: {}\n"
       "host features: {}\n"
       "host caches: L1d {}, L2 {}, L3 {}\n"
       "host cores: {} physical, {} logical; sessions default to {} thread{}\n"
       "allowed CPUs: {} (sched_getaffinity); sessions default to spin {} ({} us), affinity {}\n",
       ONNX_LIGHT_VERSION, ONNX_LIGHT_COMPILER, ONNX_LIGHT_BUILD_TYPE, implementations_label(),
-      runtime::cpu_kernel_table().op_types().size(), host.summary(),
+      runtime::cpu_kernel_table().op_types().size(), runtime::out_of_scope_summary(), host.summary(),
       host.features.empty() ? "none detected" : fmt::format("{}", fmt::join(host.features, " ")),
       bytes_label(host.l1d_cache_bytes), bytes_label(host.l2_cache_bytes), bytes_label(host.l3_cache_bytes),
       host.physical_cores, host.logical_cores, host.effective_threads, host.effective_threads == 1 ? "" : "s",

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/runtime_scope.h"
 
 namespace onnx_light::runtime {
 
@@ -47,9 +48,12 @@ KernelChoice KernelTable::choose(std::string_view domain, std::string_view op_ty
     std::set<std::string> types;
     for (const auto& d : defs_)
       if (d.op_type == op_type && d.domain == normalise_domain(domain)) types.insert(std::string(element_type_name(d.element_type)));
-    if (types.empty())
+    if (types.empty()) {
       choice.miss_reason = domain.empty() ? fmt::format("operator {} is not implemented", op_type)
                                           : fmt::format("operator {}::{} is not implemented", domain, op_type);
+      if (const std::string_view reason = out_of_scope_reason(domain, op_type); !reason.empty())
+        choice.miss_reason += fmt::format(": {}", reason);
+    }
     else
       choice.miss_reason = fmt::format("element type {} is not supported by {} (supported: {})",
                                        element_type_name(type), op_type, fmt::join(types, ", "));

@@ -25,6 +25,7 @@
 #include "onnx_light/runtime/shared_thread_pools.h"
 #include "onnx_light/runtime/thread_pool.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "onnx_light/runtime/runtime_scope.h"
 #include "denormals.h"
 #include "session_profiler.h"
 #include "subgraph.h"
@@ -522,8 +523,11 @@ void RuntimeSession::Impl::build() {
       continue;
     }
     if (!is_fixed_size(info.element_type)) {
-      problems.push_back(fmt::format("graph input '{}' has element type {}, which the runtime does not hold",
-                                     input.name(), element_type_name(info.element_type)));
+      problems.push_back(fmt::format("graph input '{}' has element type {}, which the runtime does not hold{}",
+                                     input.name(), element_type_name(info.element_type),
+                                     info.element_type == ElementType::string
+                                         ? fmt::format(" ({})", string_tensors_out_of_scope())
+                                         : std::string()));
       continue;
     }
     int id = slot(input.name());
@@ -632,7 +636,10 @@ void RuntimeSession::Impl::build() {
       // Its input's producer is already reported; still report an operator we lack entirely.
       bool is_constant_op = node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx");
       if (!is_constant_op && !table->implements(node.domain(), node.op_type()))
-        problems.push_back(fmt::format("{} (opset {}): operator {} is not implemented", label, opset, node.op_type()));
+        problems.push_back(fmt::format("{} (opset {}): operator {} is not implemented{}", label, opset, node.op_type(),
+                                       out_of_scope_reason(node.domain(), node.op_type()).empty()
+                                           ? std::string()
+                                           : fmt::format(": {}", out_of_scope_reason(node.domain(), node.op_type()))));
       continue;
     }
     if ((node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "Constant") {

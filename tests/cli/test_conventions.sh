@@ -83,6 +83,7 @@ for args in "--version" "list --version"; do
   expect_grep "$SCRATCH/out" '^build type: '
   expect_grep "$SCRATCH/out" '^kernel implementations: .*portable \([0-9]+ kernels?'
   expect_grep "$SCRATCH/out" '^kernels: [0-9]+ op types'
+  expect_grep "$SCRATCH/out" '^out of scope: string tensors \(StringNormalizer, TfIdfVectorizer, .*training operators of ai\.onnx\.preview\.training \(Adagrad, Adam, Momentum\)$'
   expect_grep "$SCRATCH/out" "^host: $(uname -m) "
   expect_grep "$SCRATCH/out" '^host features: '
   expect_grep "$SCRATCH/out" '^host caches: L1d '

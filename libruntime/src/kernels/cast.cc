@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "onnx_light/runtime/runtime_scope.h"
+
 #include "kernels/elementwise.h"
 #include "kernels/kernel_families.h"
 #include "kernels/kernel_util.h"
@@ -89,9 +91,10 @@ std::unique_ptr<Kernel> make_cast(const KernelCreateInfo& info, bool like) {
   });
   if (!kernel) {
     const auto name = element_type_name(to);
-    throw UnsupportedError(fmt::format("{}: {} to element type {} is not supported", info.node_label(),
+    throw UnsupportedError(fmt::format("{}: {} to element type {} is not supported{}", info.node_label(),
                                        like ? "input 1 (target_type): casting" : "attribute 'to': casting",
-                                       name.empty() ? std::to_string(static_cast<int>(to)) : std::string(name)));
+                                       name.empty() ? std::to_string(static_cast<int>(to)) : std::string(name),
+                                       to == ElementType::string ? fmt::format(" ({})", string_tensors_out_of_scope()) : ""));
   }
   return kernel;
 }
