@@ -177,7 +177,9 @@ class RuntimeSession {
   // Any graph, sequences and optionals included (value.h): inputs in graph-input order (none takes
   // the input's initializer default, or is an absent optional; a missing required input is an
   // InputError), outputs in graph-output order, each replaced by the result (none for an absent
-  // optional). Nothing is written in place. A sequence output's tensors are the run's own.
+  // optional). Nothing is written in place. A sequence output holds the run's own copies of the
+  // tensors its kernels inserted; a sequence passed through unchanged (Identity of an input) shares
+  // the input's tensors, which the session never writes.
   void run(std::span<const Value> inputs, std::span<Value> outputs);
 
   const std::vector<ValueInfo>& inputs() const;

@@ -7,8 +7,11 @@
 // A sequence's tensors share storage with whoever else holds them (copies are shallow, as Tensor's);
 // the runtime's sequence kernels insert copies of their inputs' tensors, never views, so a sequence
 // a run hands out never aliases a buffer the session writes later.
+// The session's memory limit (RuntimeSessionOptions::max_memory_bytes) does not count the tensors
+// sequences hold.
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
