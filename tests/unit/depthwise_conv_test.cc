@@ -382,7 +382,7 @@ void check_fixed_rows(const simd::DwconvF32Kernels& fixed, void (*row)(const sim
                       int64_t kh, int64_t kw) {
   REQUIRE(fixed.fixed);
   const int64_t stride = 130;  // input row pitch; every tap reads within it
-  std::vector<float> input(static_cast<std::size_t>((kh + 1) * stride + 8));
+  std::vector<float> input(static_cast<std::size_t>((kh + 3) * stride + 8));  // four output rows' inputs
   uint32_t state = 12345;
   auto next = [&] {
     state ^= state << 13;
@@ -391,7 +391,7 @@ void check_fixed_rows(const simd::DwconvF32Kernels& fixed, void (*row)(const sim
     return static_cast<float>(state % 20001) / 10000.0f - 1.0f;
   };
   for (float& v : input) v = next();
-  std::vector<float> weights(static_cast<std::size_t>(kh * kw)), z(256);
+  std::vector<float> weights(static_cast<std::size_t>(kh * kw)), z(512);
   for (float& v : weights) v = next();
   for (float& v : z) v = next();
   std::vector<const float*> src(static_cast<std::size_t>(kh * kw)), below(static_cast<std::size_t>(kw));
@@ -419,6 +419,25 @@ void check_fixed_rows(const simd::DwconvF32Kernels& fixed, void (*row)(const sim
         r.y = got.data();
         fixed.rows2(r, below.data(), kw, with_z ? z.data() + 100 : nullptr, got.data() + n);
         CHECK(std::memcmp(expect.data(), got.data(), static_cast<std::size_t>(2 * n) * sizeof(float)) == 0);
+        if (fixed.rows4 == nullptr) continue;
+        // Four rows at once against four single rows, each one input row further down (outputs and
+        // residual rows kStep apart, the widest n fits).
+        constexpr int64_t kStep = 128;
+        std::vector<float> expect4(static_cast<std::size_t>(4 * kStep), 7.0f), got4(expect4);
+        std::vector<const float*> shifted(src.size());
+        for (int64_t q = 0; q < 4; ++q) {
+          for (std::size_t t = 0; t < src.size(); ++t) shifted[t] = src[t] + q * stride;
+          simd::DwconvF32Row one = r;
+          one.src = shifted.data();
+          one.y = expect4.data() + q * kStep;
+          one.z = with_z ? z.data() + q * kStep : nullptr;
+          row(one);
+        }
+        simd::DwconvF32Row four = r;
+        four.y = got4.data();
+        four.z = with_z ? z.data() : nullptr;
+        fixed.rows4(four, stride, kStep);
+        CHECK(std::memcmp(expect4.data(), got4.data(), expect4.size() * sizeof(float)) == 0);
       }
 }
 

@@ -264,6 +264,7 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
   const int64_t in_plane = c.in_h * c.in_w, out_plane = c.out_h * c.out_w;
   void (*row_fn)(const simd::DwconvF32Row&) = portable_row;
   void (*rows2_fn)(const simd::DwconvF32Row&, const float* const*, int64_t, const float*, float*) = nullptr;
+  void (*rows4_fn)(const simd::DwconvF32Row&, int64_t, int64_t) = nullptr;
 #if defined(ONNX_LIGHT_X86_SIMD)
   // Only reached after the kernel table found the host able to run the ISA.
   // 3x3 takes the fixed-tap rows (same results, no per-tap pointer or weight reloads).
@@ -272,6 +273,7 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
                                                                  : simd::dwconv_f32_kernels_avx2(c.kernel_h, c.kernel_w);
     row_fn = k.row;
     rows2_fn = k.rows2;
+    rows4_fn = k.rows4;
   }
 #else
   isa = DepthwiseIsa::portable;
@@ -349,6 +351,12 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
         const int64_t offset = plane * out_plane + oy * c.out_w;
         row.y = c.y + offset;
         row.z = c.z != nullptr ? c.z + offset : nullptr;
+        if (pairs && rows4_fn != nullptr && oy + 3 < c.out_h) {
+          rows4_fn(row, l.phase_width, c.out_w);
+          if (activation_after) apply_activation(c.epilogue, row.y, 4 * c.out_w);
+          oy += 4;
+          continue;
+        }
         if (pairs && oy + 1 < c.out_h) {
           // The lower row's last input row: kernel row kernel_h - 1 of the upper row, one down.
           for (std::size_t kx = 0; kx < below.size(); ++kx) {

@@ -56,6 +56,10 @@ struct DwconvF32Kernels {
   void (*row)(const DwconvF32Row&);
   void (*rows2)(const DwconvF32Row&, const float* const*, int64_t, const float*, float*);
   bool fixed;
+  // 3x3 at vertical stride and dilation 1 (AVX-512 only, else null): four output rows, the input
+  // rows `in_step` floats apart (tap row ky of output row q at src[ky * 3 + kx] + q * in_step), the
+  // outputs and residual `out_step` apart. The same results as row.
+  void (*rows4)(const DwconvF32Row&, int64_t in_step, int64_t out_step) = nullptr;
 };
 DwconvF32Kernels dwconv_f32_kernels_avx2(int64_t kernel_h, int64_t kernel_w);
 DwconvF32Kernels dwconv_f32_kernels_avx512(int64_t kernel_h, int64_t kernel_w);
