@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -265,14 +266,7 @@ class LoopKernel final : public Kernel {
       run_with_values(execution);
       return;
     }
-    const Tensor* trip = execution.input(0);
-    const Tensor* cond_in = execution.input(1);
-    if (trip != nullptr && trip->element_count() != 1)
-      throw InputError(fmt::format("{}: M must hold one element, got {}", label_, trip->describe()));
-    if (cond_in != nullptr && cond_in->element_count() != 1)
-      throw InputError(fmt::format("{}: cond must hold one element, got {}", label_, cond_in->describe()));
-    const int64_t trips = trip != nullptr ? trip->data<int64_t>()[0] : std::numeric_limits<int64_t>::max();
-    bool cond = cond_in != nullptr ? cond_in->data<bool>()[0] : true;
+    auto [trips, cond] = loop_control(execution);
     for (std::size_t k = 0; k < carried_; ++k) {
       const Tensor* v = execution.input(k + 2);
       inputs_[k + 2] = v != nullptr ? *v : Tensor();
@@ -324,16 +318,21 @@ class LoopKernel final : public Kernel {
   }
 
  private:
-  // The same loop for a body that takes or gives sequences or optionals: values instead of tensors.
-  void run_with_values(KernelExecution& execution) {
+  // The trip count (M, or unbounded when omitted) and the first condition (cond, or true).
+  std::pair<int64_t, bool> loop_control(KernelExecution& execution) const {
     const Tensor* trip = execution.input(0);
     const Tensor* cond_in = execution.input(1);
     if (trip != nullptr && trip->element_count() != 1)
       throw InputError(fmt::format("{}: M must hold one element, got {}", label_, trip->describe()));
     if (cond_in != nullptr && cond_in->element_count() != 1)
       throw InputError(fmt::format("{}: cond must hold one element, got {}", label_, cond_in->describe()));
-    const int64_t trips = trip != nullptr ? trip->data<int64_t>()[0] : std::numeric_limits<int64_t>::max();
-    bool cond = cond_in != nullptr ? cond_in->data<bool>()[0] : true;
+    return {trip != nullptr ? trip->data<int64_t>()[0] : std::numeric_limits<int64_t>::max(),
+            cond_in != nullptr ? cond_in->data<bool>()[0] : true};
+  }
+
+  // The same loop for a body that takes or gives sequences or optionals: values instead of tensors.
+  void run_with_values(KernelExecution& execution) {
+    auto [trips, cond] = loop_control(execution);
     std::vector<Value> inputs(body_->inputs().size()), outputs(body_->outputs().size());
     for (std::size_t k = 0; k < carried_; ++k) inputs[k + 2] = flow_input_value(execution, k + 2, input_kinds_[k + 2]);
     for (std::size_t k = 0; k < outer_index_.size(); ++k)

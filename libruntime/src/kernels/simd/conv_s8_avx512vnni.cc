@@ -8,6 +8,7 @@
 
 #include "kernels/simd/conv_s8.h"
 #include "kernels/simd/gemm_s8.h"
+#include "kernels/simd/gemm_s8_tile.h"
 
 namespace onnx_light::runtime::kernels::simd {
 
@@ -17,12 +18,6 @@ inline __mmask32 byte_lanes(int64_t count) {
   if (count >= 32) return static_cast<__mmask32>(0xFFFFFFFFu);
   if (count <= 0) return 0;
   return static_cast<__mmask32>((1u << count) - 1u);
-}
-
-inline __mmask16 lanes16(int64_t count) {
-  if (count >= 16) return static_cast<__mmask16>(0xFFFF);
-  if (count <= 0) return 0;
-  return static_cast<__mmask16>((1u << count) - 1u);
 }
 
 inline __mmask8 lanes8(int64_t count) {
@@ -55,62 +50,20 @@ void requantize_corrected(const int32_t* c, int64_t n, const int32_t* col_sums, 
   const __m512i va = _mm512_set1_epi32(alpha), vc = _mm512_set1_epi32(constant);
   const __m512 vm = _mm512_set1_ps(multiplier), vz = _mm512_set1_ps(zero);
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = lanes16(n - j);
+    const __mmask16 m = s8_lanes16(n - j);
     __m512i sum = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, c + j), vc);
     sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(va, _mm512_maskz_loadu_epi32(m, col_sums + j)));
     _mm512_mask_cvtepi32_storeu_epi8(y + j, m, requantize16<kSigned>(sum, vm, vz));
   }
 }
 
-#define ONNX_LIGHT_DPBUSD(acc, a, b) asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b))
-
-inline __m512i broadcast_word(const uint8_t* p) {
-  int word;
-  __builtin_memcpy(&word, p, 4);
-  return _mm512_set1_epi32(word);
-}
-
-// gemm_s8_avx512vnni.cc's 6 x 32 tile with each depth group's B at its own offset (the same asm
-// product, for the same reason: GCC 12 would copy the accumulators around the intrinsic).
+// The GEMM's 6 x 32 tile (gemm_s8_tile.h) with each depth group's B at its own offset.
 void window_tile(const uint8_t* pa, int64_t groups, const uint8_t* b, const int64_t* offsets, int32_t* c, int64_t ldc,
                  int64_t rows, int64_t n) {
-  static_assert(kGemmS8Mr == 6, "the tile below is written out for six rows");
-  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m512i c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t g = 0; g < groups; ++g) {
-    const uint8_t* pb = b + offsets[g];
-    const __m512i b0 = _mm512_loadu_si512(pb);
-    const __m512i b1 = _mm512_loadu_si512(pb + 64);
-    __m512i a = broadcast_word(pa);
-    ONNX_LIGHT_DPBUSD(c00, a, b0);
-    ONNX_LIGHT_DPBUSD(c01, a, b1);
-    a = broadcast_word(pa + 4);
-    ONNX_LIGHT_DPBUSD(c10, a, b0);
-    ONNX_LIGHT_DPBUSD(c11, a, b1);
-    a = broadcast_word(pa + 8);
-    ONNX_LIGHT_DPBUSD(c20, a, b0);
-    ONNX_LIGHT_DPBUSD(c21, a, b1);
-    a = broadcast_word(pa + 12);
-    ONNX_LIGHT_DPBUSD(c30, a, b0);
-    ONNX_LIGHT_DPBUSD(c31, a, b1);
-    a = broadcast_word(pa + 16);
-    ONNX_LIGHT_DPBUSD(c40, a, b0);
-    ONNX_LIGHT_DPBUSD(c41, a, b1);
-    a = broadcast_word(pa + 20);
-    ONNX_LIGHT_DPBUSD(c50, a, b0);
-    ONNX_LIGHT_DPBUSD(c51, a, b1);
-    pa += kGemmS8Mr * 4;
-  }
-  const __mmask16 m0 = lanes16(n), m1 = lanes16(n - 16);
-  const __m512i lo[kGemmS8Mr] = {c00, c10, c20, c30, c40, c50};
-  const __m512i hi[kGemmS8Mr] = {c01, c11, c21, c31, c41, c51};
-  for (int64_t r = 0; r < rows; ++r) {
-    _mm512_mask_storeu_epi32(c + r * ldc, m0, lo[r]);
-    _mm512_mask_storeu_epi32(c + r * ldc + 16, m1, hi[r]);
-  }
+  __m512i lo[kGemmS8Mr], hi[kGemmS8Mr];
+  s8_tile_6x32(pa, groups, [b, offsets](int64_t g) { return reinterpret_cast<const int8_t*>(b + offsets[g]); }, lo, hi);
+  s8_store_tile(lo, hi, c, ldc, rows, n, nullptr, 0, 0);
 }
-
-#undef ONNX_LIGHT_DPBUSD
 
 }  // namespace
 
@@ -204,7 +157,7 @@ void conv_s8_correct_s32_avx512vnni(const int32_t* c, int64_t n, const int32_t* 
                                     int32_t constant, int32_t* y) {
   const __m512i va = _mm512_set1_epi32(alpha), vc = _mm512_set1_epi32(constant);
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = lanes16(n - j);
+    const __mmask16 m = s8_lanes16(n - j);
     __m512i sum = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, c + j), vc);
     sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(va, _mm512_maskz_loadu_epi32(m, col_sums + j)));
     _mm512_mask_storeu_epi32(y + j, m, sum);
@@ -249,7 +202,7 @@ void depthwise(const uint8_t* padded, int64_t padded_width, int32_t x_zero, cons
     for (int t = 0; t < kK * kK; ++t) fixed[t] = _mm512_set1_epi32(held[t]);
   for (int64_t oy = 0; oy < oh; ++oy)
     for (int64_t ox = 0; ox < ow; ox += 16) {
-      const __mmask16 m = lanes16(ow - ox);
+      const __mmask16 m = s8_lanes16(ow - ox);
       __m512i acc = start;
       if constexpr (kK != 0) {
         for (int ky = 0; ky < kK; ++ky) {

@@ -2,11 +2,11 @@
 // (gemm_s8.h), so the micro-kernel reads both as two forward streams.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/simd/gemm_s8.h"
+#include "kernels/simd/gemm_s8_tile.h"
 
 namespace onnx_light::runtime::kernels::simd {
 
@@ -17,80 +17,14 @@ int64_t depth_groups(int64_t k) { return (k + 3) / 4; }
 // Packed A bytes a row block keeps resident in L2 (1 MiB per core on AMD Zen 4/5) beside B's panel.
 constexpr int64_t kRowBlockBytes = 256 * 1024;
 
-inline __mmask16 lanes(int64_t count) {
-  if (count >= 16) return static_cast<__mmask16>(0xFFFF);
-  if (count <= 0) return 0;
-  return static_cast<__mmask16>((1u << count) - 1u);
-}
-
-// acc += dot4(a, b) per lane. Written as asm because GCC 12 copies every accumulator through a
-// spare register around _mm512_dpbusd_epi32 (two extra moves per product: half the throughput).
-// A macro, not a function: the accumulators are register variables, whose address is never taken.
-#define ONNX_LIGHT_DPBUSD(acc, a, b) asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b))
-
-// Four bytes of A broadcast to every lane, straight from memory.
-inline __m512i broadcast_word(const uint8_t* p) {
-  int word;
-  __builtin_memcpy(&word, p, 4);
-  return _mm512_set1_epi32(word);
-}
-
 // One tile: one 6-row A panel by one B panel; `rows` rows and `n` columns stored (the panel's
-// padding rows are 0, so computing them is harmless). Twelve named accumulators rather than an
-// array: with the asm above, an array would live in memory.
-// `correction` (or null) is indexed from the tile's first row and column.
+// padding rows are 0, so computing them is harmless), corrected when `correction` is given.
 void tile(const uint8_t* pa, int64_t groups, const int8_t* pb, int32_t* c, int64_t ldc, int64_t rows, int64_t n,
           const GemmS8Correction* correction, int64_t i0, int64_t j0) {
-  static_assert(kGemmS8Mr == 6, "the tile below is written out for six rows");
-  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m512i c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t g = 0; g < groups; ++g) {
-    const __m512i b0 = _mm512_loadu_si512(pb);
-    const __m512i b1 = _mm512_loadu_si512(pb + 64);
-    pb += kGemmS8Nr * 4;
-    __m512i a = broadcast_word(pa);
-    ONNX_LIGHT_DPBUSD(c00, a, b0);
-    ONNX_LIGHT_DPBUSD(c01, a, b1);
-    a = broadcast_word(pa + 4);
-    ONNX_LIGHT_DPBUSD(c10, a, b0);
-    ONNX_LIGHT_DPBUSD(c11, a, b1);
-    a = broadcast_word(pa + 8);
-    ONNX_LIGHT_DPBUSD(c20, a, b0);
-    ONNX_LIGHT_DPBUSD(c21, a, b1);
-    a = broadcast_word(pa + 12);
-    ONNX_LIGHT_DPBUSD(c30, a, b0);
-    ONNX_LIGHT_DPBUSD(c31, a, b1);
-    a = broadcast_word(pa + 16);
-    ONNX_LIGHT_DPBUSD(c40, a, b0);
-    ONNX_LIGHT_DPBUSD(c41, a, b1);
-    a = broadcast_word(pa + 20);
-    ONNX_LIGHT_DPBUSD(c50, a, b0);
-    ONNX_LIGHT_DPBUSD(c51, a, b1);
-    pa += kGemmS8Mr * 4;
-  }
-  const __mmask16 m0 = lanes(n), m1 = lanes(n - 16);
-  __m512i lo[kGemmS8Mr] = {c00, c10, c20, c30, c40, c50};
-  __m512i hi[kGemmS8Mr] = {c01, c11, c21, c31, c41, c51};
-  if (correction != nullptr) {
-    // Masked loads: the columns past n are neither read nor stored.
-    const __m512i beta0 = _mm512_maskz_loadu_epi32(m0, correction->beta + j0);
-    const __m512i beta1 = _mm512_maskz_loadu_epi32(m1, correction->beta + j0 + 16);
-    const __m512i col0 = _mm512_maskz_loadu_epi32(m0, correction->col_sums + j0);
-    const __m512i col1 = _mm512_maskz_loadu_epi32(m1, correction->col_sums + j0 + 16);
-    for (int64_t r = 0; r < rows; ++r) {
-      const __m512i term = _mm512_set1_epi32(correction->row_term[i0 + r]);
-      const __m512i alpha = _mm512_set1_epi32(correction->row_alpha[i0 + r]);
-      lo[r] = _mm512_add_epi32(_mm512_add_epi32(lo[r], _mm512_mullo_epi32(beta0, term)), _mm512_mullo_epi32(alpha, col0));
-      hi[r] = _mm512_add_epi32(_mm512_add_epi32(hi[r], _mm512_mullo_epi32(beta1, term)), _mm512_mullo_epi32(alpha, col1));
-    }
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    _mm512_mask_storeu_epi32(c + r * ldc, m0, lo[r]);
-    _mm512_mask_storeu_epi32(c + r * ldc + 16, m1, hi[r]);
-  }
+  __m512i lo[kGemmS8Mr], hi[kGemmS8Mr];
+  s8_tile_6x32(pa, groups, [pb](int64_t g) { return pb + g * kGemmS8Nr * 4; }, lo, hi);
+  s8_store_tile(lo, hi, c, ldc, rows, n, correction, i0, j0);
 }
-
-#undef ONNX_LIGHT_DPBUSD
 
 }  // namespace
 
@@ -174,7 +108,8 @@ void gemm_u8s8_avx512vnni(const uint8_t* packed_a, int64_t m, int64_t k, const i
   // Blocks of rows whose packed A (about 256 KiB) stays in L2; within a block, panel by panel of B:
   // one (k * 32 bytes) stays in L1 while the block's A panels stream past it. Without the row
   // blocks every B panel streamed all of A from L3 (1024^3: 32 passes over 1 MiB).
-  const int64_t block_rows = std::max<int64_t>(1, kRowBlockBytes / std::max<int64_t>(1, a_panel)) * kGemmS8Mr;
+  const int64_t panels_per_block = a_panel > 0 && kRowBlockBytes / a_panel > 1 ? kRowBlockBytes / a_panel : 1;
+  const int64_t block_rows = panels_per_block * kGemmS8Mr;
   for (int64_t i0 = 0; i0 < m; i0 += block_rows) {
     const int64_t i1 = m - i0 < block_rows ? m : i0 + block_rows;
     for (int64_t q = 0; q * kGemmS8Nr < n; ++q) {
@@ -196,7 +131,7 @@ void requantize(const int32_t* x, int64_t n, float multiplier, float zero, Q* y)
   const __m512 vm = _mm512_set1_ps(multiplier), vz = _mm512_set1_ps(zero);
   const __m512 lo = _mm512_set1_ps(kSigned ? -128.0f : 0.0f), hi = _mm512_set1_ps(kSigned ? 127.0f : 255.0f);
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = lanes(n - i);
+    const __mmask16 m = s8_lanes16(n - i);
     const __m512 product = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, x + i)), vm);
     const __m512 r = _mm512_add_ps(_mm512_roundscale_ps(product, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
     // MAXPS returns its second operand for a NaN first one: NaN saturates low, as in the portable code.
