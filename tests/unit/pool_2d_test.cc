@@ -20,6 +20,7 @@
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/session.h"
 #include "onnx_light/runtime/tuning_registry.h"
+#include "implementation_tables.h"
 #include "parallel_registry.h"
 #include "test_models.h"
 
@@ -195,4 +196,78 @@ TEST_CASE("pool_2d_float16_is_identical_across_threads") {
     const std::vector<Tensor> three = run_pool(c, "float16", x, 3, registry.get());
     for (std::size_t k = 0; k < one.size(); ++k) CHECK(same_pool_bits(three[k], one[k]));
   }
+}
+
+namespace {
+
+bool is_pool_f32(const KernelDef& def) {
+  return (def.op_type == "MaxPool" || def.op_type == "AveragePool") && def.element_type == ElementType::float32;
+}
+
+// Y only (no Indices: the interior columns run through the SIMD rows), with the kernel table
+// narrowed to one implementation; the variant the node reported comes back in `variant`.
+Tensor run_pool_only_y(const PoolCase& c, const Tensor& x, const std::string& implementation, int threads,
+                       TuningRegistry* registry, std::string& variant) {
+  const std::string text = fmt::format(
+      "<ir_version: 8, opset_import: [\"\" : 12]>\ng (float[{}] x) => (float[] y) {{ y = {} <{}> (x) }}",
+      fmt::join(c.x, ", "), c.max ? "MaxPool" : "AveragePool", attributes(c));
+  RuntimeSessionOptions options;
+  options.parameters = RuntimeParameters(threads);
+  options.registry = registry;
+  options.kernels = &test::table_with_only("pool_f32", is_pool_f32, implementation);
+  options.profile = true;
+  RuntimeSession session(test::parse(text), options);
+  RuntimeContext context;
+  context.set("x", x);
+  session.run(context);
+  REQUIRE(session.resolved_tuning().size() == 1);
+  CHECK(session.resolved_tuning()[0].key.implementation == implementation);
+  variant = session.profile().nodes.at(0).implementation;
+  return context.get("y");
+}
+
+}  // namespace
+
+TEST_CASE("pool_2d_avx512_rows_are_bit_identical_to_portable_with_nan_and_signed_zeros") {
+  if (!test::host_runs("pooling float32", is_pool_f32, "avx512")) return;
+  auto registry = pool_parallel_registry();
+  std::vector<PoolCase> cases = pool_cases();
+  // Interior spans past one and two vectors at strides 1, 2 (2 and 3 taps: the shared loads) and 3.
+  cases.push_back({"maxpool_3x3_s2_pad1_wide", true, {1, 3, 21, 113}, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}});
+  cases.push_back({"avgpool_2x2_s2_wide_n_gt_16", false, {1, 2, 6, 70}, 2, 2, 2, 2});
+  cases.push_back({"maxpool_2x2_s2_odd_width_tail", true, {1, 2, 6, 67}, 2, 2, 2, 2});
+  cases.push_back({"avgpool_3x3_s2_pad1_include_pad_wide", false, {1, 2, 9, 99}, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, false, true});
+  cases.push_back({"maxpool_3x3_s3_gather", true, {1, 2, 9, 100}, 3, 3, 3, 3});
+  cases.push_back({"maxpool_3x3_s1_wide", true, {1, 2, 5, 50}, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}});
+  for (const PoolCase& c : cases) {
+    CAPTURE(c.name);
+    Tensor x = random_tensor(ElementType::float32, c.x, 23).clone();
+    // NaNs and zeros of both signs where windows meet them first, last and in between.
+    float* v = x.data<float>();
+    for (int64_t i = 0; i < x.element_count(); i += 7) v[i] = i % 3 == 0 ? -0.0f : 0.0f;
+    for (int64_t i = 5; i < x.element_count(); i += 29) v[i] = std::numeric_limits<float>::quiet_NaN();
+    std::string simd_variant, portable_variant;
+    const Tensor simd = run_pool_only_y(c, x, "avx512", 1, registry.get(), simd_variant);
+    const Tensor portable = run_pool_only_y(c, x, "portable", 1, registry.get(), portable_variant);
+    CHECK(same_pool_bits(simd, portable));
+    std::string threaded_variant;
+    CHECK(same_pool_bits(run_pool_only_y(c, x, "avx512", 3, registry.get(), threaded_variant), simd));
+    // What ran is named: the SIMD rows wherever a window lies inside the input.
+    CHECK(simd_variant == "avx512");
+  }
+}
+
+TEST_CASE("pool_2d_avx512_names_portable_when_indices_keep_it_on_the_window_loop") {
+  if (!test::host_runs("pooling float32", is_pool_f32, "avx512")) return;
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 12]>\n"
+      "g (float[1, 2, 8, 40] x) => (float[] y, int64[] i) { y, i = MaxPool <kernel_shape = [3, 3], strides = [2, 2]> (x) }";
+  RuntimeSessionOptions options;
+  options.kernels = &test::table_with_only("pool_f32", is_pool_f32, "avx512");
+  options.profile = true;
+  RuntimeSession session(test::parse(text), options);
+  RuntimeContext context;
+  context.set("x", random_tensor(ElementType::float32, {1, 2, 8, 40}, 3));
+  session.run(context);
+  CHECK(session.profile().nodes.at(0).implementation == "portable");
 }

@@ -24,6 +24,7 @@
 #include "kernels/kernel_util.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/spatial_attributes.h"
+#include "kernels/simd/pool_f32.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
@@ -879,10 +880,14 @@ struct PoolAxis {
   }
 };
 
+// The interior columns' SIMD row (simd/pool_f32.h) of a float32 implementation, or null.
+using PoolF32RowFunction = void (*)(const simd::PoolF32Row&);
+
 template <typename T, bool kMax>
 class PoolKernel final : public ThresholdKernel {
  public:
-  explicit PoolKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements), attrs_(info) {
+  explicit PoolKernel(const KernelCreateInfo& info, PoolF32RowFunction simd_row = nullptr)
+      : ThresholdKernel(kDefaultMinimumElements), attrs_(info), simd_row_(simd_row) {
     if (kMax) {
       check_attributes(info, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
       column_major_ = info.int_attribute("storage_order", 0) != 0;
@@ -894,7 +899,12 @@ class PoolKernel final : public ThresholdKernel {
       throw ModelError(fmt::format("{}: attribute 'kernel_shape' is required", info.node_label()));
   }
 
+  // A SIMD implementation names the portable loop when no interior column ran through its rows
+  // (Indices requested, not 2-D, or windows that all reach into the pads).
+  std::string_view variant() const override { return simd_row_ != nullptr && !simd_ran_ ? "portable" : ""; }
+
   void run(KernelExecution& execution) override {
+    simd_ran_ = false;
     const Tensor& x = execution.required_input(0);
     const Geometry g = resolve(attrs_, x.shape(), attrs_.kernel_shape, execution.label());
     Shape& out_shape = out_shape_;
@@ -980,6 +990,14 @@ class PoolKernel final : public ThresholdKernel {
     for (std::size_t i = 0; i < acc_.size(); ++i) acc_[i].resize(static_cast<std::size_t>(g.out[1]));
     const int64_t out_h = g.out[0], out_w = g.out[1], in_w = g.in[1];
     const int64_t sx = g.stride[1], dy = g.dilation[0], dx = g.dilation[1];
+    // The SIMD rows take the interior columns where there are any (and no Indices).
+    PoolF32RowFunction simd_row = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      if (indices == nullptr && cols.interior_begin < cols.interior_end)
+        for (std::size_t r = 0; r < rows.first.size() && simd_row == nullptr; ++r)
+          if (rows.last[r] > rows.first[r]) simd_row = simd_row_;
+    }
+    simd_ran_ = simd_row != nullptr && lines > 0;
     execution.parallel_for(lines, 1, threads, [&](int64_t begin, int64_t end) {
       typename ScratchSlots<std::vector<C>>::Lease slot(acc_);
       std::vector<C>& acc = *slot;
@@ -992,7 +1010,14 @@ class PoolKernel final : public ThresholdKernel {
         // Interior columns, tap-major (only without Indices and with a non-empty window).
         int64_t ib = cols.interior_begin, ie = cols.interior_end;
         if (indices != nullptr || ky1 <= ky0) ib = ie = 0;
-        if (ib < ie) {
+        if (ib < ie && simd_row != nullptr) {
+          if constexpr (std::is_same_v<T, float>) {
+            const float divisor =
+                static_cast<float>(count_include_pad_ ? rows.padded[r] * g.kernel[1] : (ky1 - ky0) * g.kernel[1]);
+            simd_row(simd::PoolF32Row{p + (iy0 + ky0 * dy) * in_w + cols.start[static_cast<std::size_t>(ib)], ky1 - ky0,
+                                      dy * in_w, g.kernel[1], dx, sx, ie - ib, o + ib, kMax, divisor});
+          }
+        } else if (ib < ie) {
           bool first_tap = true;
           for (int64_t ky = ky0; ky < ky1; ++ky) {
             const T* row = p + (iy0 + ky * dy) * in_w;
@@ -1077,6 +1102,8 @@ class PoolKernel final : public ThresholdKernel {
   PoolAxis rows_, cols_;
   Shape out_shape_;
   ScratchSlots<std::vector<compute_t<T>>> acc_;
+  PoolF32RowFunction simd_row_ = nullptr;
+  bool simd_ran_ = false;  // the last run's interior columns went through simd_row_
 };
 
 // Calibration: 3x3 windows, stride 1, pads 1 over [1, c, 16, 16]; the threshold counts output
@@ -1161,6 +1188,33 @@ void register_conv_pool_kernels(KernelTable& table) {
     fused.calibration_workload = fused_conv_workload();
     table.add(std::move(fused));
   }
+#if defined(ONNX_LIGHT_X86_SIMD)
+  {
+    // Pooling float32 on AVX-512 ahead of the portable loop: the same windows and edge columns, the
+    // interior columns 16 outputs at a time (simd/pool_f32.h), bit-identical results.
+    constexpr ElementType type = ElementType::float32;
+    KernelDef average = make_def("AveragePool", {1}, type,
+                                 parallel_threshold_schema(elementwise_key("AveragePool", type, 1, "avx512"),
+                                                           kDefaultMinimumElements));
+    average.implementation = "avx512";
+    average.unavailable_reason = needs_avx512;
+    average.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<PoolKernel<float, false>>(info, simd::pool_f32_row_avx512);
+    };
+    average.calibration_workload = pool_workload("AveragePool", type);
+    table.add(std::move(average));
+    KernelDef max = make_def("MaxPool", {1}, type,
+                             parallel_threshold_schema(elementwise_key("MaxPool", type, 1, "avx512"), kDefaultMinimumElements));
+    max.implementation = "avx512";
+    max.unavailable_reason = needs_avx512;
+    max.create = [](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<PoolKernel<float, true>>(info, simd::pool_f32_row_avx512);
+    };
+    max.output_types = [](const KernelCreateInfo&) { return std::vector<ElementType>{type, ElementType::int64}; };
+    max.calibration_workload = pool_workload("MaxPool", type);
+    table.add(std::move(max));
+  }
+#endif
   for_each_type<float, double, Float16>([&](auto t) {
     using T = decltype(t);
     constexpr ElementType type = ElementTraits<T>::type;
