@@ -162,7 +162,9 @@ TEST_CASE("sequence_positions_may_be_negative_and_insert_may_append") {
   CHECK(values<int64_t>(run(0, -3).at("n")) == std::vector<int64_t>{3});
   CHECK(run(0, -3).at("y").shape() == Shape{3});
   // Out of range, both ways, for insert ([-2, 2]) and for reading ([-3, 2]).
-  for (auto [p, q] : {std::pair<int64_t, int64_t>{3, 0}, {-3, 0}, {0, 3}, {0, -4}}) {
+  // Plain variables, not a structured binding: CAPTURE's lambda cannot capture one in clang 14.
+  for (const auto& positions : {std::pair<int64_t, int64_t>{3, 0}, {-3, 0}, {0, 3}, {0, -4}}) {
+    const int64_t p = positions.first, q = positions.second;
     CAPTURE(p);
     CAPTURE(q);
     CHECK_THROWS_AS(run(p, q), InputError);
