@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -195,6 +196,17 @@ class IfKernel final : public Kernel {
   std::string_view taken_;
 };
 
+// The `body` graph attribute of a Loop, Scan or SequenceMap node, which needs the enclosing
+// session (info.subgraphs) to build it; throws naming the node when either is missing.
+const onnx::AttributeProto* body_attribute(const KernelCreateInfo& info, std::string_view op, const std::string& label) {
+  if (info.subgraphs == nullptr)
+    throw UnsupportedError(fmt::format("{}: {} needs the enclosing session to build its body", label, op));
+  const onnx::AttributeProto* attribute = info.attribute("body");
+  if (attribute == nullptr || !attribute->has_g())
+    throw ModelError(fmt::format("{}: attribute 'body' (a graph) is missing", label));
+  return attribute;
+}
+
 // Loop: the body session's inputs are (iteration_num, cond, N loop-carried values, the outer
 // values it reads); its outputs (cond, N loop-carried values, K scan outputs). Loop-carried values
 // move from one iteration's outputs to the next one's inputs without a copy; scan outputs are
@@ -202,11 +214,7 @@ class IfKernel final : public Kernel {
 class LoopKernel final : public Kernel {
  public:
   explicit LoopKernel(const KernelCreateInfo& info) : label_(info.node_label()) {
-    if (info.subgraphs == nullptr)
-      throw UnsupportedError(fmt::format("{}: Loop needs the enclosing session to build its body", label_));
-    const onnx::AttributeProto* attribute = info.attribute("body");
-    if (attribute == nullptr || !attribute->has_g())
-      throw ModelError(fmt::format("{}: attribute 'body' (a graph) is missing", label_));
+    const onnx::AttributeProto* attribute = body_attribute(info, "Loop", label_);
     const std::size_t explicit_count = static_cast<std::size_t>(info.node.input_size());
     if (explicit_count < 2) throw ModelError(fmt::format("{}: Loop takes M, cond and the loop-carried values", label_));
     carried_ = explicit_count - 2;
@@ -389,11 +397,7 @@ class LoopKernel final : public Kernel {
 class ScanKernel final : public Kernel {
  public:
   explicit ScanKernel(const KernelCreateInfo& info) : label_(info.node_label()), batched_(info.opset < 9) {
-    if (info.subgraphs == nullptr)
-      throw UnsupportedError(fmt::format("{}: Scan needs the enclosing session to build its body", label_));
-    const onnx::AttributeProto* attribute = info.attribute("body");
-    if (attribute == nullptr || !attribute->has_g())
-      throw ModelError(fmt::format("{}: attribute 'body' (a graph) is missing", label_));
+    const onnx::AttributeProto* attribute = body_attribute(info, "Scan", label_);
     if (!info.has_attribute("num_scan_inputs"))
       throw ModelError(fmt::format("{}: attribute 'num_scan_inputs' is required", label_));
     const int64_t m = info.int_attribute("num_scan_inputs", 0);
@@ -661,11 +665,7 @@ class ScanKernel final : public Kernel {
 class SequenceMapKernel final : public Kernel {
  public:
   explicit SequenceMapKernel(const KernelCreateInfo& info) : label_(info.node_label()) {
-    if (info.subgraphs == nullptr)
-      throw UnsupportedError(fmt::format("{}: SequenceMap needs the enclosing session to build its body", label_));
-    const onnx::AttributeProto* attribute = info.attribute("body");
-    if (attribute == nullptr || !attribute->has_g())
-      throw ModelError(fmt::format("{}: attribute 'body' (a graph) is missing", label_));
+    const onnx::AttributeProto* attribute = body_attribute(info, "SequenceMap", label_);
     explicit_ = static_cast<std::size_t>(info.node.input_size());
     if (explicit_ < 1 || info.input_kind(0) != ValueKind::sequence)
       throw ModelError(fmt::format("{}: input 0 (input_sequence) must be a sequence", label_));
