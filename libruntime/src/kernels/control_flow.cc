@@ -283,8 +283,7 @@ class LoopKernel final : public Kernel {
       const Tensor* v = execution.input(outer_index_[k]);
       inputs_[carried_ + 2 + k] = v != nullptr ? *v : Tensor();
     }
-    std::vector<std::vector<std::byte>> scanned(scans_);
-    std::vector<Shape> scan_shapes(scans_);
+    ScanOutputs scanned(label_, scans_);
     int64_t iterations = 0;
     for (; iterations < trips && cond; ++iterations) {
       // A body that passes iteration_num or cond straight through hands out these very tensors:
@@ -299,33 +298,51 @@ class LoopKernel final : public Kernel {
         throw InputError(fmt::format("{}: the body's cond output must be one bool, got {}", label_, cond_out.describe()));
       cond = cond_out.data<bool>()[0];
       for (std::size_t k = 0; k < carried_; ++k) inputs_[k + 2] = std::move(outputs_[k + 1]);
-      for (std::size_t k = 0; k < scans_; ++k) {
-        const Tensor& s = outputs_[1 + carried_ + k];
-        if (iterations == 0) scan_shapes[k] = s.shape();
-        else if (s.shape() != scan_shapes[k])
-          throw InputError(fmt::format("{}: scan output {} is {} in iteration {} but had shape [{}] before", label_, k,
-                                       s.describe(), iterations, fmt::join(scan_shapes[k], ", ")));
-        const auto* bytes = static_cast<const std::byte*>(s.raw_data());
-        scanned[k].insert(scanned[k].end(), bytes, bytes + s.byte_size());
-      }
+      for (std::size_t k = 0; k < scans_; ++k) scanned.append(k, outputs_[1 + carried_ + k], iterations);
     }
     for (std::size_t k = 0; k < carried_; ++k) {
       const Tensor& v = inputs_[k + 2];
       Tensor& out = execution.output_for_overwrite(k, v.element_type(), v.shape());
       if (v.byte_size() > 0) std::memcpy(out.raw_data(), v.raw_data(), v.byte_size());
     }
-    for (std::size_t k = 0; k < scans_; ++k) {
-      Shape shape{iterations};
-      shape.insert(shape.end(), scan_shapes[k].begin(), scan_shapes[k].end());
-      Tensor& out = execution.output_for_overwrite(carried_ + k, types_[carried_ + k], shape);
-      if (!scanned[k].empty()) std::memcpy(out.raw_data(), scanned[k].data(), scanned[k].size());
-    }
+    scanned.write(execution, carried_, types_, iterations);
     // Borrowed values go back to their owners.
     for (std::size_t k = 2; k < inputs_.size(); ++k) inputs_[k] = Tensor();
     for (auto& t : outputs_) t = Tensor();
   }
 
  private:
+  // Loop's scan outputs: each iteration's value appended, all of the same shape, stacked on a new
+  // leading axis when the loop ends.
+  class ScanOutputs {
+   public:
+    ScanOutputs(const std::string& label, std::size_t count) : label_(label), bytes_(count), shapes_(count) {}
+
+    void append(std::size_t k, const Tensor& s, int64_t iteration) {
+      if (iteration == 0) shapes_[k] = s.shape();
+      else if (s.shape() != shapes_[k])
+        throw InputError(fmt::format("{}: scan output {} is {} in iteration {} but had shape [{}] before", label_, k,
+                                     s.describe(), iteration, fmt::join(shapes_[k], ", ")));
+      const auto* bytes = static_cast<const std::byte*>(s.raw_data());
+      bytes_[k].insert(bytes_[k].end(), bytes, bytes + s.byte_size());
+    }
+
+    void write(KernelExecution& execution, std::size_t first_output, const std::vector<ElementType>& types,
+               int64_t iterations) const {
+      for (std::size_t k = 0; k < bytes_.size(); ++k) {
+        Shape shape{iterations};
+        shape.insert(shape.end(), shapes_[k].begin(), shapes_[k].end());
+        Tensor& out = execution.output_for_overwrite(first_output + k, types[first_output + k], shape);
+        if (!bytes_[k].empty()) std::memcpy(out.raw_data(), bytes_[k].data(), bytes_[k].size());
+      }
+    }
+
+   private:
+    const std::string& label_;
+    std::vector<std::vector<std::byte>> bytes_;
+    std::vector<Shape> shapes_;
+  };
+
   // The trip count (M, or unbounded when omitted) and the first condition (cond, or true).
   std::pair<int64_t, bool> loop_control(KernelExecution& execution) const {
     const Tensor* trip = execution.input(0);
@@ -345,8 +362,7 @@ class LoopKernel final : public Kernel {
     for (std::size_t k = 0; k < carried_; ++k) inputs[k + 2] = flow_input_value(execution, k + 2, input_kinds_[k + 2]);
     for (std::size_t k = 0; k < outer_index_.size(); ++k)
       inputs[carried_ + 2 + k] = flow_input_value(execution, outer_index_[k], outer_kinds_[k]);
-    std::vector<std::vector<std::byte>> scanned(scans_);
-    std::vector<Shape> scan_shapes(scans_);
+    ScanOutputs scanned(label_, scans_);
     int64_t iterations = 0;
     for (; iterations < trips && cond; ++iterations) {
       Tensor number(ElementType::int64, Shape{}), flag(ElementType::boolean, Shape{});
@@ -360,23 +376,10 @@ class LoopKernel final : public Kernel {
         throw InputError(fmt::format("{}: the body's cond output must be one bool, got {}", label_, outputs[0].describe()));
       cond = outputs[0].tensor().data<bool>()[0];
       for (std::size_t k = 0; k < carried_; ++k) inputs[k + 2] = std::move(outputs[k + 1]);
-      for (std::size_t k = 0; k < scans_; ++k) {
-        const Tensor& s = outputs[1 + carried_ + k].tensor();
-        if (iterations == 0) scan_shapes[k] = s.shape();
-        else if (s.shape() != scan_shapes[k])
-          throw InputError(fmt::format("{}: scan output {} is {} in iteration {} but had shape [{}] before", label_, k,
-                                       s.describe(), iterations, fmt::join(scan_shapes[k], ", ")));
-        const auto* bytes = static_cast<const std::byte*>(s.raw_data());
-        scanned[k].insert(scanned[k].end(), bytes, bytes + s.byte_size());
-      }
+      for (std::size_t k = 0; k < scans_; ++k) scanned.append(k, outputs[1 + carried_ + k].tensor(), iterations);
     }
     for (std::size_t k = 0; k < carried_; ++k) flow_output_value(execution, k, kinds_[k], inputs[k + 2]);
-    for (std::size_t k = 0; k < scans_; ++k) {
-      Shape shape{iterations};
-      shape.insert(shape.end(), scan_shapes[k].begin(), scan_shapes[k].end());
-      Tensor& out = execution.output_for_overwrite(carried_ + k, types_[carried_ + k], shape);
-      if (!scanned[k].empty()) std::memcpy(out.raw_data(), scanned[k].data(), scanned[k].size());
-    }
+    scanned.write(execution, carried_, types_, iterations);
   }
 
   std::string label_;

@@ -5,6 +5,7 @@
 
 #include "kernels/simd/activation_f32.h"
 #include "kernels/simd/conv_f32_direct.h"
+#include "kernels/simd/tap_fma_chains.h"
 
 namespace onnx_light::runtime::kernels::simd {
 namespace {
@@ -14,17 +15,11 @@ namespace {
 template <typename Ops, int G>
 inline void conv_direct_pixels(const ConvF32DirectBlock& b, const float* origin, typename Ops::V bias,
                                typename Ops::V* tile) {
-  using V = typename Ops::V;
-  constexpr int64_t L = Ops::width;
-  V acc[G];
-#pragma GCC unroll 16
-  for (int g = 0; g < G; ++g) acc[g] = Ops::zero();
-  for (int64_t t = 0; t < b.taps; ++t) {
-    const V k = Ops::load(b.weights + t * L);
-    const float* p = origin + b.tap_offsets[t];
-#pragma GCC unroll 16
-    for (int g = 0; g < G; ++g) acc[g] = Ops::fma(Ops::set1(p[g * b.stride_w]), k, acc[g]);
-  }
+  typename Ops::V acc[G];
+  const int64_t stride = b.stride_w;
+  tap_fma_chains<Ops, G>(
+      b.weights, b.tap_offsets, b.taps,
+      [origin, stride](int g, int64_t offset) { return Ops::set1(origin[offset + g * stride]); }, acc);
 #pragma GCC unroll 16
   for (int g = 0; g < G; ++g) tile[g] = Ops::add(acc[g], bias);
 }

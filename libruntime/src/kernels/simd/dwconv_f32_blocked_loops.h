@@ -6,6 +6,7 @@
 
 #include "kernels/simd/activation_f32.h"
 #include "kernels/simd/dwconv_f32_blocked.h"
+#include "kernels/simd/tap_fma_chains.h"
 
 namespace onnx_light::runtime::kernels::simd {
 namespace {
@@ -90,17 +91,10 @@ void dwconv_to_blocked(const float* const* planes, int64_t valid, int64_t h, int
 template <typename Ops, int G, int kActivation, bool kAffine>
 inline void dwconv_block_group(const DwconvF32Block& b, const float* const* origin, int64_t count, float* y,
                                typename Ops::V bias) {
-  using V = typename Ops::V;
   constexpr int64_t L = Ops::width;
-  V acc[G];
-#pragma GCC unroll 16
-  for (int g = 0; g < G; ++g) acc[g] = Ops::zero();
-  for (int64_t t = 0; t < b.taps; ++t) {
-    const V k = Ops::load(b.weights + t * L);
-    const int64_t offset = b.tap_offsets[t];
-#pragma GCC unroll 16
-    for (int g = 0; g < G; ++g) acc[g] = Ops::fma(Ops::load(origin[g] + offset), k, acc[g]);
-  }
+  typename Ops::V acc[G];
+  tap_fma_chains<Ops, G>(
+      b.weights, b.tap_offsets, b.taps, [origin](int g, int64_t offset) { return Ops::load(origin[g] + offset); }, acc);
 #pragma GCC unroll 16
   for (int g = 0; g < G; ++g)
     if (g < count)
@@ -110,18 +104,12 @@ inline void dwconv_block_group(const DwconvF32Block& b, const float* const* orig
 // G output pixels of one row: each tap's weight vector loaded once for G independent FMA chains.
 template <typename Ops, int G, int kActivation, bool kAffine>
 inline void dwconv_block_pixels(const DwconvF32Block& b, const float* origin, float* y, typename Ops::V bias) {
-  using V = typename Ops::V;
   constexpr int64_t L = Ops::width;
   const int64_t step = b.stride_w * L;
-  V acc[G];
-#pragma GCC unroll 16
-  for (int g = 0; g < G; ++g) acc[g] = Ops::zero();
-  for (int64_t t = 0; t < b.taps; ++t) {
-    const V k = Ops::load(b.weights + t * L);
-    const float* p = origin + b.tap_offsets[t];
-#pragma GCC unroll 16
-    for (int g = 0; g < G; ++g) acc[g] = Ops::fma(Ops::load(p + g * step), k, acc[g]);
-  }
+  typename Ops::V acc[G];
+  tap_fma_chains<Ops, G>(
+      b.weights, b.tap_offsets, b.taps,
+      [origin, step](int g, int64_t offset) { return Ops::load(origin + offset + g * step); }, acc);
 #pragma GCC unroll 16
   for (int g = 0; g < G; ++g)
     Ops::store(y + g * L, dwconv_blocked_epilogue_fixed<Ops, kActivation, kAffine>(b.epilogue, Ops::add(acc[g], bias)));
