@@ -25,4 +25,11 @@ inline std::string needs_avx512_vnni(const CpuFeatures& f) {
   return f.avx512vnni ? std::string() : "needs avx512vnni";
 }
 
+// "avxvnni" integer kernels use the VEX-encoded 256-bit vpdpbusd/vpdpwssd (AVX-VNNI, Alder Lake and
+// later, Zen 5) with AVX2 and FMA3, and no AVX-512 instruction; the table prefers "avx512vnni".
+inline std::string needs_avx_vnni(const CpuFeatures& f) {
+  if (!needs_avx2_fma(f).empty()) return needs_avx2_fma(f);
+  return f.avxvnni ? std::string() : "needs avxvnni";
+}
+
 }  // namespace onnx_light::runtime::kernels

@@ -1,6 +1,7 @@
 // Linear quantization (the QDQ and QOperator formats quantization tools write): QuantizeLinear,
 // DequantizeLinear, DynamicQuantizeLinear, MatMulInteger and QLinearMatMul, portable reference
-// kernels; MatMulInteger and QLinearMatMul also as "avx512vnni" (int8 dot products). Rounding is to nearest with ties to even (std::nearbyint in the default rounding mode)
+// kernels; MatMulInteger and QLinearMatMul also as "avx512vnni" and "avxvnni" (int8 dot products on
+// 512-bit or 256-bit registers). Rounding is to nearest with ties to even (std::nearbyint in the default rounding mode)
 // and results saturate to the output type's range. Integer products accumulate in int32 exactly,
 // so any faster implementation must match these bit for bit.
 #include <algorithm>
@@ -230,20 +231,32 @@ void reference_integer_product(const Tensor& a, const Tensor& b, const IntegerMa
   }
 }
 
-enum class IntegerImpl { portable, avx512vnni };
+// In preference order: the table takes the first one the host runs.
+enum class IntegerImpl { avx512vnni, avxvnni, portable };
 
-constexpr const char* impl_name(IntegerImpl impl) { return impl == IntegerImpl::avx512vnni ? "avx512vnni" : "portable"; }
+constexpr const char* impl_name(IntegerImpl impl) {
+  return impl == IntegerImpl::avx512vnni ? "avx512vnni" : impl == IntegerImpl::avxvnni ? "avxvnni" : "portable";
+}
 
 #if defined(ONNX_LIGHT_X86_SIMD)
-// The same product on AVX-512 VNNI (simd/gemm_s8.h), bit for bit: vpdpbusd sums a'(i, k) b'(k, j)
+// The GEMM functions of a VNNI implementation; nullptr for the portable one.
+constexpr const simd::GemmS8Functions* gemm_s8_functions(IntegerImpl impl) {
+  return impl == IntegerImpl::avx512vnni ? &simd::kGemmS8Avx512Vnni
+         : impl == IntegerImpl::avxvnni  ? &simd::kGemmS8AvxVnni
+                                         : nullptr;
+}
+
+// The same product on AVX-512 VNNI or AVX-VNNI (simd/gemm_s8.h), bit for bit: vpdpbusd sums a'(i, k) b'(k, j)
 // of the shifted operands, and the shifts and zero points come off afterwards,
 //   sum_k (a' + alpha_i)(b' + beta_j) = raw + beta_j * rowsum(A')_i + alpha_i * colsum(B')_j + K alpha_i beta_j
 // with alpha_i = shift(A) - a_zero_i, beta_j = shift(B) - b_zero_j, in int32 with wraparound like
 // the reference's accumulation. B is packed once at creation when it is a constant 2-D weight.
 class VnniIntegerProduct {
  public:
-  // b_input: B's index among the node's inputs (MatMulInteger 1, QLinearMatMul 3).
-  VnniIntegerProduct(const KernelCreateInfo& info, std::size_t b_input) {
+  // b_input: B's index among the node's inputs (MatMulInteger 1, QLinearMatMul 3); `isa`: the
+  // implementation's functions (nullptr: the portable kernel, which never runs this).
+  VnniIntegerProduct(const KernelCreateInfo& info, std::size_t b_input, const simd::GemmS8Functions* isa) : isa_(isa) {
+    if (isa_ == nullptr) return;
     const Tensor* b = info.constant_inputs.size() > b_input ? info.constant_inputs[b_input] : nullptr;
     if (b == nullptr || b->rank() != 2 || b->element_count() == 0) return;
     if (b->element_type() != ElementType::uint8 && b->element_type() != ElementType::int8) return;
@@ -284,7 +297,7 @@ class VnniIntegerProduct {
         const int64_t i0 = begin * simd::kGemmS8Mr;
         const int64_t i1 = std::min(m, end * simd::kGemmS8Mr);
         uint8_t* block_a = packed_a_.data() + begin * a_panel_bytes;
-        simd::gemm_s8_pack_a_avx512vnni(at + i0 * k, k, a_signed ? 1 : 0, i1 - i0, k, block_a, row_sums_.data() + i0);
+        isa_->pack_a(at + i0 * k, k, a_signed ? 1 : 0, i1 - i0, k, block_a, row_sums_.data() + i0);
         // beta_j * rowsum_i + alpha_i * colsum_j + k * alpha_i * beta_j, with the terms of row i
         // gathered (wraparound in uint32 is the reference's int32 wraparound): added as each tile
         // is stored (a separate pass over C was 9% of 1024^3).
@@ -295,20 +308,21 @@ class VnniIntegerProduct {
           row_alphas_[static_cast<std::size_t>(i)] = static_cast<int32_t>(alpha);
         }
         const simd::GemmS8Correction correction{row_terms_.data() + i0, row_alphas_.data() + i0, beta_.data(), col_sums};
-        simd::gemm_u8s8_avx512vnni(block_a, i1 - i0, k, packed, n, ct + i0 * n, n, &correction);
+        isa_->gemm(block_a, i1 - i0, k, packed, n, ct + i0 * n, n, &correction);
       });
     }
   }
 
  private:
-  static void pack(const Tensor& b, int64_t offset, int64_t k, int64_t n, std::vector<int8_t>& packed,
-                   std::vector<int32_t>& col_sums) {
+  void pack(const Tensor& b, int64_t offset, int64_t k, int64_t n, std::vector<int8_t>& packed,
+            std::vector<int32_t>& col_sums) const {
     packed.resize(static_cast<std::size_t>(simd::gemm_s8_packed_b_bytes(k, n)));
     col_sums.resize(static_cast<std::size_t>(n));
-    simd::gemm_s8_pack_b_avx512vnni(static_cast<const uint8_t*>(b.raw_data()) + offset, n,
-                                    b.element_type() == ElementType::uint8 ? 1 : 0, k, n, packed.data(), col_sums.data());
+    isa_->pack_b(static_cast<const uint8_t*>(b.raw_data()) + offset, n, b.element_type() == ElementType::uint8 ? 1 : 0, k,
+                 n, packed.data(), col_sums.data());
   }
 
+  const simd::GemmS8Functions* isa_;
   std::vector<int8_t> constant_packed_;
   std::vector<int32_t> constant_col_sums_;
   Shape constant_shape_;
@@ -329,7 +343,7 @@ class IntegerProduct {
  public:
   IntegerProduct(const KernelCreateInfo& info, std::size_t b_input)
 #if defined(ONNX_LIGHT_X86_SIMD)
-      : vnni_(info, b_input)
+      : vnni_(info, b_input, gemm_s8_functions(kImpl))
 #endif
   {
     (void)info;
@@ -338,7 +352,7 @@ class IntegerProduct {
   void run(KernelExecution& execution, const Tensor& a, const Tensor& b, const IntegerMatmulShape& s,
            const IntegerZeroPoints& z, int threads, int32_t* out) {
 #if defined(ONNX_LIGHT_X86_SIMD)
-    if constexpr (kImpl == IntegerImpl::avx512vnni) {
+    if constexpr (kImpl != IntegerImpl::portable) {
       vnni_.run(execution, a, b, s, z, threads, out);
       return;
     }
@@ -411,11 +425,11 @@ class QLinearMatMulKernel final : public ThresholdKernel {
     const int32_t* product = product_scratch_.data();
     execution.parallel_for(static_cast<int64_t>(product_scratch_.size()), 4096, threads, [&](int64_t begin, int64_t end) {
 #if defined(ONNX_LIGHT_X86_SIMD)
-      if constexpr (kImpl == IntegerImpl::avx512vnni) {
+      if constexpr (kImpl != IntegerImpl::portable) {
         if constexpr (std::is_same_v<Q, uint8_t>)
-          simd::requantize_s32_u8_avx512vnni(product + begin, end - begin, multiplier, zero, out + begin);
+          gemm_s8_functions(kImpl)->requantize_u8(product + begin, end - begin, multiplier, zero, out + begin);
         else
-          simd::requantize_s32_s8_avx512vnni(product + begin, end - begin, multiplier, zero, out + begin);
+          gemm_s8_functions(kImpl)->requantize_s8(product + begin, end - begin, multiplier, zero, out + begin);
         return;
       }
 #endif
@@ -468,12 +482,14 @@ void add_dequantize(KernelTable& table) {
 }
 
 // MatMulInteger and QLinearMatMul of one implementation, A of `type`; registration order is the
-// preference order, so the VNNI pair goes first and the portable reference last.
+// preference order, so the VNNI pairs go first (AVX-512 VNNI, then AVX-VNNI) and the portable
+// reference last.
 template <IntegerImpl kImpl>
 void add_integer_matmuls(KernelTable& table, ElementType type) {
   auto with_impl = [](KernelDef def) {
     def.implementation = impl_name(kImpl);
     if constexpr (kImpl == IntegerImpl::avx512vnni) def.unavailable_reason = needs_avx512_vnni;
+    if constexpr (kImpl == IntegerImpl::avxvnni) def.unavailable_reason = needs_avx_vnni;
     return def;
   };
   KernelDef integer = with_impl(make_def("MatMulInteger", {10}, type,
@@ -524,6 +540,7 @@ void register_quantization_kernels(KernelTable& table) {
   for (ElementType type : {ElementType::uint8, ElementType::int8}) {
 #if defined(ONNX_LIGHT_X86_SIMD)
     add_integer_matmuls<IntegerImpl::avx512vnni>(table, type);
+    add_integer_matmuls<IntegerImpl::avxvnni>(table, type);
 #endif
     add_integer_matmuls<IntegerImpl::portable>(table, type);
   }

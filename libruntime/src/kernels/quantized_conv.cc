@@ -2,7 +2,8 @@
 // (exact, so a faster implementation must match these bits), portable direct loops over NCHW with
 // groups, strides, dilations, pads and auto_pad. QLinearConv requantizes each output channel with
 // x_scale * w_scale[m] / y_scale, rounding to nearest even and saturating. Both also as
-// "avx512vnni": one int8 GEMM (vpdpbusd, simd/gemm_s8.h) per image, group and block of output
+// "avx512vnni" and "avxvnni" (the same algorithm on 512-bit or 256-bit registers): one int8 GEMM
+// (vpdpbusd, simd/gemm_s8.h) per image, group and block of output
 // positions over weights packed once (when constant) and the activations (packed straight from X
 // for 1x1, read in place from channel-interleaved padded planes for other stride-1 convolutions,
 // im2col for strided ones), or, depthwise with stride 1, direct vpdpwssd loops; the zero points
@@ -105,9 +106,12 @@ void integer_conv(const ConvGeometry& g, const X* x, const W* w, int32_t x_zero,
     }
 }
 
-enum class QConvImpl { portable, avx512vnni };
+// In preference order: the table takes the first one the host runs.
+enum class QConvImpl { avx512vnni, avxvnni, portable };
 
-constexpr const char* qconv_impl_name(QConvImpl impl) { return impl == QConvImpl::avx512vnni ? "avx512vnni" : "portable"; }
+constexpr const char* qconv_impl_name(QConvImpl impl) {
+  return impl == QConvImpl::avx512vnni ? "avx512vnni" : impl == QConvImpl::avxvnni ? "avxvnni" : "portable";
+}
 
 // What the integer convolution needs of a node's operands, read once per run.
 struct QConvOperands {
@@ -198,7 +202,14 @@ void qconv_pad_row(const ConvGeometry& g, const uint8_t* in, int64_t r, uint8_t 
   std::fill(out + hi, out + wp, pad);
 }
 
-// The convolution on AVX-512 VNNI, bit for bit the reference. Per (image, group, block of output
+// The functions of a VNNI implementation; nullptr for the portable one.
+constexpr const simd::ConvS8Functions* conv_s8_functions(QConvImpl impl) {
+  return impl == QConvImpl::avx512vnni ? &simd::kConvS8Avx512Vnni
+         : impl == QConvImpl::avxvnni  ? &simd::kConvS8AvxVnni
+                                       : nullptr;
+}
+
+// The convolution on AVX-512 VNNI or AVX-VNNI (`isa`), bit for bit the reference. Per (image, group, block of output
 // positions) one GEMM of the group's weights (A: output channels by K = cg * kh * kw, packed once
 // at creation when W is a constant) by the block's im2col (B: K by positions), the int32 result in
 // NCHW order. As in quantization.cc's VnniIntegerProduct, vpdpbusd multiplies shifted operands
@@ -218,7 +229,12 @@ class VnniConv {
     const int32_t* bias = nullptr;  // one per output channel, or none
   };
 
-  VnniConv(const KernelCreateInfo& info, std::size_t w_input, int64_t group) {
+  // `isa`: the implementation's functions (nullptr: the portable kernel, which never runs this);
+  // `names`: its variants (Mode order).
+  VnniConv(const KernelCreateInfo& info, std::size_t w_input, int64_t group, const simd::ConvS8Functions* isa,
+           const std::string_view (&names)[4])
+      : isa_(isa), names_(names) {
+    if (isa_ == nullptr) return;
     const Tensor* w = info.constant_inputs.size() > w_input ? info.constant_inputs[w_input] : nullptr;
     if (w == nullptr || w->rank() != 4 || w->element_count() == 0 || group < 1 || w->shape()[0] % group != 0) return;
     if (w->element_type() != ElementType::uint8 && w->element_type() != ElementType::int8) return;
@@ -227,11 +243,11 @@ class VnniConv {
     has_constant_ = true;
   }
 
-  // Runs the convolution; returns the variant that ran (avx512vnni_1x1: 1x1 stride 1 without pads,
-  // packed straight from X; avx512vnni_depthwise: one input channel per group, stride 1, direct
-  // vpdpwssd over padded planes; avx512vnni_padded: other stride-1 convolutions, B read in place
-  // from the taps' windows of padded planes with four channels interleaved per position, no packing;
-  // avx512vnni_im2col: the rest), or {} for a depth of 0,
+  // Runs the convolution; returns the variant that ran (ISA_1x1, ISA avx512vnni or avxvnni: 1x1
+  // stride 1 without pads, packed straight from X; ISA_depthwise: one input channel per group,
+  // stride 1, direct vpdpwssd over padded planes; ISA_padded: other stride-1 convolutions, B read in
+  // place from the taps' windows of padded planes with four channels interleaved per position, no
+  // packing; ISA_im2col: the rest), or {} for a depth of 0,
   // which the caller leaves to the portable loops.
   std::string_view run(KernelExecution& execution, const QConvOperands& o, const Output& out, int threads) {
     const ConvGeometry& g = o.g;
@@ -243,9 +259,7 @@ class VnniConv {
                       : stride1 && cg == 1 ? Mode::depthwise
                       : stride1 ? Mode::padded
                                 : Mode::im2col;
-    static constexpr std::string_view kNames[] = {"avx512vnni_1x1", "avx512vnni_depthwise", "avx512vnni_padded",
-                                                  "avx512vnni_im2col"};
-    const std::string_view variant = kNames[static_cast<int>(mode)];
+    const std::string_view variant = names_[static_cast<int>(mode)];
     if (g.n == 0 || g.m == 0 || plane == 0) return variant;
     const Tensor& w = *o.w;
     const bool x_unsigned = o.x->element_type() == ElementType::uint8;
@@ -279,7 +293,7 @@ class VnniConv {
               else std::fill(rows + d * wp, rows + (d + 1) * wp, flip);  // a missing channel: shifted, 0
             }
             uint8_t* plane4 = windows_.data() + (image * quads + q) * window_plane * 4;
-            simd::conv_s8_interleave4_avx512vnni(rows, wp, flip, wp, plane4 + r * wp * 4, sums + r * wp);
+            isa_->interleave4(rows, wp, flip, wp, plane4 + r * wp * 4, sums + r * wp);
             if (r == hp - 1) std::fill(plane4 + padded_plane * 4, plane4 + window_plane * 4, uint8_t{0});
           }
         }
@@ -307,13 +321,12 @@ class VnniConv {
           const uint8_t* in = padded_.data() + (b * g.c + channel) * padded_plane;
           const int32_t* taps = taps_.data() + m * count;
           if (out.s32 != nullptr)
-            simd::conv_s8_depthwise_avx512vnni(in, wp, x_unsigned ? 0 : 1, o.x_zero, taps, g.kh, g.kw, g.dh, g.dw, g.oh,
-                                               g.ow, out.s32 + t * plane);
+            isa_->depthwise(in, wp, x_unsigned ? 0 : 1, o.x_zero, taps, g.kh, g.kw, g.dh, g.dw, g.oh, g.ow,
+                            out.s32 + t * plane);
           else
-            simd::conv_s8_depthwise_requantize_avx512vnni(in, wp, x_unsigned ? 0 : 1, o.x_zero, taps, g.kh, g.kw, g.dh,
-                                                          g.dw, g.oh, g.ow, out.bias != nullptr ? out.bias[m] : 0,
-                                                          out.multipliers[m], out.zero, out.q_signed ? 1 : 0,
-                                                          out.q + t * plane);
+            isa_->depthwise_requantize(in, wp, x_unsigned ? 0 : 1, o.x_zero, taps, g.kh, g.kw, g.dh, g.dw, g.oh, g.ow,
+                                       out.bias != nullptr ? out.bias[m] : 0, out.multipliers[m], out.zero,
+                                       out.q_signed ? 1 : 0, out.q + t * plane);
         }
       });
       return variant;
@@ -396,9 +409,9 @@ class VnniConv {
               const int32_t* window = sums + ky * g.dh * wp + kx * g.dw;
               for (int64_t j = 0; j < np; ++j) col[j] += static_cast<uint32_t>(window[j]);
             }
-          simd::conv_s8_gemm_windows_avx512vnni(weights.packed.data() + grp * a_bytes, mg, window_groups,
-                                                windows_.data() + (image * quads * window_plane + p0) * 4,
-                                                offsets_.data(), np, slot->acc.data(), np);
+          isa_->gemm_windows(weights.packed.data() + grp * a_bytes, mg, window_groups,
+                             windows_.data() + (image * quads * window_plane + p0) * 4, offsets_.data(), np,
+                             slot->acc.data(), np);
         } else {
           qconv_im2col(g, px + (b * g.c + grp * cg) * g.h * g.w, p0, np, pad, slot->cols.data());
           src = slot->cols.data();
@@ -408,20 +421,19 @@ class VnniConv {
           }
         }
         if (mode != Mode::padded)
-          simd::conv_s8_pack_b_avx512vnni(src, rows, x_unsigned ? 1 : 0, depth, np, slot->packed.data(),
-                                          slot->col_sums.data());
+          isa_->pack_b(src, rows, x_unsigned ? 1 : 0, depth, np, slot->packed.data(), slot->col_sums.data());
         const uint8_t* a = weights.packed.data() + grp * a_bytes;
         const int32_t* col_sums = slot->col_sums.data();
         if (direct) {
           int32_t* c = out.s32 + (b * g.m + m0) * plane + p0;
-          simd::gemm_u8s8_avx512vnni(a, mg, depth, slot->packed.data(), np, c, plane);
+          isa_->gemm->gemm(a, mg, depth, slot->packed.data(), np, c, plane, nullptr);
           for (int64_t i = 0; i < mg; ++i)
-            simd::conv_s8_correct_s32_avx512vnni(c + i * plane, np, col_sums, alpha_[static_cast<std::size_t>(m0 + i)],
-                                                 constant_terms_[static_cast<std::size_t>(m0 + i)], c + i * plane);
+            isa_->correct_s32(c + i * plane, np, col_sums, alpha_[static_cast<std::size_t>(m0 + i)],
+                              constant_terms_[static_cast<std::size_t>(m0 + i)], c + i * plane);
           continue;
         }
         int32_t* acc = slot->acc.data();
-        if (mode != Mode::padded) simd::gemm_u8s8_avx512vnni(a, mg, depth, slot->packed.data(), np, acc, np);
+        if (mode != Mode::padded) isa_->gemm->gemm(a, mg, depth, slot->packed.data(), np, acc, np, nullptr);
         for (int64_t i = 0; i < mg; ++i) {
           const int64_t m = m0 + i;
           const int32_t alpha = alpha_[static_cast<std::size_t>(m)], term = constant_terms_[static_cast<std::size_t>(m)];
@@ -439,7 +451,7 @@ class VnniConv {
             }
             const int64_t run = std::min(g.ow - x, p0 + np - p), j = p - p0, e = y_row + oy * g.ow + x;
             if (out.s32 != nullptr)
-              simd::conv_s8_correct_s32_avx512vnni(acc + i * np + j, run, col_sums + j, alpha, term, out.s32 + e);
+              isa_->correct_s32(acc + i * np + j, run, col_sums + j, alpha, term, out.s32 + e);
             else
               finish_row(out, acc + i * np + j, run, col_sums + j, alpha, term, m, out.q + e);
             p += run;
@@ -454,14 +466,13 @@ class VnniConv {
   enum class Mode { pointwise, depthwise, padded, im2col };
 
   // Requantizes n sums of output channel m (with the correction terms) into y.
-  static void finish_row(const Output& out, const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha,
-                         int32_t term, int64_t m, uint8_t* y) {
+  void finish_row(const Output& out, const int32_t* c, int64_t n, const int32_t* col_sums, int32_t alpha, int32_t term,
+                  int64_t m, uint8_t* y) const {
     if (out.s32 != nullptr) return;
     if (out.q_signed)
-      simd::conv_s8_requantize_s8_avx512vnni(c, n, col_sums, alpha, term, out.multipliers[m], out.zero,
-                                             reinterpret_cast<int8_t*>(y));
+      isa_->requantize_s8(c, n, col_sums, alpha, term, out.multipliers[m], out.zero, reinterpret_cast<int8_t*>(y));
     else
-      simd::conv_s8_requantize_u8_avx512vnni(c, n, col_sums, alpha, term, out.multipliers[m], out.zero, y);
+      isa_->requantize_u8(c, n, col_sums, alpha, term, out.multipliers[m], out.zero, y);
   }
 
   struct PackedWeights {
@@ -478,7 +489,7 @@ class VnniConv {
     std::vector<int64_t> rows;
   };
 
-  static void pack_weights(const Tensor& w, int64_t group, PackedWeights& p) {
+  void pack_weights(const Tensor& w, int64_t group, PackedWeights& p) const {
     const int64_t m = w.shape()[0], depth = w.shape()[1] * w.shape()[2] * w.shape()[3], mg = m / group;
     const int64_t bytes = simd::gemm_s8_packed_a_bytes(mg, depth);
     p.packed.resize(static_cast<std::size_t>(group * bytes));
@@ -486,8 +497,8 @@ class VnniConv {
     const auto* pw = static_cast<const uint8_t*>(w.raw_data());
     const int is_signed = w.element_type() == ElementType::int8 ? 1 : 0;
     for (int64_t grp = 0; grp < group; ++grp)
-      simd::gemm_s8_pack_a_avx512vnni(pw + grp * mg * depth, depth, is_signed, mg, depth, p.packed.data() + grp * bytes,
-                                      p.row_sums.data() + grp * mg);
+      isa_->gemm->pack_a(pw + grp * mg * depth, depth, is_signed, mg, depth, p.packed.data() + grp * bytes,
+                         p.row_sums.data() + grp * mg);
     p.shape = w.shape();
     p.type = w.element_type();
     p.group = group;
@@ -514,13 +525,15 @@ class VnniConv {
     p.packed.resize(static_cast<std::size_t>(group * bytes));
     p.row_sums.resize(static_cast<std::size_t>(m));
     for (int64_t grp = 0; grp < group; ++grp)
-      simd::gemm_s8_pack_a_avx512vnni(reordered_.data() + grp * mg * depth, depth, is_signed, mg, depth,
-                                      p.packed.data() + grp * bytes, p.row_sums.data() + grp * mg);
+      isa_->gemm->pack_a(reordered_.data() + grp * mg * depth, depth, is_signed, mg, depth,
+                         p.packed.data() + grp * bytes, p.row_sums.data() + grp * mg);
     p.shape = w.shape();
     p.type = w.element_type();
     p.group = group;
   }
 
+  const simd::ConvS8Functions* isa_;
+  const std::string_view (&names_)[4];
   PackedWeights constant_, constant_windows_, run_;
   std::vector<uint8_t> reordered_;
   std::vector<int64_t> offsets_;
@@ -540,7 +553,7 @@ class QConvEngine {
  public:
   QConvEngine(const KernelCreateInfo& info, std::size_t w_input, int64_t group)
 #if defined(ONNX_LIGHT_X86_SIMD)
-      : vnni_(info, w_input, group)
+      : vnni_(info, w_input, group, conv_s8_functions(kImpl), kVariants)
 #endif
   {
     (void)info;
@@ -563,7 +576,7 @@ class QConvEngine {
 
   void run(KernelExecution& execution, const QConvOperands& o, const Output& out, int threads) {
 #if defined(ONNX_LIGHT_X86_SIMD)
-    if constexpr (kImpl == QConvImpl::avx512vnni) {
+    if constexpr (kImpl != QConvImpl::portable) {
       variant_ = vnni_.run(execution, o, out, threads);
       if (!variant_.empty()) return;
     }
@@ -592,6 +605,12 @@ class QConvEngine {
 
  private:
 #if defined(ONNX_LIGHT_X86_SIMD)
+  // What the profile says ran, per path (VnniConv's Mode order).
+  static constexpr std::string_view kVariants[4] = {
+      kImpl == QConvImpl::avxvnni ? "avxvnni_1x1" : "avx512vnni_1x1",
+      kImpl == QConvImpl::avxvnni ? "avxvnni_depthwise" : "avx512vnni_depthwise",
+      kImpl == QConvImpl::avxvnni ? "avxvnni_padded" : "avx512vnni_padded",
+      kImpl == QConvImpl::avxvnni ? "avxvnni_im2col" : "avx512vnni_im2col"};
   VnniConv vnni_;
 #endif
   std::vector<int32_t> acc_;
@@ -682,12 +701,14 @@ class QLinearConvKernel final : public ThresholdKernel {
 };
 
 // ConvInteger and QLinearConv of one implementation, X of `type`; registration order is the
-// preference order, so the VNNI pair goes first and the portable reference last.
+// preference order, so the VNNI pairs go first (AVX-512 VNNI, then AVX-VNNI) and the portable
+// reference last.
 template <QConvImpl kImpl>
 void add_quantized_convs(KernelTable& table, ElementType type) {
   auto with_impl = [](KernelDef def) {
     def.implementation = qconv_impl_name(kImpl);
     if constexpr (kImpl == QConvImpl::avx512vnni) def.unavailable_reason = needs_avx512_vnni;
+    if constexpr (kImpl == QConvImpl::avxvnni) def.unavailable_reason = needs_avx_vnni;
     return def;
   };
   KernelDef integer = with_impl(make_def("ConvInteger", {10}, type,
@@ -715,6 +736,7 @@ void register_quantized_conv_kernels(KernelTable& table) {
   for (ElementType type : {ElementType::uint8, ElementType::int8}) {
 #if defined(ONNX_LIGHT_X86_SIMD)
     add_quantized_convs<QConvImpl::avx512vnni>(table, type);
+    add_quantized_convs<QConvImpl::avxvnni>(table, type);
 #endif
     add_quantized_convs<QConvImpl::portable>(table, type);
   }
