@@ -15,6 +15,10 @@
 
 #include <fmt/format.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "onnx_light/runtime/cpu_features.h"
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/tuning_registry.h"
@@ -47,7 +51,7 @@ inline std::set<std::string>& untested_implementations() {
   return untested;
 }
 
-// Whether this CPU and OS run `implementation` ("avx2", "avx512", "avx512vnni"), asked of the compiler's CPU
+// Whether this CPU and OS run `implementation` ("avx2", "avx512", "avx512vnni", "avxvnni"), asked of the compiler's CPU
 // check rather than runtime::CpuFeatures; nullopt for a name it cannot judge.
 inline std::optional<bool> cpu_runs_independently(const std::string& implementation) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -58,6 +62,12 @@ inline std::optional<bool> cpu_runs_independently(const std::string& implementat
                       __builtin_cpu_supports("avx512bw");
   if (implementation == "avx512") return avx512;
   if (implementation == "avx512vnni") return avx512 && __builtin_cpu_supports("avx512vnni");
+  // clang 14 does not know __builtin_cpu_supports("avxvnni"): CPUID leaf 7 subleaf 1, EAX bit 4,
+  // asked here directly (avx2 above already includes the OS's YMM state).
+  if (implementation == "avxvnni") {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return avx2 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+  }
 #endif
   (void)implementation;
   return std::nullopt;

@@ -1,5 +1,5 @@
-// MatMulInteger and QLinearMatMul on AVX-512 VNNI ("avx512vnni") against the portable reference,
-// bit for bit: every pair of uint8/int8 operand types, zero points per tensor, per row of A and
+// MatMulInteger and QLinearMatMul on AVX-512 VNNI ("avx512vnni") and AVX-VNNI ("avxvnni", 256-bit,
+// each case on every VNNI implementation this host runs) against the portable reference, bit for bit: every pair of uint8/int8 operand types, zero points per tensor, per row of A and
 // per column of B, depths that are not a multiple of 4, columns past the 32-wide panel, rows past
 // the 12-row tile, batched operands, B as a constant (packed once) and as an input, 1-3 threads,
 // and the reference itself on the extreme values; QuantizeLinear / DequantizeLinear "avx512"
@@ -110,14 +110,18 @@ bool same_bytes(const Tensor& x, const Tensor& y) {
          std::memcmp(x.raw_data(), y.raw_data(), x.byte_size()) == 0;
 }
 
-bool vnni_runs() {
-  return test::host_runs("MatMulInteger", is_integer_matmul, "avx512vnni");
+// The VNNI implementations this host runs, in table order (one it cannot run is reported untested).
+std::vector<std::string> vnni_implementations() {
+  std::vector<std::string> runs;
+  for (const char* impl : {"avx512vnni", "avxvnni"})
+    if (test::host_runs("MatMulInteger", is_integer_matmul, impl)) runs.emplace_back(impl);
+  return runs;
 }
 
 }  // namespace
 
 TEST_CASE("vnni_matmul_integer_matches_the_reference_bit_for_bit_on_tile_and_panel_edges") {
-  if (!vnni_runs()) return;
+  const std::vector<std::string> implementations = vnni_implementations();
   const ElementType types[] = {ElementType::uint8, ElementType::int8};
   // (m, k, n): k % 4 != 0, n past a 32-column panel, m past the 12-row tile, single rows and columns.
   const int64_t sizes[][3] = {{1, 1, 1}, {6, 4, 32}, {7, 5, 33}, {13, 67, 65}, {2, 3, 1}, {1, 130, 31}, {25, 64, 96}};
@@ -140,48 +144,50 @@ TEST_CASE("vnni_matmul_integer_matches_the_reference_bit_for_bit_on_tile_and_pan
           if (c.has_a_zero) feeds.push_back({"az", zero_point(at, c.a_zero_shape, seed++)});
           if (c.has_b_zero) feeds.push_back({"bz", zero_point(bt, c.b_zero_shape, seed++)});
           const Tensor expected = run_integer_gemm(model, feeds, "portable", 1);
-          for (int threads = 1; threads <= 3; ++threads) {
-            std::string ran;
-            const Tensor y = run_integer_gemm(model, feeds, "avx512vnni", threads, &ran);
-            const std::string what = fmt::format("A {} B {} m={} k={} n={} zero points {} threads {}", type_name(at),
-                                                 type_name(bt), m, k, n, zero_kind, threads);
-            CAPTURE(what);
-            CHECK(ran == "avx512vnni");
-            CHECK(same_bytes(y, expected));
-          }
+          for (const std::string& impl : implementations)
+            for (int threads = 1; threads <= 3; ++threads) {
+              std::string ran;
+              const Tensor y = run_integer_gemm(model, feeds, impl, threads, &ran);
+              const std::string what = fmt::format("{}: A {} B {} m={} k={} n={} zero points {} threads {}", impl,
+                                                   type_name(at), type_name(bt), m, k, n, zero_kind, threads);
+              CAPTURE(what);
+              CHECK(ran == impl);
+              CHECK(same_bytes(y, expected));
+            }
         }
 }
 
 TEST_CASE("vnni_matmul_integer_with_a_constant_b_packs_it_once_and_stays_exact_across_runs") {
-  if (!vnni_runs()) return;
   const int64_t m = 9, k = 70, n = 40;
-  for (ElementType bt : {ElementType::uint8, ElementType::int8}) {
-    IntegerGemmCase c{ElementType::int8, bt, {2, m, k}, {k, n}, {}, {}};
-    c.has_a_zero = false;
-    c.b_zero_shape = {n};
-    const Model plain = matmul_integer_model(c);
-    const Tensor b = bytes(bt, c.b_shape, 77);
-    const Tensor bz = zero_point(bt, c.b_zero_shape, 78);
-    const Model with_constant = with_initializers(plain, {{"b", b}, {"bz", bz}});
-    RuntimeSessionOptions options;
-    options.parameters = RuntimeParameters(2);
-    options.registry = &test::threshold_one_registry();
-    options.kernels = &integer_gemm_table("avx512vnni");
-    RuntimeSession session(with_constant, options);
-    for (uint32_t run_index = 0; run_index < 3; ++run_index) {
-      const Tensor a = bytes(ElementType::int8, c.a_shape, 100 + run_index);
-      RuntimeContext context;
-      context.set("a", a);
-      session.run(context);
-      const Tensor expected = run_integer_gemm(plain, {{"a", a}, {"b", b}, {"bz", bz}}, "portable", 1);
-      CAPTURE(run_index);
-      CHECK(same_bytes(context.get("y"), expected));
+  for (const std::string& impl : vnni_implementations())
+    for (ElementType bt : {ElementType::uint8, ElementType::int8}) {
+      CAPTURE(impl);
+      IntegerGemmCase c{ElementType::int8, bt, {2, m, k}, {k, n}, {}, {}};
+      c.has_a_zero = false;
+      c.b_zero_shape = {n};
+      const Model plain = matmul_integer_model(c);
+      const Tensor b = bytes(bt, c.b_shape, 77);
+      const Tensor bz = zero_point(bt, c.b_zero_shape, 78);
+      const Model with_constant = with_initializers(plain, {{"b", b}, {"bz", bz}});
+      RuntimeSessionOptions options;
+      options.parameters = RuntimeParameters(2);
+      options.registry = &test::threshold_one_registry();
+      options.kernels = &integer_gemm_table(impl);
+      RuntimeSession session(with_constant, options);
+      for (uint32_t run_index = 0; run_index < 3; ++run_index) {
+        const Tensor a = bytes(ElementType::int8, c.a_shape, 100 + run_index);
+        RuntimeContext context;
+        context.set("a", a);
+        session.run(context);
+        const Tensor expected = run_integer_gemm(plain, {{"a", a}, {"b", b}, {"bz", bz}}, "portable", 1);
+        CAPTURE(run_index);
+        CHECK(same_bytes(context.get("y"), expected));
+      }
     }
-  }
 }
 
 TEST_CASE("vnni_matmul_integer_batched_a_and_b_and_empty_depth") {
-  if (!vnni_runs()) return;
+  const std::vector<std::string> implementations = vnni_implementations();
   for (const auto& [a_shape, b_shape] : std::vector<std::pair<Shape, Shape>>{
            {{3, 5, 9}, {3, 9, 34}},  // both batched
            {{2, 2, 4, 11}, {11, 7}},  // A batched, one B
@@ -193,10 +199,12 @@ TEST_CASE("vnni_matmul_integer_batched_a_and_b_and_empty_depth") {
                                    {"az", zero_point(ElementType::uint8, {}, 7)},
                                    {"bz", zero_point(ElementType::uint8, {}, 8)}};
     const Tensor expected = run_integer_gemm(model, feeds, "portable", 1);
-    const Tensor y = run_integer_gemm(model, feeds, "avx512vnni", 2);
-    const std::string what = integer_gemm_dims(a_shape) + " x " + integer_gemm_dims(b_shape);
-    CAPTURE(what);
-    CHECK(same_bytes(y, expected));
+    for (const std::string& impl : implementations) {
+      const Tensor y = run_integer_gemm(model, feeds, impl, 2);
+      const std::string what = impl + ": " + integer_gemm_dims(a_shape) + " x " + integer_gemm_dims(b_shape);
+      CAPTURE(what);
+      CHECK(same_bytes(y, expected));
+    }
   }
 }
 
@@ -211,7 +219,7 @@ TEST_CASE("reference_matmul_integer_is_the_exact_product_on_extreme_values") {
   c.has_a_zero = c.has_b_zero = false;
   const Model model = matmul_integer_model(c);
   std::vector<std::string> implementations{"portable"};
-  if (test::cpu_runs_independently("avx512vnni").value_or(false) && vnni_runs()) implementations.push_back("avx512vnni");
+  for (const std::string& impl : vnni_implementations()) implementations.push_back(impl);
   for (const auto& impl : implementations) {
     const Tensor y = run_integer_gemm(model, {{"a", a}, {"b", b}}, impl, 2);
     CAPTURE(impl);
@@ -220,53 +228,88 @@ TEST_CASE("reference_matmul_integer_is_the_exact_product_on_extreme_values") {
 }
 
 TEST_CASE("vnni_qlinear_matmul_matches_the_reference_bit_for_bit") {
-  if (!vnni_runs()) return;
-  for (ElementType t : {ElementType::uint8, ElementType::int8}) {
-    const std::string q = type_name(t);
-    const Model model = test::parse(fmt::format(
-        "<ir_version: 8, opset_import: [\"\" : 13]>\n"
-        "g ({0}[7,45] a, float as, {0} az, {0}[45,50] b, float bs, {0} bz, float ys, {0} yz) => ({0}[7,50] y) "
-        "{{ y = QLinearMatMul(a, as, az, b, bs, bz, ys, yz) }}",
-        q));
-    auto scalar = [](float v) {
-      Tensor s(ElementType::float32, {});
-      *s.data<float>() = v;
-      return s;
-    };
-    const test::NamedTensors feeds{{"a", bytes(t, {7, 45}, 11)},  {"as", scalar(0.02f)},
-                                   {"az", zero_point(t, {}, 12)},  {"b", bytes(t, {45, 50}, 13)},
-                                   {"bs", scalar(0.015f)},         {"bz", zero_point(t, {}, 14)},
-                                   {"ys", scalar(0.5f)},           {"yz", zero_point(t, {}, 15)}};
-    const Tensor expected = run_integer_gemm(model, feeds, "portable", 1);
-    for (int threads = 1; threads <= 2; ++threads) {
-      std::string ran;
-      const Tensor y = run_integer_gemm(model, feeds, "avx512vnni", threads, &ran);
-      CAPTURE(q);
-      CAPTURE(threads);
-      CHECK(ran == "avx512vnni");
-      CHECK(same_bytes(y, expected));
+  for (const std::string& impl : vnni_implementations())
+    for (ElementType t : {ElementType::uint8, ElementType::int8}) {
+      CAPTURE(impl);
+      const std::string q = type_name(t);
+      const Model model = test::parse(fmt::format(
+          "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+          "g ({0}[7,45] a, float as, {0} az, {0}[45,50] b, float bs, {0} bz, float ys, {0} yz) => ({0}[7,50] y) "
+          "{{ y = QLinearMatMul(a, as, az, b, bs, bz, ys, yz) }}",
+          q));
+      auto scalar = [](float v) {
+        Tensor s(ElementType::float32, {});
+        *s.data<float>() = v;
+        return s;
+      };
+      const test::NamedTensors feeds{{"a", bytes(t, {7, 45}, 11)},  {"as", scalar(0.02f)},
+                                     {"az", zero_point(t, {}, 12)},  {"b", bytes(t, {45, 50}, 13)},
+                                     {"bs", scalar(0.015f)},         {"bz", zero_point(t, {}, 14)},
+                                     {"ys", scalar(0.5f)},           {"yz", zero_point(t, {}, 15)}};
+      const Tensor expected = run_integer_gemm(model, feeds, "portable", 1);
+      for (int threads = 1; threads <= 2; ++threads) {
+        std::string ran;
+        const Tensor y = run_integer_gemm(model, feeds, impl, threads, &ran);
+        CAPTURE(q);
+        CAPTURE(threads);
+        CHECK(ran == impl);
+        CHECK(same_bytes(y, expected));
+      }
+      // B as a constant (input 3 of QLinearMatMul): packed once at creation, same bytes.
+      test::NamedTensors without_b;
+      Tensor b_value;
+      for (const auto& [name, value] : feeds) {
+        if (name == "b") b_value = value;
+        else without_b.push_back({name, value});
+      }
+      const Model constant_b = with_initializers(model, {{"b", b_value}});
+      RuntimeSessionOptions options;
+      options.parameters = RuntimeParameters(2);
+      options.registry = &test::threshold_one_registry();
+      options.kernels = &integer_gemm_table(impl);
+      RuntimeSession session(constant_b, options);
+      for (int run_index = 0; run_index < 2; ++run_index) {
+        RuntimeContext context;
+        for (const auto& [name, value] : without_b) context.set(name, value);
+        session.run(context);
+        CAPTURE(q);
+        CHECK(same_bytes(context.get("y"), expected));
+      }
     }
-    // B as a constant (input 3 of QLinearMatMul): packed once at creation, same bytes.
-    test::NamedTensors without_b;
-    Tensor b_value;
-    for (const auto& [name, value] : feeds) {
-      if (name == "b") b_value = value;
-      else without_b.push_back({name, value});
+}
+
+TEST_CASE("vnni_table_prefers_avx512vnni_then_avxvnni_then_portable_and_says_why") {
+#if defined(__x86_64__)
+  CpuFeatures avx2;
+  avx2.sse4_2 = avx2.avx = avx2.avx2 = avx2.fma3 = true;
+  CpuFeatures alder_lake = avx2;  // AVX-VNNI without AVX-512
+  alder_lake.avxvnni = true;
+  CpuFeatures zen5 = alder_lake;
+  zen5.avx512f = zen5.avx512bw = zen5.avx512vl = zen5.avx512vnni = true;
+  const KernelTable& table = cpu_kernel_table();
+  for (const std::string op : {"MatMulInteger", "QLinearMatMul", "QLinearConv", "ConvInteger"})
+    for (ElementType type : {ElementType::uint8, ElementType::int8}) {
+      CAPTURE(op);
+      KernelChoice c = table.choose("", op, 13, type, zen5);
+      REQUIRE(c.def != nullptr);
+      CHECK(c.def->implementation == "avx512vnni");
+      c = table.choose("", op, 13, type, alder_lake);
+      REQUIRE(c.def != nullptr);
+      CHECK(c.def->implementation == "avxvnni");
+      CHECK(c.skipped == std::vector<std::string>{"avx512vnni: needs avx512f, avx512vl and avx512bw"});
+      c = table.choose("", op, 13, type, avx2);
+      REQUIRE(c.def != nullptr);
+      CHECK(c.def->implementation == "portable");
+      CHECK(c.skipped == std::vector<std::string>{"avx512vnni: needs avx512f, avx512vl and avx512bw",
+                                                  "avxvnni: needs avxvnni"});
+      CpuFeatures no_fma = alder_lake;
+      no_fma.fma3 = false;
+      c = table.choose("", op, 13, type, no_fma);
+      REQUIRE(c.def != nullptr);
+      CHECK(c.def->implementation == "portable");
+      CHECK(c.skipped.back() == "avxvnni: needs fma");
     }
-    const Model constant_b = with_initializers(model, {{"b", b_value}});
-    RuntimeSessionOptions options;
-    options.parameters = RuntimeParameters(2);
-    options.registry = &test::threshold_one_registry();
-    options.kernels = &integer_gemm_table("avx512vnni");
-    RuntimeSession session(constant_b, options);
-    for (int run_index = 0; run_index < 2; ++run_index) {
-      RuntimeContext context;
-      for (const auto& [name, value] : without_b) context.set(name, value);
-      session.run(context);
-      CAPTURE(q);
-      CHECK(same_bytes(context.get("y"), expected));
-    }
-  }
+#endif
 }
 
 namespace {

@@ -1,5 +1,6 @@
-// QLinearConv and ConvInteger on AVX-512 VNNI ("avx512vnni") against the portable reference, bit
-// for bit: uint8 and int8 activations and weights, depthwise and grouped convolutions, pads larger
+// QLinearConv and ConvInteger on AVX-512 VNNI ("avx512vnni") and AVX-VNNI ("avxvnni", 256-bit)
+// against the portable reference, bit for bit, each case on every VNNI implementation this host
+// runs (one it cannot run is reported untested, see implementation_tables.h): uint8 and int8 activations and weights, depthwise and grouped convolutions, pads larger
 // than the kernel, strides and dilations of 2, auto_pad, channel counts that leave a depth tail
 // (K % 4 != 0) and output channels / positions past the register tile and the 32-column panel,
 // per-tensor and per-output-channel weight zero points and scales, bias, saturation at both ends,
@@ -35,7 +36,13 @@ const KernelTable& qconv_table(const std::string& implementation) {
   return test::table_with_only("quantized_conv", qconv_is_quantized_conv, implementation);
 }
 
-bool qconv_vnni_runs() { return test::host_runs("QLinearConv", qconv_is_quantized_conv, "avx512vnni"); }
+// The VNNI implementations this host runs, in table order.
+std::vector<std::string> qconv_vnni_implementations() {
+  std::vector<std::string> runs;
+  for (const char* impl : {"avx512vnni", "avxvnni"})
+    if (test::host_runs("QLinearConv", qconv_is_quantized_conv, impl)) runs.emplace_back(impl);
+  return runs;
+}
 
 std::string qconv_type_name(ElementType t) { return t == ElementType::uint8 ? "uint8" : "int8"; }
 
@@ -161,34 +168,38 @@ std::pair<Model, test::NamedTensors> qconv_with_constants(const Model& model, co
   return {with_initializers(model, constants), rest};
 }
 
-std::string qconv_expected_variant(const QConvCase& k) {
+// The path a VNNI implementation takes for `k` (its variant without the ISA prefix).
+std::string qconv_expected_path(const QConvCase& k) {
   const Shape out = qconv_output_shape(k);
   const bool pointwise = k.kh == 1 && k.kw == 1 && k.strides == std::vector<int64_t>{1, 1} && out[2] == k.h &&
                          out[3] == k.w && (k.auto_pad != "NOTSET" || k.pads == std::vector<int64_t>{0, 0, 0, 0});
-  if (pointwise) return "avx512vnni_1x1";
-  if (k.strides != std::vector<int64_t>{1, 1}) return "avx512vnni_im2col";
-  return k.c == k.group ? "avx512vnni_depthwise" : "avx512vnni_padded";
+  if (pointwise) return "1x1";
+  if (k.strides != std::vector<int64_t>{1, 1}) return "im2col";
+  return k.c == k.group ? "depthwise" : "padded";
 }
 
-// Checks avx512vnni against the reference for `model`, with W as an input and as a constant.
+// Checks every VNNI implementation the host runs against the reference for `model`, with W as an
+// input and as a constant; `path`: the variant each must report after its ISA ("padded" for
+// "avx512vnni_padded"), or "portable" for a node left to the portable loops.
 void qconv_check(const Model& model, const test::NamedTensors& feeds, const std::vector<std::string>& constants,
-                 const std::string& expected_variant, const std::string& what) {
+                 const std::string& path, const std::string& what) {
   CAPTURE(what);
   std::string ran;
   const Tensor expected = qconv_run(model, feeds, "portable", 1, &ran);
   CHECK(ran == "portable");
-  for (int threads : {1, 3}) {
-    CAPTURE(threads);
-    const Tensor y = qconv_run(model, feeds, "avx512vnni", threads, &ran);
-    CHECK(ran == expected_variant);
-    CHECK(qconv_same_bytes(y, expected));
-  }
   const auto [constant_model, rest] = qconv_with_constants(model, feeds, constants);
-  for (int threads : {1, 3}) {
-    CAPTURE(threads);
-    const Tensor y = qconv_run(constant_model, rest, "avx512vnni", threads, &ran);
-    CHECK(ran == expected_variant);
-    CHECK(qconv_same_bytes(y, expected));
+  for (const std::string& impl : qconv_vnni_implementations()) {
+    CAPTURE(impl);
+    const std::string expected_variant = path == "portable" ? path : impl + "_" + path;
+    for (int threads : {1, 3}) {
+      CAPTURE(threads);
+      const Tensor y = qconv_run(model, feeds, impl, threads, &ran);
+      CHECK(ran == expected_variant);
+      CHECK(qconv_same_bytes(y, expected));
+      const Tensor y_constant = qconv_run(constant_model, rest, impl, threads, &ran);
+      CHECK(ran == expected_variant);
+      CHECK(qconv_same_bytes(y_constant, expected));
+    }
   }
 }
 
@@ -209,7 +220,7 @@ Model qconv_qlinear_model(const QConvCase& k, ElementType xt, ElementType wt, El
 }  // namespace
 
 TEST_CASE("qconv_vnni_qlinear_conv_matches_the_reference_bit_for_bit_on_every_edge") {
-  if (!qconv_vnni_runs()) return;
+  if (qconv_vnni_implementations().empty()) return;
   const ElementType types[] = {ElementType::uint8, ElementType::int8};
   uint32_t seed = 1000;
   int variant_index = 0;
@@ -243,13 +254,13 @@ TEST_CASE("qconv_vnni_qlinear_conv_matches_the_reference_bit_for_bit_on_every_ed
           const std::string what = fmt::format("{}: x {} w {} y {} per-channel {} bias {} y_scale {}", k.name,
                                                qconv_type_name(xt), qconv_type_name(wt), qconv_type_name(yt),
                                                per_channel, bias, y_scale);
-          qconv_check(model, feeds, {"w", "ws", "wz"}, qconv_expected_variant(k), what);
+          qconv_check(model, feeds, {"w", "ws", "wz"}, qconv_expected_path(k), what);
         }
       }
 }
 
 TEST_CASE("qconv_vnni_qlinear_conv_saturates_at_both_ends_like_the_reference") {
-  if (!qconv_vnni_runs()) return;
+  if (qconv_vnni_implementations().empty()) return;
   // A tiny y scale: nearly every output saturates; the reference's output holds both extremes.
   QConvCase k{"saturation", 1, 16, 9, 9, 20, 3, 3};
   k.pads = {1, 1, 1, 1};
@@ -277,7 +288,7 @@ TEST_CASE("qconv_vnni_qlinear_conv_saturates_at_both_ends_like_the_reference") {
     }
     CHECK(lows > 0);
     CHECK(highs > 0);
-    qconv_check(model, feeds, {"w", "ws", "wz"}, qconv_expected_variant(k), "saturation " + qconv_type_name(xt));
+    qconv_check(model, feeds, {"w", "ws", "wz"}, qconv_expected_path(k), "saturation " + qconv_type_name(xt));
     QConvCase depthwise{"saturation, depthwise", 1, 16, 9, 9, 16, 3, 3, 16};
     depthwise.pads = {1, 1, 1, 1};
     const Model dw_model = qconv_qlinear_model(depthwise, xt, ElementType::int8, xt, true, true);
@@ -290,12 +301,12 @@ TEST_CASE("qconv_vnni_qlinear_conv_saturates_at_both_ends_like_the_reference") {
         value = cut;
       }
     }
-    qconv_check(dw_model, dw_feeds, {"w", "ws", "wz"}, "avx512vnni_depthwise", "saturation, depthwise " + qconv_type_name(xt));
+    qconv_check(dw_model, dw_feeds, {"w", "ws", "wz"}, "depthwise", "saturation, depthwise " + qconv_type_name(xt));
   }
 }
 
 TEST_CASE("qconv_vnni_conv_integer_matches_the_reference_with_and_without_zero_points") {
-  if (!qconv_vnni_runs()) return;
+  if (qconv_vnni_implementations().empty()) return;
   const ElementType types[] = {ElementType::uint8, ElementType::int8};
   uint32_t seed = 5000;
   int zero_kind = 0;
@@ -327,12 +338,12 @@ TEST_CASE("qconv_vnni_conv_integer_matches_the_reference_with_and_without_zero_p
         if (has_wz) feeds.push_back({"wz", random_tensor(wt, wz_shape, seed++)});
         const std::string what = fmt::format("ConvInteger {}: x {} w {} zero points {}", k.name, qconv_type_name(xt),
                                              qconv_type_name(wt), zero_kind);
-        qconv_check(model, feeds, {"w"}, qconv_expected_variant(k), what);
+        qconv_check(model, feeds, {"w"}, qconv_expected_path(k), what);
       }
 }
 
 TEST_CASE("qconv_vnni_conv_integer_extreme_values_are_the_exact_sums") {
-  if (!qconv_vnni_runs()) return;
+  if (qconv_vnni_implementations().empty()) return;
   // X all 255 (uint8, zero point 0), W all -128 (int8): every interior output is 255 * -128 * K.
   const int64_t c = 37, m = 33, h = 6, w = 6;
   Tensor x(ElementType::uint8, {1, c, h, w});
@@ -342,16 +353,18 @@ TEST_CASE("qconv_vnni_conv_integer_extreme_values_are_the_exact_sums") {
   const Model model = test::parse(
       "<ir_version: 8, opset_import: [\"\" : 13]>\n"
       "g (uint8[1,37,6,6] x, int8[33,37,3,3] w) => (int32[1,33,4,4] y) { y = ConvInteger (x, w) }");
-  for (int threads : {1, 3}) {
-    std::string ran;
-    const Tensor y = qconv_run(model, {{"x", x}, {"w", wt}}, "avx512vnni", threads, &ran);
-    CHECK(ran == "avx512vnni_padded");
-    for (int64_t e = 0; e < y.element_count(); ++e) CHECK(y.data<int32_t>()[e] == 255 * -128 * c * 9);
-  }
+  for (const std::string& impl : qconv_vnni_implementations())
+    for (int threads : {1, 3}) {
+      CAPTURE(impl);
+      std::string ran;
+      const Tensor y = qconv_run(model, {{"x", x}, {"w", wt}}, impl, threads, &ran);
+      CHECK(ran == impl + "_padded");
+      for (int64_t e = 0; e < y.element_count(); ++e) CHECK(y.data<int32_t>()[e] == 255 * -128 * c * 9);
+    }
 }
 
 TEST_CASE("qconv_vnni_constant_weights_stay_exact_across_runs_and_batches") {
-  if (!qconv_vnni_runs()) return;
+  if (qconv_vnni_implementations().empty()) return;
   // A real network's shape, smaller: 3x3 pad 1 over two images, W and its parameters constant.
   QConvCase k{"network layer", 2, 24, 14, 14, 40, 3, 3};
   k.pads = {1, 1, 1, 1};
@@ -364,29 +377,32 @@ TEST_CASE("qconv_vnni_constant_weights_stay_exact_across_runs_and_batches") {
   const Tensor b = random_tensor(ElementType::int32, {k.m}, 42);
   const std::map<std::string, Tensor> constants{{"w", w}, {"ws", qconv_floats(scales, false)}, {"wz", wz}, {"b", b}};
   const Model constant_model = with_initializers(model, constants);
-  RuntimeSessionOptions options;
-  options.parameters = RuntimeParameters(3);
-  options.registry = &test::threshold_one_registry();
-  options.kernels = &qconv_table("avx512vnni");
-  RuntimeSession session(constant_model, options);
-  for (uint32_t run_index = 0; run_index < 3; ++run_index) {
-    test::NamedTensors feeds{{"x", random_tensor(ElementType::uint8, {k.n, k.c, k.h, k.w}, 100 + run_index)},
-                             {"xs", qconv_floats({0.02f}, true)},
-                             {"xz", random_tensor(ElementType::uint8, {}, 200 + run_index)},
-                             {"ys", qconv_floats({0.05f}, true)},
-                             {"yz", random_tensor(ElementType::uint8, {}, 300 + run_index)}};
-    RuntimeContext context;
-    for (const auto& [name, t] : feeds) context.set(name, t);
-    session.run(context);
-    for (const auto& [name, t] : constants) feeds.push_back({name, t});
-    const Tensor expected = qconv_run(model, feeds, "portable", 1);
-    CAPTURE(run_index);
-    CHECK(qconv_same_bytes(context.get("y"), expected));
+  for (const std::string& impl : qconv_vnni_implementations()) {
+    CAPTURE(impl);
+    RuntimeSessionOptions options;
+    options.parameters = RuntimeParameters(3);
+    options.registry = &test::threshold_one_registry();
+    options.kernels = &qconv_table(impl);
+    RuntimeSession session(constant_model, options);
+    for (uint32_t run_index = 0; run_index < 3; ++run_index) {
+      test::NamedTensors feeds{{"x", random_tensor(ElementType::uint8, {k.n, k.c, k.h, k.w}, 100 + run_index)},
+                               {"xs", qconv_floats({0.02f}, true)},
+                               {"xz", random_tensor(ElementType::uint8, {}, 200 + run_index)},
+                               {"ys", qconv_floats({0.05f}, true)},
+                               {"yz", random_tensor(ElementType::uint8, {}, 300 + run_index)}};
+      RuntimeContext context;
+      for (const auto& [name, t] : feeds) context.set(name, t);
+      session.run(context);
+      for (const auto& [name, t] : constants) feeds.push_back({name, t});
+      const Tensor expected = qconv_run(model, feeds, "portable", 1);
+      CAPTURE(run_index);
+      CHECK(qconv_same_bytes(context.get("y"), expected));
+    }
   }
 }
 
 TEST_CASE("qconv_vnni_zero_depth_runs_the_portable_loops_and_says_so") {
-  if (!qconv_vnni_runs()) return;
+  if (qconv_vnni_implementations().empty()) return;
   // X with no channels: every sum is empty (0), QLinearConv's output the requantized bias.
   const Model integer = test::parse(
       "<ir_version: 8, opset_import: [\"\" : 13]>\n"

@@ -54,7 +54,7 @@ TEST_CASE("cpu features: names() maps each flag to its documented name, sorted")
   CHECK(none.names().empty());
   CpuFeatures all;
   all.sse4_2 = all.avx = all.avx2 = all.fma3 = all.f16c = true;
-  all.avx512f = all.avx512bw = all.avx512vl = all.neon = all.avx512vnni = true;
+  all.avx512f = all.avx512bw = all.avx512vl = all.neon = all.avx512vnni = all.avxvnni = true;
   CHECK(all.names() == std::vector<std::string>{"avx", "avx2", "avx512bw", "avx512f", "avx512vl", "avx512vnni", "f16c",
                                                 "fma", "neon", "sse4.2"});
   CpuFeatures some;
@@ -81,6 +81,9 @@ TEST_CASE("cpu features: the host's names agree with its flags and follow the IS
   if (host.avx2) CHECK(host.avx);
   if (host.avx512f) CHECK(host.avx2);
   if (host.avx512vnni) CHECK(host.avx512f);
+  // AVX-VNNI is dispatched on but not part of a host's identity: never among names().
+  if (host.avxvnni) CHECK(host.avx2);
+  CHECK_FALSE(has("avxvnni"));
   if (host.avx) CHECK(host.sse4_2);
 #endif
 #if defined(__AVX2__)

@@ -2,7 +2,9 @@
 // VNNI: conv_s8_loops.h's algorithms over 16-lane zmm operations (s8_ops_avx512vnni.h).
 #include <immintrin.h>
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593
+#endif
 
 #include <cstddef>
 #include <cstdint>

@@ -3,7 +3,9 @@
 // gemm_s8_tile.h's, over 16-lane zmm operations (s8_ops_avx512vnni.h).
 #include <immintrin.h>
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593
+#endif
 
 #include <cstddef>
 #include <cstdint>
