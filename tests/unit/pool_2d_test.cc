@@ -239,6 +239,9 @@ TEST_CASE("pool_2d_avx512_rows_are_bit_identical_to_portable_with_nan_and_signed
   cases.push_back({"avgpool_3x3_s2_pad1_include_pad_wide", false, {1, 2, 9, 99}, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, false, true});
   cases.push_back({"maxpool_3x3_s3_gather", true, {1, 2, 9, 100}, 3, 3, 3, 3});
   cases.push_back({"maxpool_3x3_s1_wide", true, {1, 2, 5, 50}, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}});
+  // A left pad of one at stride 2: output column 0 runs in the SIMD row (its pad tap repeated).
+  cases.push_back({"maxpool_2x2_s2_left_pad_lead", true, {1, 2, 7, 41}, 2, 2, 2, 2, 1, 1, {1, 1, 0, 0}});
+  cases.push_back({"maxpool_3x3_s2_pad1_lead_n_lt_16", true, {2, 2, 9, 17}, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}});
   for (const PoolCase& c : cases) {
     CAPTURE(c.name);
     Tensor x = random_tensor(ElementType::float32, c.x, 23).clone();
@@ -246,6 +249,13 @@ TEST_CASE("pool_2d_avx512_rows_are_bit_identical_to_portable_with_nan_and_signed
     float* v = x.data<float>();
     for (int64_t i = 0; i < x.element_count(); i += 7) v[i] = i % 3 == 0 ? -0.0f : 0.0f;
     for (int64_t i = 5; i < x.element_count(); i += 29) v[i] = std::numeric_limits<float>::quiet_NaN();
+    // And in the first two columns, where the left edge's windows start.
+    const int64_t w = c.x[3];
+    for (int64_t row = 0; row * w < x.element_count(); ++row) {
+      if (row % 5 == 1) v[row * w] = std::numeric_limits<float>::quiet_NaN();
+      if (row % 3 == 2 && w > 1) v[row * w + 1] = row % 2 == 0 ? -0.0f : std::numeric_limits<float>::quiet_NaN();
+      if (row % 4 == 3) v[row * w] = row % 8 == 3 ? 0.0f : -0.0f;
+    }
     std::string simd_variant, portable_variant;
     const Tensor simd = run_pool_only_y(c, x, "avx512", 1, registry.get(), simd_variant);
     const Tensor portable = run_pool_only_y(c, x, "portable", 1, registry.get(), portable_variant);

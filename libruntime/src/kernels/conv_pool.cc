@@ -998,6 +998,10 @@ class PoolKernel final : public ThresholdKernel {
           if (rows.last[r] > rows.first[r]) simd_row = simd_row_;
     }
     simd_ran_ = simd_row != nullptr && lines > 0;
+    // simd/pool_f32.h's lead: output column 0 alone reaches one column into the left pad.
+    const bool simd_lead_column = kMax && simd_row != nullptr && sx == 2 && dx == 1 &&
+                                  (g.kernel[1] == 2 || g.kernel[1] == 3) && cols.interior_begin == 1 &&
+                                  cols.start[0] == -1 && cols.last[0] == g.kernel[1];
     execution.parallel_for(lines, 1, threads, [&](int64_t begin, int64_t end) {
       typename ScratchSlots<std::vector<C>>::Lease slot(acc_);
       std::vector<C>& acc = *slot;
@@ -1014,8 +1018,12 @@ class PoolKernel final : public ThresholdKernel {
           if constexpr (std::is_same_v<T, float>) {
             const float divisor =
                 static_cast<float>(count_include_pad_ ? rows.padded[r] * g.kernel[1] : (ky1 - ky0) * g.kernel[1]);
-            simd_row(simd::PoolF32Row{p + (iy0 + ky0 * dy) * in_w + cols.start[static_cast<std::size_t>(ib)], ky1 - ky0,
-                                      dy * in_w, g.kernel[1], dx, sx, ie - ib, o + ib, kMax, divisor});
+            const T* row = p + (iy0 + ky0 * dy) * in_w;
+            // MaxPool 3x3 / 2x2 s2 with a left pad of one: the edge column joins the SIMD row.
+            const int64_t lead = simd_lead_column ? 1 : 0;
+            ib -= lead;
+            simd_row(simd::PoolF32Row{row + (cols.start[static_cast<std::size_t>(ib)] + lead), ky1 - ky0,
+                                      dy * in_w, g.kernel[1], dx, sx, ie - ib, o + ib, kMax, divisor, lead});
           }
         } else if (ib < ie) {
           bool first_tap = true;

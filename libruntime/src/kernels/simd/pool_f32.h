@@ -16,6 +16,11 @@ struct PoolF32Row {
   float* y;
   bool max;
   float divisor;          // AveragePool: y = sum / divisor
+  // 1 when the first output's window starts one column left of `first`, in the pads (MaxPool with
+  // stride 2, dilation 1 and 2 or 3 taps across only): that output's missing tap repeats the
+  // row's next one, which leaves the portable loop's result unchanged (a repeated tap never
+  // replaces the running maximum), so the left edge column runs here too.
+  int64_t lead = 0;
 };
 
 // Per output, the portable loop's expressions in its order (taps row-major): MaxPool keeps

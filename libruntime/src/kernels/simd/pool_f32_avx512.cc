@@ -42,36 +42,56 @@ inline __m512 pool_tap(__m512 acc, __m512 v) {
 }
 
 // Stride 2, dilation 1, 2 or 3 taps across (MaxPool 3x3 s2, 2x2 s2): each kernel row's span is
-// loaded once for all its taps (two or three loads, deinterleaved by permutes), not per tap.
-template <int kKernelW, bool kMax>
-void pool_row_stride2(const PoolF32Row& r) {
+// loaded once for all its taps and deinterleaved by two permutes; the third tap is the evens one
+// lane on (three shuffles per kernel row instead of five). One block of up to 16 outputs from
+// `origin`, the first window's first column; kPadded: that column is a pad (the lead, see
+// pool_f32.h) and `origin` points one past it, so nothing before the row is addressed.
+template <int kKernelW, bool kMax, bool kPadded, bool kFull>
+inline void pool_block_stride2(const PoolF32Row& r, const float* origin, int64_t count, float* y) {
   const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i odds = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-  for (int64_t j = 0; j < r.n; j += 16) {
-    const int64_t count = r.n - j < 16 ? r.n - j : 16;
-    const __mmask16 m = pool_lanes(count);
-    const int64_t span = 2 * count - 1 + (kKernelW - 1);  // elements the block's windows read
-    const float* origin = r.first + 2 * j;
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t ky = 0; ky < r.kernel_rows; ++ky) {
-      const float* row = origin + ky * r.row_step;
-      const __m512 lo = _mm512_maskz_loadu_ps(pool_lanes(span), row);
-      const __m512 hi = _mm512_maskz_loadu_ps(pool_lanes(span - 16), row + 16);
-      const __m512 v0 = _mm512_permutex2var_ps(lo, evens, hi);
-      const __m512 v1 = _mm512_permutex2var_ps(lo, odds, hi);
-      acc = ky == 0 && kMax ? v0 : pool_tap<kMax>(acc, v0);
-      acc = pool_tap<kMax>(acc, v1);
-      if constexpr (kKernelW == 3) {
-        // Elements 2 .. 33: the pair shifted by two lanes, the last two from a third load.
-        const __m512 x = _mm512_maskz_loadu_ps(pool_lanes(span - 32), row + 32);
-        const __m512 lo2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), 2));
-        const __m512 hi2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(hi), 2));
-        acc = pool_tap<kMax>(acc, _mm512_permutex2var_ps(lo2, evens, hi2));
-      }
+  constexpr int64_t shift = kPadded ? 1 : 0;  // elements of the span before `origin`
+  // Elements the block's windows read; a full block (16 outputs) reads two whole vectors.
+  const int64_t span = kFull ? 31 + (kKernelW - 1) : 2 * count - 1 + (kKernelW - 1);
+  const __mmask16 low_lanes = kFull ? 0xFFFF : pool_lanes(span), high_lanes = kFull ? 0xFFFF : pool_lanes(span - 16);
+  const int64_t rows = r.kernel_rows, row_step = r.row_step;
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t ky = 0; ky < rows; ++ky) {
+    const float* row = origin + ky * row_step;
+    __m512 lo;
+    if constexpr (kPadded) {
+      // Lanes 1..15 from column 0 on, lane 0 (the pad) a copy of lane 1.
+      lo = _mm512_maskz_expandloadu_ps(static_cast<__mmask16>(low_lanes & 0xFFFEu), row);
+      lo = _mm512_mask_permutexvar_ps(lo, 1, _mm512_set1_epi32(1), lo);
+    } else {
+      lo = kFull ? _mm512_loadu_ps(row) : _mm512_maskz_loadu_ps(low_lanes, row);
     }
-    if constexpr (!kMax) acc = _mm512_div_ps(acc, _mm512_set1_ps(r.divisor));
-    _mm512_mask_storeu_ps(r.y + j, m, acc);
+    const __m512 hi = kFull ? _mm512_loadu_ps(row + 16 - shift) : _mm512_maskz_loadu_ps(high_lanes, row + 16 - shift);
+    const __m512 v0 = _mm512_permutex2var_ps(lo, evens, hi);
+    const __m512 v1 = _mm512_permutex2var_ps(lo, odds, hi);
+    acc = ky == 0 && kMax ? v0 : pool_tap<kMax>(acc, v0);
+    acc = pool_tap<kMax>(acc, v1);
+    if constexpr (kKernelW == 3) {
+      // Elements 2, 4, .., 32: the evens one lane on, element 32 read only when a window needs it.
+      const __m512 last = span > 32 ? _mm512_set1_ps(row[32 - shift]) : _mm512_setzero_ps();
+      acc = pool_tap<kMax>(acc, _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(last),
+                                                                        _mm512_castps_si512(v0), 1)));
+    }
   }
+  if constexpr (!kMax) acc = _mm512_div_ps(acc, _mm512_set1_ps(r.divisor));
+  if constexpr (kFull) _mm512_storeu_ps(y, acc);
+  else _mm512_mask_storeu_ps(y, pool_lanes(count), acc);
+}
+
+template <int kKernelW, bool kMax>
+void pool_row_stride2(const PoolF32Row& r) {
+  int64_t j = 0;
+  if (r.lead != 0 && r.n > 0) {
+    pool_block_stride2<kKernelW, kMax, true, false>(r, r.first, r.n < 16 ? r.n : 16, r.y);
+    j = 16;
+  }
+  for (; j + 16 <= r.n; j += 16) pool_block_stride2<kKernelW, kMax, false, true>(r, r.first + 2 * j - r.lead, 16, r.y + j);
+  if (j < r.n) pool_block_stride2<kKernelW, kMax, false, false>(r, r.first + 2 * j - r.lead, r.n - j, r.y + j);
 }
 
 }  // namespace
