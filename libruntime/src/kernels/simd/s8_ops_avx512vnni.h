@@ -77,6 +77,7 @@ struct S8Avx512Vnni {
     const __mmask32 valid = byte_lanes(count);
     return _mm256_maskz_mov_epi8(valid, _mm256_xor_si256(_mm256_maskz_loadu_epi8(valid, p), vflip));
   }
+  // `count`: a multiple of 4 (whole words of packed B; the AVX-VNNI ops rely on it).
   static inline void store_bytes32_n(uint8_t* p, __m256i v, int64_t count) {
     _mm256_mask_storeu_epi8(p, byte_lanes(count), v);
   }

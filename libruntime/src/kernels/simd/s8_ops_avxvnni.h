@@ -22,6 +22,34 @@ struct S8AvxVnni {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
 
+  // The first `count` (1 to 7) bytes at p as a little-endian integer, no byte past them read: two
+  // overlapping words (their common bytes are the same memory, so OR-ing them changes nothing) or
+  // single bytes; no call to memcpy in a hot tail.
+  static inline uint64_t tail_bytes(const uint8_t* p, int64_t count) {
+    if (count >= 4) {
+      uint32_t lo, hi;
+      __builtin_memcpy(&lo, p, 4);
+      __builtin_memcpy(&hi, p + count - 4, 4);
+      return uint64_t{lo} | (uint64_t{hi} << (8 * (count - 4)));
+    }
+    uint64_t v = p[0];
+    if (count > 1) v |= uint64_t{p[1]} << 8;
+    if (count > 2) v |= uint64_t{p[2]} << 16;
+    return v;
+  }
+  // Stores the low `count` (1 to 7) bytes of v at p, the same way round.
+  static inline void store_tail_bytes(uint8_t* p, uint64_t v, int64_t count) {
+    if (count >= 4) {
+      const auto lo = static_cast<uint32_t>(v), hi = static_cast<uint32_t>(v >> (8 * (count - 4)));
+      __builtin_memcpy(p, &lo, 4);
+      __builtin_memcpy(p + count - 4, &hi, 4);
+      return;
+    }
+    p[0] = static_cast<uint8_t>(v);
+    if (count > 1) p[1] = static_cast<uint8_t>(v >> 8);
+    if (count > 2) p[2] = static_cast<uint8_t>(v >> 16);
+  }
+
   static inline V zero() { return _mm256_setzero_si256(); }
   static inline V set1(int32_t v) { return _mm256_set1_epi32(v); }
   static inline F set1f(float v) { return _mm256_set1_ps(v); }
@@ -51,13 +79,9 @@ struct S8AvxVnni {
   template <bool kSigned>
   static inline V load_bytes_n(const uint8_t* p, int64_t count) {
     __m128i bytes;
-    if (count >= 8) {
-      bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    } else {
-      alignas(16) uint8_t buffer[16] = {};
-      if (count > 0) __builtin_memcpy(buffer, p, static_cast<std::size_t>(count));
-      bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(buffer));
-    }
+    if (count >= 8) bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    else if (count > 0) bytes = _mm_cvtsi64_si128(static_cast<long long>(tail_bytes(p, count)));
+    else bytes = _mm_setzero_si128();
     return kSigned ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
   }
   template <bool kSigned>
@@ -70,31 +94,32 @@ struct S8AvxVnni {
     // Already within the output's range: the saturating packs only narrow.
     const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     const __m128i bytes = kSigned ? _mm_packs_epi16(words, words) : _mm_packus_epi16(words, words);
-    if (count >= 8) {
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(y), bytes);
-    } else if (count > 0) {
-      alignas(16) uint8_t buffer[16];
-      _mm_store_si128(reinterpret_cast<__m128i*>(buffer), bytes);
-      __builtin_memcpy(y, buffer, static_cast<std::size_t>(count));
-    }
+    if (count >= 8) _mm_storel_epi64(reinterpret_cast<__m128i*>(y), bytes);
+    else if (count > 0) store_tail_bytes(y, static_cast<uint64_t>(_mm_cvtsi128_si64(bytes)), count);
   }
 
-  static inline __m256i shifted_bytes32_n(const uint8_t* p, int64_t count, __m256i vflip, uint8_t flip) {
+  static inline __m256i shifted_bytes32_n(const uint8_t* p, int64_t count, __m256i vflip, uint8_t) {
     if (count >= 32) return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), vflip);
-    // Past count the buffer holds flip, which the XOR turns into 0.
-    alignas(32) uint8_t buffer[32];
-    __builtin_memset(buffer, flip, sizeof buffer);
-    if (count > 0) __builtin_memcpy(buffer, p, static_cast<std::size_t>(count));
-    return _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(buffer)), vflip);
-  }
-  static inline void store_bytes32_n(uint8_t* p, __m256i v, int64_t count) {
-    if (count >= 32) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
-    } else if (count > 0) {
-      alignas(32) uint8_t buffer[32];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(buffer), v);
-      __builtin_memcpy(p, buffer, static_cast<std::size_t>(count));
+    if (count <= 0) return _mm256_setzero_si256();
+    // Whole dwords by mask, the last 1-3 bytes into their dword; then shifted, and 0 past count.
+    const int64_t words = count / 4, rest = count % 4;
+    __m256i v = _mm256_maskload_epi32(reinterpret_cast<const int*>(p), lanes(words));
+    if (rest != 0) {
+      const auto last = static_cast<int32_t>(tail_bytes(p + 4 * words, rest));
+      const __m256i at = _mm256_cmpeq_epi32(_mm256_set1_epi32(static_cast<int32_t>(words)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      v = _mm256_or_si256(v, _mm256_and_si256(_mm256_set1_epi32(last), at));
     }
+    // Bytes [0, count) keep (byte ^ flip); the rest were 0 and must stay 0.
+    const __m256i index = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                                           22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+    const __m256i inside = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(count)), index);
+    return _mm256_xor_si256(v, _mm256_and_si256(vflip, inside));
+  }
+  // `count`: a multiple of 4 (whole words of packed B).
+  static inline void store_bytes32_n(uint8_t* p, __m256i v, int64_t count) {
+    if (count >= 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+    else if (count > 0) _mm256_maskstore_epi32(reinterpret_cast<int*>(p), lanes(count / 4), v);
   }
   static inline __m256i dpbusd8(__m256i acc, __m256i a, __m256i b) { return _mm256_dpbusd_avx_epi32(acc, a, b); }
   static inline __m256i load8_n(const int32_t* p, int64_t count) { return load_n(p, count); }
