@@ -65,6 +65,21 @@ void dwconv_to_blocked(const float* const* planes, int64_t valid, int64_t h, int
   // Chunks of L pixels of the flattened plane: full vectors even when a row is narrower than L.
   for (int64_t p = 0; p < n; p += L) {
     const int64_t count = n - p < L ? n - p : L;
+    if (count <= L / 4) {
+      // A short last chunk (a 7x7 plane's 49th pixel): pixel by pixel through memory, cheaper
+      // than a whole transpose for a few columns of it.
+      alignas(64) float lanes[L];
+      for (int64_t i = 0; i < count; ++i) {
+        for (int64_t l = 0; l < L; ++l) lanes[l] = l < valid ? planes[l][p + i] : 0.0f;
+        const int64_t dr = r + pad_top, dc = c + pad_left;
+        if (dr < rows && dc < pitch) Ops::store(dst + (dr * pitch + dc) * L, Ops::load(lanes));
+        if (++c == w) {
+          c = 0;
+          ++r;
+        }
+      }
+      continue;
+    }
     if (valid == L && count == L) {
 #pragma GCC unroll 16
       for (int64_t l = 0; l < L; ++l) v[l] = Ops::load(planes[l] + p);
@@ -188,6 +203,21 @@ void dwconv_from_blocked(const float* src, int64_t n, float* const* planes, int6
   V v[L];
   for (int64_t p = 0; p < n; p += L) {
     const int64_t count = n - p < L ? n - p : L;
+    if (count <= L / 4) {
+      // A short last chunk: pixel by pixel (its vector holds every map of one pixel; the residual
+      // and epilogue are the same expressions lane by lane).
+      alignas(64) float lanes[L];
+      for (int64_t i = 0; i < count; ++i) {
+        V o = Ops::load(src + (p + i) * L);
+        if (z != nullptr) {
+          for (int64_t l = 0; l < L; ++l) lanes[l] = l < valid ? z[l][p + i] : 0.0f;
+          o = dwconv_blocked_epilogue<Ops>(e, Ops::add(o, Ops::load(lanes)));
+        }
+        Ops::store(lanes, o);
+        for (int64_t l = 0; l < valid; ++l) planes[l][p + i] = lanes[l];
+      }
+      continue;
+    }
     for (int64_t i = 0; i < L; ++i) v[i] = i < count ? Ops::load(src + (p + i) * L) : Ops::zero();
     Ops::transpose(v);
     const typename Ops::Mask m = Ops::mask(count);
