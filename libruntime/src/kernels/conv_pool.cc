@@ -824,7 +824,7 @@ class PackedConvKernel final : public Kernel {
   int64_t group_ = 1;
   const PackedGemmIsa& isa_;
   GemmBlocking blocking_;
-  int64_t minimum_macs_ = kDefaultMinimumMacs;
+  int64_t minimum_macs_ = kPackedGemmMinimumMacs;
   PackedBuffer patches_;  // the packed im2col panels of one (image, group), reused across runs
   PackedBuffer padded_, scratch_c_;  // the implicit path's padded input and padded-domain result
   std::vector<const float*> b_rows_;  // its implicit im2col rows

@@ -277,7 +277,7 @@ class PackedGemmKernelBase : public Kernel {
 
   const PackedGemmIsa& isa_;
   GemmBlocking blocking_;
-  int64_t minimum_macs_ = kDefaultMinimumMacs;
+  int64_t minimum_macs_ = kPackedGemmMinimumMacs;
   PackedBuffer constant_b_;
   Shape constant_b_shape_;
   bool has_constant_b_ = false;
@@ -505,7 +505,7 @@ void add_tiled(KernelTable& table, const std::string& op_type, OpsetRange opsets
 TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults) {
   TuningSchema schema{std::move(key), {}};
   schema.parameters.push_back(threshold_parameter(
-      "parallel.minimum_macs", kDefaultMinimumMacs, int64_t{1} << 50,
+      "parallel.minimum_macs", kPackedGemmMinimumMacs, int64_t{1} << 50,
       "Smallest multiply-accumulate count run in parallel; smaller problems run on one thread."));
   schema.parameters.push_back(tile_parameter("gemm.block_m", defaults.m, {24, 48, 96, 192, 384, 768},
                                              "Output rows per task (rounded up to the micro-kernel's rows); the packed A "
