@@ -331,6 +331,89 @@ TEST_CASE("conv_variant_names_the_path_that_ran") {
   }
 }
 
+namespace {
+
+// A 1x1 Conv or FusedConv (x, w[, b, z]) run directly; `constant`: W and B given as initializers
+// (the kernel may then keep derived copies, as the narrow tail's transposed weights).
+DirectRun pointwise_run(const std::string& attributes, const Shape& x_shape, const Shape& w_shape, bool fused, bool z_input,
+                        bool constant, int threads) {
+  const Shape y_shape{x_shape[0], w_shape[0], x_shape[2], x_shape[3]};
+  const std::string text =
+      fused ? fmt::format("<ir_version: 8, opset_import: [\"\" : 17, \"com.onnx_light\" : 1]>\ng (float[{}] x, "
+                          "float[{}] w, float[{}] b{}) => (float[] y) {{ y = com.onnx_light.FusedConv <{}> "
+                          "(x, w, b{}) }}",
+                          dims(x_shape), dims(w_shape), w_shape[0], z_input ? fmt::format(", float[{}] z", dims(y_shape)) : "",
+                          attributes, z_input ? ", z" : "")
+            : fmt::format("<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[{}] x, float[{}] w) => (float[] y) "
+                          "{{ y = Conv(x, w) }}",
+                          dims(x_shape), dims(w_shape));
+  const Model model = test::parse(text);
+  const onnx::NodeProto& node = model.proto().graph().node(0);
+  const KernelTable& table = test::table_with_only("conv_fused_f32", is_conv_f32, "avx512");
+  const KernelChoice choice = fused ? table.choose("com.onnx_light", "FusedConv", 1, ElementType::float32,
+                                                   host_cpu_features())
+                                    : table.choose("", "Conv", 17, ElementType::float32, host_cpu_features());
+  REQUIRE(choice.def != nullptr);
+  const Tensor x = random_tensor(ElementType::float32, x_shape, 1), w = random_tensor(ElementType::float32, w_shape, 2);
+  const Tensor b = random_tensor(ElementType::float32, {w_shape[0]}, 3), z = random_tensor(ElementType::float32, y_shape, 4);
+  std::vector<ElementType> types(fused ? (z_input ? 4 : 3) : 2, ElementType::float32);
+  std::vector<const Tensor*> constants(types.size(), nullptr);
+  if (constant) {
+    constants[1] = &w;
+    if (fused) constants[2] = &b;
+  }
+  const KernelCreateInfo info{node, fused ? 1 : 17, types, constants};
+  std::unique_ptr<Kernel> kernel = choice.def->create(info);
+  std::vector<const Tensor*> inputs{&x, &w};
+  if (fused) inputs.push_back(&b);
+  if (fused && z_input) inputs.push_back(&z);
+  DirectExecution execution(inputs, threads);
+  kernel->run(execution);
+  return {std::string(kernel->variant()), execution.y()};
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() &&
+         std::memcmp(a.data<float>(), b.data<float>(), static_cast<std::size_t>(a.element_count()) * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("pointwise_conv_narrow_tail_n_le_8_is_bit_identical_to_the_wide_tile") {
+  // Pixels ending in a panel of at most 8 columns, with constant weights, run that panel with the
+  // rows as lanes (simd/gemm_f32.h kernel_narrow): the same FMA chain per element as the wide
+  // tile that the same Conv with weights given at run time uses.
+  if (!test::host_runs("Conv float32", is_conv_f32, "avx512")) return;
+  struct Case {
+    std::string name, attributes;
+    Shape x, w;
+    bool fused, z;
+  };
+  for (const Case& c : std::vector<Case>{
+           // 35 pixels = 32 + 3; 37 maps: two row chunks of 18 and 19 (both vectors, masked rows).
+           {"conv_37_maps_tail_3", "", {1, 40, 5, 7}, {37, 40, 1, 1}, false, false},
+           // 100 pixels = 3 x 32 + 4, depth 300 > block_k 256 (the tail accumulates), bias, Z, HardSwish.
+           {"fused_hardswish_z_two_k_blocks_tail_4", "activation = \"HardSwish\"", {1, 300, 10, 10}, {24, 300, 1, 1}, true, true},
+           // The whole product one narrow panel (6 pixels), batch 2, bias and Relu in the micro-kernel's store.
+           {"fused_relu_batch_2_n_6", "activation = \"Relu\"", {2, 16, 2, 3}, {20, 16, 1, 1}, true, false},
+           // 8 columns, one map (a single masked lane), Clip in the store after the bias.
+           {"fused_clip_one_map_n_8", "activation = \"Clip\", activation_params = [-0.5, 0.75]", {1, 12, 5, 8},
+            {1, 12, 1, 1}, true, false},
+       }) {
+    CAPTURE(c.name);
+    const DirectRun wide = pointwise_run(c.attributes, c.x, c.w, c.fused, c.z, false, 1);
+    CHECK(wide.variant == "pointwise_gemm_avx512");
+    for (const int threads : {1, 3}) {
+      CAPTURE(threads);
+      const DirectRun narrow = pointwise_run(c.attributes, c.x, c.w, c.fused, c.z, true, threads);
+      CHECK(narrow.variant == "pointwise_gemm_avx512_narrow_tail");
+      CHECK(same_bits(narrow.y, wide.y));
+    }
+  }
+  // 16 columns past the last full panel (144 = 4 x 32 + 16) stay on the wide tile.
+  CHECK(pointwise_run("", {1, 8, 12, 12}, {16, 8, 1, 1}, false, false, true, 1).variant == "pointwise_gemm_avx512");
+}
+
 TEST_CASE("fused_conv_tile_epilogue_is_bit_identical_across_thread_counts") {
   // The residual and the activation run on each register tile in the packed GEMM's store: the
   // tiles a thread gets change with the thread count, the bits must not.

@@ -5,6 +5,7 @@
 // precomputed 2-D windows, per output element otherwise. Pads, strides, dilations, auto_pad and
 // ceil_mode follow the ONNX operator definitions. Kernel::variant() names the Conv path that ran.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -643,6 +644,7 @@ class PackedConvKernel final : public Kernel {
       : attrs_(info), fusion_(info, fused), isa_(isa), blocking_(defaults), thin_groups_(info, fused) {
     variant_ = std::string("packed_gemm_") + isa.name;
     pointwise_variant_ = std::string("pointwise_gemm_") + isa.name;
+    narrow_variant_ = pointwise_variant_ + "_narrow_tail";
     implicit_variant_ = std::string("implicit_gemm_") + isa.name;
     group_ = info.int_attribute("group", 1);
     if (group_ < 1) throw ModelError(fmt::format("{}: attribute 'group' = {} must be positive", info.node_label(), group_));
@@ -694,8 +696,15 @@ class PackedConvKernel final : public Kernel {
     bool pointwise = true;
     for (std::size_t i = 0; i < g.rank; ++i)
       pointwise = pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
-    last_variant_ = pointwise ? pointwise_variant_ : variant_;
     const int64_t nr = isa_.nr, panels = (g.out_size + nr - 1) / nr;
+    // Pixels ending in a narrow panel (10x10: 3 x 32 + 4) with constant weights: that panel runs
+    // with the weights transposed, its rows as lanes (PackedGemmOperands::a_transposed).
+    const int64_t tail = g.out_size % nr;
+    const bool narrow = pointwise && constant_weights_ && isa_.kernel_narrow != nullptr &&
+                        isa_.kernel_direct_a != nullptr && tail > 0 &&
+                        tail <= simd::kGemmF32NarrowCols;
+    if (narrow) transpose_weights(r);
+    last_variant_ = narrow ? narrow_variant_ : pointwise ? pointwise_variant_ : variant_;
     const int admitted = execution.admitted_threads(r.batch * r.maps * g.out_size * r.depth, minimum_macs_);
     if (!pointwise && g.rank == 2 && g.stride[0] == 1 && g.stride[1] == 1 && isa_.kernel_direct_a_indirect_b != nullptr) {
       last_variant_ = implicit_variant_;
@@ -734,14 +743,18 @@ class PackedConvKernel final : public Kernel {
         bool whole = false;
         const simd::GemmF32Epilogue epilogue = fusion_.gemm_epilogue(r, grp * r.group_maps, whole);
         float* result = out + (image * r.maps + grp * r.group_maps) * g.out_size;
-        const PackedGemmOperands operands{MatrixView{pw + grp * r.group_maps * r.depth, r.depth, 1},
-                                          packed,
-                                          result,
-                                          g.out_size,
-                                          in_tasks ? packed : nullptr,
-                                          activation,
-                                          gathered ? gather_panels : nullptr,
-                                          &gather_context};
+        PackedGemmOperands operands{MatrixView{pw + grp * r.group_maps * r.depth, r.depth, 1},
+                                    packed,
+                                    result,
+                                    g.out_size,
+                                    in_tasks ? packed : nullptr,
+                                    activation,
+                                    gathered ? gather_panels : nullptr,
+                                    &gather_context};
+        if (narrow) {
+          operands.a_transposed = transposed_w_.data() + grp * r.group_maps * r.depth;
+          operands.a_transposed_ld = r.group_maps;
+        }
         // Other epilogues (residual Z, Sigmoid-like activations): on each register tile as soon as the
         // micro-kernel stored it, still in L1; the same operations on the same values as a second
         // pass over Y would do, so the same bits.
@@ -776,6 +789,21 @@ class PackedConvKernel final : public Kernel {
   std::string_view variant() const override { return last_variant_; }
 
  private:
+  // W^T per group ([depth][group_maps], the narrow tail's A), built once: the weights are constant.
+  void transpose_weights(const ConvRun& r) {
+    const float* pw = r.w->data<float>();
+    const std::array<int64_t, 3> shape{r.maps, r.depth, group_};
+    if (transposed_from_ == pw && transposed_shape_ == shape) return;
+    transposed_w_.grow(static_cast<std::size_t>(r.maps * r.depth));
+    float* t = transposed_w_.data();
+    for (int64_t grp = 0; grp < group_; ++grp)
+      for (int64_t i = 0; i < r.group_maps; ++i)
+        for (int64_t kk = 0; kk < r.depth; ++kk)
+          t[grp * r.group_maps * r.depth + kk * r.group_maps + i] = pw[(grp * r.group_maps + i) * r.depth + kk];
+    transposed_from_ = pw;
+    transposed_shape_ = shape;
+  }
+
   // Stride-1 2-D Convs without an im2col (ImplicitIm2col).
   void run_implicit(KernelExecution& execution, const ConvRun& r, int admitted) {
     const Geometry& g = r.g;
@@ -831,10 +859,13 @@ class PackedConvKernel final : public Kernel {
   DirectConvWorkspace direct_workspace_;  // the few-channel direct path (stems)
   std::string direct_label_;
   ConvKernel<float> thin_groups_;
-  std::string variant_, pointwise_variant_, implicit_variant_;
+  std::string variant_, narrow_variant_, pointwise_variant_, implicit_variant_;
   std::string_view last_variant_;
   std::string label_;  // the depthwise path's variant
   bool constant_weights_ = false;  // W (and B) are initializers: the depthwise path packs them once
+  PackedBuffer transposed_w_;      // transpose_weights
+  const float* transposed_from_ = nullptr;
+  std::array<int64_t, 3> transposed_shape_{};
   DepthwiseWorkspace dw_workspace_;
   Shape out_shape_;
 };

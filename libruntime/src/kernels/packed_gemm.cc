@@ -15,7 +15,8 @@ const PackedGemmIsa kAvx2{"avx2", simd::kGemmF32Avx2Mr, simd::kGemmF32Avx2Nr, &s
                           nullptr, &simd::gemm_f32_pack_a_avx2, &simd::gemm_f32_pack_b_avx2};
 const PackedGemmIsa kAvx512{"avx512", simd::kGemmF32Avx512Mr, simd::kGemmF32Avx512Nr, &simd::gemm_f32_kernel_avx512,
                             &simd::gemm_f32_kernel_direct_a_avx512, &simd::gemm_f32_kernel_direct_a_indirect_b_avx512,
-                            &simd::gemm_f32_pack_a_avx512, &simd::gemm_f32_pack_b_avx512};
+                            &simd::gemm_f32_pack_a_avx512, &simd::gemm_f32_pack_b_avx512,
+                            &simd::gemm_f32_kernel_narrow_avx512};
 #endif
 
 // A packs rows [i0, i0 + mc) over the whole depth when it fits in this many floats (then tasks of
@@ -153,6 +154,25 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
           const int64_t j = q * nr;
           const int cols = static_cast<int>(std::min(nr, plan.n - j));
           const float* pb = b_panels != nullptr ? b_panels + (q - q_first) * k * nr + k0 * nr : nullptr;
+          if (ops->a_transposed != nullptr && isa.kernel_narrow != nullptr && ops->b_rows == nullptr &&
+              cols <= simd::kGemmF32NarrowCols) {
+            // The narrow tail: row chunks of at most kGemmF32NarrowRows, as even as possible.
+            const int64_t chunks = ceil_div(mc, simd::kGemmF32NarrowRows);
+            for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+              const int64_t i = i0 + chunk * mc / chunks;
+              const int rows = static_cast<int>(i0 + (chunk + 1) * mc / chunks - i);
+              if (tile_last != nullptr) {
+                tile_epilogue = *tile_last;
+                if (tile_epilogue.bias != nullptr)
+                  tile_epilogue.bias += i * tile_epilogue.bias_row_stride + j * tile_epilogue.bias_col_stride;
+              }
+              isa.kernel_narrow(kc, ops->a_transposed + k0 * ops->a_transposed_ld + i, ops->a_transposed_ld, pb,
+                                ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0,
+                                tile_last != nullptr ? &tile_epilogue : nullptr);
+              if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
+            }
+            continue;
+          }
           // Row tiles as even as the micro-kernel allows (64 rows: 11,11,11,11,10,10 rather than
           // 12,12,12,12,12,4): a short last tile wastes most of its FMA slots on load latency.
           for (int64_t tile = 0; tile < row_tiles; ++tile) {

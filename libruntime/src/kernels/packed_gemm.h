@@ -39,6 +39,10 @@ struct PackedGemmIsa {
                  int64_t kc, float* dst);
   void (*pack_b)(const float* b, int64_t row_stride, int64_t col_stride, int64_t k_total, int64_t n, int64_t q0,
                  int64_t q1, float* dst);
+  // Optional: a panel's narrow tail with the rows as lanes (simd/gemm_f32.h), for operands that
+  // give A transposed (PackedGemmOperands::a_transposed).
+  void (*kernel_narrow)(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc, int m, int n,
+                        int accumulate, const simd::GemmF32Epilogue* last) = nullptr;
 };
 
 // nullptr when this build has no such variant (non-x86 targets). Call the functions only after
@@ -136,6 +140,12 @@ struct PackedGemmOperands {
   // with NR floats readable past every column: a stride-1 Conv's implicit im2col, nothing
   // gathered. Needs an ISA with kernel_direct_a_indirect_b and a row-major A.
   const float* const* b_rows = nullptr;
+  // Optional, with a row-major A read in place: A transposed, a(i, k) = a_transposed[k *
+  // a_transposed_ld + i]. A panel of at most kGemmF32NarrowCols columns (a 1x1 Conv's 100 pixels:
+  // 3 x 32 + 4) then runs isa.kernel_narrow, the rows as lanes, instead of a vector per row for
+  // its few columns (the same bits).
+  const float* a_transposed = nullptr;
+  int64_t a_transposed_ld = 0;
 };
 
 // The task grid of one run.

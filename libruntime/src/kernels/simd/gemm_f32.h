@@ -69,6 +69,16 @@ void gemm_f32_kernel_direct_a_indirect_b_avx512(int64_t kc, const float* a, int6
                                                 int64_t col, float* c, int64_t ldc, int m, int n, int accumulate,
                                                 const GemmF32Epilogue* last);
 
+// A panel's narrow tail (n <= kGemmF32NarrowCols columns, m <= kGemmF32NarrowRows rows) with the
+// rows as the vector lanes: A given transposed, a(r, k) = at[k * ldat + r] (row k of A^T holds
+// the rows' values, ldat >= m), B a packed panel as above. Each element sees the contract's
+// sequence (fma is exact and commutative in its product), so the bits equal the wide tile's,
+// which spends a whole vector per row on the few columns.
+inline constexpr int kGemmF32NarrowCols = 8;
+inline constexpr int kGemmF32NarrowRows = 32;
+void gemm_f32_kernel_narrow_avx512(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc,
+                                   int m, int n, int accumulate, const GemmF32Epilogue* last);
+
 // Packs a(i0 + i, k0 + k) for i < mc, k < kc, with a(i, k) = a[i * row_stride + k * col_stride],
 // into MR-row panels (layout above, panel stride kc * MR).
 void gemm_f32_pack_a_avx2(const float* a, int64_t row_stride, int64_t col_stride, int64_t i0, int64_t mc,

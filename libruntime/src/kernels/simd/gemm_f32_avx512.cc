@@ -148,7 +148,94 @@ void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, floa
   else kernel_rows_v<R, Direct, Indirect, 2>(kc, pa, lda, pb, c, ldc, n, accumulate, last, b_rows, col);
 }
 
+// Rows [16v, 16v + 16) of a strided column (base[row * stride]) as lanes, 0 at rows >= m.
+inline __m512 load_column(const float* base, int64_t stride, int v, int m) {
+  alignas(64) float lanes[16];
+  for (int r = 0; r < 16; ++r) lanes[r] = 16 * v + r < m ? base[(16 * v + r) * stride] : 0.0f;
+  return _mm512_load_ps(lanes);
+}
+
+// The lanes of `x` that are rows below m into a strided column.
+inline void store_column(__m512 x, float* base, int64_t stride, int v, int m) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, x);
+  for (int r = 0; r < 16 && 16 * v + r < m; ++r) base[(16 * v + r) * stride] = lanes[r];
+}
+
+// kernel_rows_v's epilogue, operation for operation, on column j's vector v.
+inline __m512 narrow_epilogue(const GemmF32Epilogue& e, __m512 acc, int j, int v, int m) {
+  if (e.alpha != 1.0f) acc = _mm512_mul_ps(_mm512_set1_ps(e.alpha), acc);
+  if (e.bias != nullptr) {
+    const float* bias = e.bias + j * e.bias_col_stride;
+    const __m512 b = e.bias_row_stride == 0 ? _mm512_set1_ps(*bias) : load_column(bias, e.bias_row_stride, v, m);
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(e.beta), b, acc);
+  }
+  if (e.relu) acc = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_NLE_UQ), acc);
+  if (e.activation != GemmF32Activation::none || e.post_affine) acc = activate(e, acc);
+  return acc;
+}
+
+// The narrow tail (gemm_f32.h): N columns, V vectors of 16 rows; rows past m are computed on
+// zeros and never stored. C and a per-row bias reach the lanes through a small buffer (columns
+// of C are strided), once per tile, next to kc FMAs per element.
+template <int V, int N>
+void kernel_narrow(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc, int m,
+                   int accumulate, const GemmF32Epilogue* last) {
+  const __mmask16 m0 = low_mask(m), m1 = low_mask(m - 16);
+  __m512 acc0[N], acc1[N];
+#pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) {
+    acc0[j] = accumulate ? load_column(c + j, ldc, 0, m) : _mm512_setzero_ps();
+    if constexpr (V == 2) acc1[j] = accumulate ? load_column(c + j, ldc, 1, m) : _mm512_setzero_ps();
+  }
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 a0 = _mm512_maskz_loadu_ps(m0, at);
+    const __m512 a1 = V == 2 ? _mm512_maskz_loadu_ps(m1, at + 16) : a0;
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) {
+      const __m512 b = _mm512_set1_ps(pb[j]);
+      acc0[j] = _mm512_fmadd_ps(a0, b, acc0[j]);
+      if constexpr (V == 2) acc1[j] = _mm512_fmadd_ps(a1, b, acc1[j]);
+    }
+    at += ldat;
+    pb += NR;
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) {
+    if (last != nullptr) {
+      acc0[j] = narrow_epilogue(*last, acc0[j], j, 0, m);
+      if constexpr (V == 2) acc1[j] = narrow_epilogue(*last, acc1[j], j, 1, m);
+    }
+    store_column(acc0[j], c + j, ldc, 0, m);
+    if constexpr (V == 2) store_column(acc1[j], c + j, ldc, 1, m);
+  }
+}
+
+template <int V>
+void kernel_narrow_cols(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc, int m,
+                        int n, int accumulate, const GemmF32Epilogue* last) {
+  switch (n) {
+    case 1: kernel_narrow<V, 1>(kc, at, ldat, pb, c, ldc, m, accumulate, last); break;
+    case 2: kernel_narrow<V, 2>(kc, at, ldat, pb, c, ldc, m, accumulate, last); break;
+    case 3: kernel_narrow<V, 3>(kc, at, ldat, pb, c, ldc, m, accumulate, last); break;
+    case 4: kernel_narrow<V, 4>(kc, at, ldat, pb, c, ldc, m, accumulate, last); break;
+    case 5: kernel_narrow<V, 5>(kc, at, ldat, pb, c, ldc, m, accumulate, last); break;
+    case 6: kernel_narrow<V, 6>(kc, at, ldat, pb, c, ldc, m, accumulate, last); break;
+    case 7: kernel_narrow<V, 7>(kc, at, ldat, pb, c, ldc, m, accumulate, last); break;
+    case 8: kernel_narrow<V, 8>(kc, at, ldat, pb, c, ldc, m, accumulate, last); break;
+    default: break;
+  }
+}
+
 }  // namespace
+
+void gemm_f32_kernel_narrow_avx512(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc,
+                                   int m, int n, int accumulate, const GemmF32Epilogue* last) {
+  if (m <= 0) return;
+  if (m <= 16) kernel_narrow_cols<1>(kc, at, ldat, pb, c, ldc, m, n, accumulate, last);
+  else kernel_narrow_cols<2>(kc, at, ldat, pb, c, ldc, m, n, accumulate, last);
+}
 
 void gemm_f32_kernel_avx512(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int m, int n,
                             int accumulate, const GemmF32Epilogue* last) {
