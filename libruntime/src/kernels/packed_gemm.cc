@@ -38,6 +38,16 @@ float* worker_buffer(int64_t floats, WorkerBuffer which = WorkerBuffer::a) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The epilogue of the tile at (i, j) (its bias moved there) in `scratch`, or null for a k-block
+// that is not the last.
+const simd::GemmF32Epilogue* tile_epilogue_at(const simd::GemmF32Epilogue* last, int64_t i, int64_t j,
+                                              simd::GemmF32Epilogue& scratch) {
+  if (last == nullptr) return nullptr;
+  scratch = *last;
+  if (scratch.bias != nullptr) scratch.bias += i * scratch.bias_row_stride + j * scratch.bias_col_stride;
+  return &scratch;
+}
+
 }  // namespace
 
 void PackedBuffer::grow(std::size_t floats) {
@@ -161,14 +171,9 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
             for (int64_t chunk = 0; chunk < chunks; ++chunk) {
               const int64_t i = i0 + chunk * mc / chunks;
               const int rows = static_cast<int>(i0 + (chunk + 1) * mc / chunks - i);
-              if (tile_last != nullptr) {
-                tile_epilogue = *tile_last;
-                if (tile_epilogue.bias != nullptr)
-                  tile_epilogue.bias += i * tile_epilogue.bias_row_stride + j * tile_epilogue.bias_col_stride;
-              }
               isa.kernel_narrow(kc, ops->a_transposed + k0 * ops->a_transposed_ld + i, ops->a_transposed_ld, pb,
                                 ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0,
-                                tile_last != nullptr ? &tile_epilogue : nullptr);
+                                tile_epilogue_at(tile_last, i, j, tile_epilogue));
               if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
             }
             continue;
@@ -178,18 +183,13 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
           for (int64_t tile = 0; tile < row_tiles; ++tile) {
             const int64_t i = i0 + tile * mc / row_tiles;
             const int rows = static_cast<int>(i0 + (tile + 1) * mc / row_tiles - i);
-            if (tile_last != nullptr) {
-              tile_epilogue = *tile_last;
-              if (tile_epilogue.bias != nullptr)
-                tile_epilogue.bias += i * tile_epilogue.bias_row_stride + j * tile_epilogue.bias_col_stride;
-            }
+            const simd::GemmF32Epilogue* e = tile_epilogue_at(tile_last, i, j, tile_epilogue);
             if (ops->b_rows != nullptr)
               isa.kernel_direct_a_indirect_b(kc, a.data + i * a.row_stride + k0, a.row_stride, ops->b_rows + k0, j,
-                                             ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0,
-                                             tile_last != nullptr ? &tile_epilogue : nullptr);
+                                             ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
             else
               isa.kernel_direct_a(kc, a.data + i * a.row_stride + k0, a.row_stride, pb, ops->c + i * ops->ldc + j,
-                                  ops->ldc, rows, cols, k0 > 0 ? 1 : 0, tile_last != nullptr ? &tile_epilogue : nullptr);
+                                  ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
             if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
           }
         }
@@ -220,13 +220,8 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
         for (int64_t p = 0; p * mr < mc; ++p) {
           const int64_t i = i0 + p * mr;
           const int rows = static_cast<int>(std::min(mr, mc - p * mr));
-          if (tile_last != nullptr) {
-            tile_epilogue = *tile_last;
-            if (tile_epilogue.bias != nullptr)
-              tile_epilogue.bias += i * tile_epilogue.bias_row_stride + j * tile_epilogue.bias_col_stride;
-          }
           isa.kernel(kc, a_buffer + p * panel_stride + a_offset, pb, ops->c + i * ops->ldc + j, ops->ldc, rows, cols,
-                     k0 > 0 ? 1 : 0, tile_last != nullptr ? &tile_epilogue : nullptr);
+                     k0 > 0 ? 1 : 0, tile_epilogue_at(tile_last, i, j, tile_epilogue));
           if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
         }
       }
