@@ -36,5 +36,32 @@ inline typename Ops::V apply_f32_activation(int activation, float alpha, float b
   }
 }
 
+// An activation code and the post-affine flag as compile-time constants, for loops specialised on
+// their epilogue (no branch per vector).
+template <int kActivation, bool kAffine>
+struct FixedEpilogue {
+  static constexpr int activation = kActivation;
+  static constexpr bool affine = kAffine;
+};
+
+template <int kActivation, typename Body>
+inline void with_fixed_affine(bool affine, const Body& body) {
+  if (affine) body(FixedEpilogue<kActivation, true>{});
+  else body(FixedEpilogue<kActivation, false>{});
+}
+
+// Calls body(FixedEpilogue<activation, affine>{}) once: the one dispatch of every specialised loop.
+template <typename Body>
+inline void with_fixed_epilogue(int activation, bool affine, const Body& body) {
+  switch (activation) {
+    case f32_activation_relu: return with_fixed_affine<f32_activation_relu>(affine, body);
+    case f32_activation_clip: return with_fixed_affine<f32_activation_clip>(affine, body);
+    case f32_activation_leaky_relu: return with_fixed_affine<f32_activation_leaky_relu>(affine, body);
+    case f32_activation_hard_sigmoid: return with_fixed_affine<f32_activation_hard_sigmoid>(affine, body);
+    case f32_activation_hard_swish: return with_fixed_affine<f32_activation_hard_swish>(affine, body);
+    default: return with_fixed_affine<f32_activation_none>(affine, body);
+  }
+}
+
 }  // namespace
 }  // namespace onnx_light::runtime::kernels::simd

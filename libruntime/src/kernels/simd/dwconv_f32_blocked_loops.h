@@ -176,23 +176,11 @@ void dwconv_block_fixed(const DwconvF32Block& b) {
   }
 }
 
-template <typename Ops, int kActivation>
-void dwconv_block_activation(const DwconvF32Block& b) {
-  if (b.epilogue.post_affine) dwconv_block_fixed<Ops, kActivation, true>(b);
-  else dwconv_block_fixed<Ops, kActivation, false>(b);
-}
-
 // Dispatches once per block on the epilogue's activation.
 template <typename Ops>
 void dwconv_block(const DwconvF32Block& b) {
-  switch (b.epilogue.activation) {
-    case f32_activation_relu: return dwconv_block_activation<Ops, f32_activation_relu>(b);
-    case f32_activation_clip: return dwconv_block_activation<Ops, f32_activation_clip>(b);
-    case f32_activation_leaky_relu: return dwconv_block_activation<Ops, f32_activation_leaky_relu>(b);
-    case f32_activation_hard_sigmoid: return dwconv_block_activation<Ops, f32_activation_hard_sigmoid>(b);
-    case f32_activation_hard_swish: return dwconv_block_activation<Ops, f32_activation_hard_swish>(b);
-    default: return dwconv_block_activation<Ops, f32_activation_none>(b);
-  }
+  with_fixed_epilogue(b.epilogue.activation, b.epilogue.post_affine,
+                      [&](auto e) { dwconv_block_fixed<Ops, decltype(e)::activation, decltype(e)::affine>(b); });
 }
 
 template <typename Ops>

@@ -220,28 +220,13 @@ void dwconv_rows2_fixed_epilogue(const DwconvF32Row& r, const float* const* belo
   }
 }
 
-template <typename Ops, int kh, int kw, int kActivation>
-void dwconv_rows2_fixed_activation(const DwconvF32Row& r, const float* const* below_src, const float* below_z,
-                                   float* below_y) {
-  if (r.post_affine) dwconv_rows2_fixed_epilogue<Ops, kh, kw, kActivation, true>(r, below_src, below_z, below_y);
-  else dwconv_rows2_fixed_epilogue<Ops, kh, kw, kActivation, false>(r, below_src, below_z, below_y);
-}
-
 // Dispatches once per call on the row's activation (the codes the rows apply themselves).
 template <typename Ops, int kh, int kw>
 void dwconv_rows2_fixed(const DwconvF32Row& r, const float* const* below_src, int64_t, const float* below_z,
                         float* below_y) {
-  switch (r.activation) {
-    case dwconv_f32_relu: return dwconv_rows2_fixed_activation<Ops, kh, kw, dwconv_f32_relu>(r, below_src, below_z, below_y);
-    case dwconv_f32_clip: return dwconv_rows2_fixed_activation<Ops, kh, kw, dwconv_f32_clip>(r, below_src, below_z, below_y);
-    case dwconv_f32_leaky_relu:
-      return dwconv_rows2_fixed_activation<Ops, kh, kw, dwconv_f32_leaky_relu>(r, below_src, below_z, below_y);
-    case dwconv_f32_hard_sigmoid:
-      return dwconv_rows2_fixed_activation<Ops, kh, kw, dwconv_f32_hard_sigmoid>(r, below_src, below_z, below_y);
-    case dwconv_f32_hard_swish:
-      return dwconv_rows2_fixed_activation<Ops, kh, kw, dwconv_f32_hard_swish>(r, below_src, below_z, below_y);
-    default: return dwconv_rows2_fixed_activation<Ops, kh, kw, dwconv_f32_none>(r, below_src, below_z, below_y);
-  }
+  with_fixed_epilogue(r.activation, r.post_affine, [&](auto e) {
+    dwconv_rows2_fixed_epilogue<Ops, kh, kw, decltype(e)::activation, decltype(e)::affine>(r, below_src, below_z, below_y);
+  });
 }
 
 // Four output rows at once for a 3x3 kernel at vertical stride and dilation 1 (AVX-512): six input
@@ -263,71 +248,44 @@ void dwconv_rows4_3x3_epilogue(const DwconvF32Row& r, int64_t in_step, int64_t o
     rows[q].y = r.y + q * out_step;
     rows[q].z = r.z != nullptr ? r.z + q * out_step : nullptr;
   }
-  const auto store = [&](int q, int64_t j, V acc, const typename Ops::Mask* m) {
-    const DwconvF32Row& o = rows[q];
-    if (m == nullptr) {
-      Ops::store(o.y + j, dwconv_epilogue_fixed<Ops, kActivation, kAffine>(o, acc, o.z != nullptr ? Ops::load(o.z + j) : acc));
-    } else {
-      Ops::store_partial(
-          o.y + j, dwconv_epilogue_fixed<Ops, kActivation, kAffine>(o, acc, o.z != nullptr ? Ops::load_partial(o.z + j, *m) : acc),
-          *m);
-    }
-  };
-  int64_t j = 0;
-  for (; j + w <= r.n; j += w) {
-    V a0 = Ops::zero(), a1 = Ops::zero(), a2 = Ops::zero(), a3 = Ops::zero();
+  // One column block: whole vectors (m null) or the row's masked tail.
+  const auto block = [&](int64_t j, const typename Ops::Mask* m) {
+    V a[4] = {Ops::zero(), Ops::zero(), Ops::zero(), Ops::zero()};
     // Input row i is tap row i - q of output row q (0 <= i - q < 3): chains stay in tap order.
 #pragma GCC unroll 6
     for (int i = 0; i < 6; ++i)
 #pragma GCC unroll 3
       for (int kx = 0; kx < 3; ++kx) {
-        const V v = Ops::load(s[i][kx] + j);
-        if (i < 3) a0 = Ops::fma(v, k[i * 3 + kx], a0);
-        if (i >= 1 && i < 4) a1 = Ops::fma(v, k[(i - 1) * 3 + kx], a1);
-        if (i >= 2 && i < 5) a2 = Ops::fma(v, k[(i - 2) * 3 + kx], a2);
-        if (i >= 3) a3 = Ops::fma(v, k[(i - 3) * 3 + kx], a3);
+        const V v = m == nullptr ? Ops::load(s[i][kx] + j) : Ops::load_partial(s[i][kx] + j, *m);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q)
+          if (i - q >= 0 && i - q < 3) a[q] = Ops::fma(v, k[(i - q) * 3 + kx], a[q]);
       }
-    store(0, j, a0, nullptr);
-    store(1, j, a1, nullptr);
-    store(2, j, a2, nullptr);
-    store(3, j, a3, nullptr);
-  }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      const DwconvF32Row& o = rows[q];
+      if (m == nullptr)
+        Ops::store(o.y + j, dwconv_epilogue_fixed<Ops, kActivation, kAffine>(o, a[q], o.z != nullptr ? Ops::load(o.z + j) : a[q]));
+      else
+        Ops::store_partial(o.y + j,
+                           dwconv_epilogue_fixed<Ops, kActivation, kAffine>(
+                               o, a[q], o.z != nullptr ? Ops::load_partial(o.z + j, *m) : a[q]),
+                           *m);
+    }
+  };
+  int64_t j = 0;
+  for (; j + w <= r.n; j += w) block(j, nullptr);
   if (j < r.n) {
     const typename Ops::Mask m = Ops::mask(r.n - j);
-    V a0 = Ops::zero(), a1 = Ops::zero(), a2 = Ops::zero(), a3 = Ops::zero();
-#pragma GCC unroll 6
-    for (int i = 0; i < 6; ++i)
-#pragma GCC unroll 3
-      for (int kx = 0; kx < 3; ++kx) {
-        const V v = Ops::load_partial(s[i][kx] + j, m);
-        if (i < 3) a0 = Ops::fma(v, k[i * 3 + kx], a0);
-        if (i >= 1 && i < 4) a1 = Ops::fma(v, k[(i - 1) * 3 + kx], a1);
-        if (i >= 2 && i < 5) a2 = Ops::fma(v, k[(i - 2) * 3 + kx], a2);
-        if (i >= 3) a3 = Ops::fma(v, k[(i - 3) * 3 + kx], a3);
-      }
-    store(0, j, a0, &m);
-    store(1, j, a1, &m);
-    store(2, j, a2, &m);
-    store(3, j, a3, &m);
+    block(j, &m);
   }
-}
-
-template <typename Ops, int kActivation>
-void dwconv_rows4_3x3_activation(const DwconvF32Row& r, int64_t in_step, int64_t out_step) {
-  if (r.post_affine) dwconv_rows4_3x3_epilogue<Ops, kActivation, true>(r, in_step, out_step);
-  else dwconv_rows4_3x3_epilogue<Ops, kActivation, false>(r, in_step, out_step);
 }
 
 template <typename Ops>
 void dwconv_rows4_3x3(const DwconvF32Row& r, int64_t in_step, int64_t out_step) {
-  switch (r.activation) {
-    case dwconv_f32_relu: return dwconv_rows4_3x3_activation<Ops, dwconv_f32_relu>(r, in_step, out_step);
-    case dwconv_f32_clip: return dwconv_rows4_3x3_activation<Ops, dwconv_f32_clip>(r, in_step, out_step);
-    case dwconv_f32_leaky_relu: return dwconv_rows4_3x3_activation<Ops, dwconv_f32_leaky_relu>(r, in_step, out_step);
-    case dwconv_f32_hard_sigmoid: return dwconv_rows4_3x3_activation<Ops, dwconv_f32_hard_sigmoid>(r, in_step, out_step);
-    case dwconv_f32_hard_swish: return dwconv_rows4_3x3_activation<Ops, dwconv_f32_hard_swish>(r, in_step, out_step);
-    default: return dwconv_rows4_3x3_activation<Ops, dwconv_f32_none>(r, in_step, out_step);
-  }
+  with_fixed_epilogue(r.activation, r.post_affine, [&](auto e) {
+    dwconv_rows4_3x3_epilogue<Ops, decltype(e)::activation, decltype(e)::affine>(r, in_step, out_step);
+  });
 }
 
 // The row functions for a kernel size: the fixed-tap ones for 3x3, else the generic ones. 5x5 was
