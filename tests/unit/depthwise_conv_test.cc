@@ -100,7 +100,8 @@ std::vector<DepthwiseCase> depthwise_cases() {
        "Relu"},
       // SIMD: a stride-2 plane larger than one task's L2 budget, cut into bands of output rows
       // (bottom and top pads move with the band).
-      {"dwconv_3x3_s2_plane_in_bands", {1, 3, 130, 200}, 1, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, ""},
+      // (5x5: 3x3 stride-2 planes this wide run the CHW kernel on AVX-512.)
+      {"dwconv_5x5_s2_plane_in_bands", {1, 3, 130, 200}, 1, 5, 5, 2, 2, 1, 1, {2, 2, 2, 2}, ""},
       {"dwconv_5x5_s1_plane_in_bands_asymmetric_pads", {1, 2, 90, 96}, 1, 5, 5, 1, 1, 1, 1, {3, 2, 1, 2}, ""},
       // The post affine after the activation (PaddleOCR's learnable affine block): in the vector
       // epilogue for the activations it has, after a scalar pass for the others.
@@ -124,7 +125,7 @@ std::vector<DepthwiseCase> depthwise_cases() {
       {"dwconv_5x5_wide_plane_rows_input_narrower_than_kernel", {1, 1, 130, 3}, 1, 5, 5, 1, 1, 1, 1, {1, 40, 1, 40}, ""},
       // SIMD blocked: rows of whole vectors are reordered row by row; full blocks (16 and 32 maps)
       // take the unmasked loads, with pads on every side, bands and a residual.
-      {"dwconv_3x3_s2_16_maps_rows_of_whole_vectors_in_bands", {1, 16, 150, 64}, 1, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, ""},
+      {"dwconv_5x5_s2_16_maps_rows_of_whole_vectors_in_bands", {1, 16, 150, 64}, 1, 5, 5, 2, 2, 1, 1, {2, 2, 2, 2}, ""},
       {"dwconv_3x3_32_maps_rows_of_whole_vectors_asymmetric_pads_residual_relu", {1, 32, 40, 32}, 1, 3, 3, 1, 1, 1, 1,
        {2, 1, 0, 3}, "", true, true, "Relu"},
       // The 3x3 row pairs with the activation and post affine fixed at compile time, one per kind.
@@ -133,6 +134,16 @@ std::vector<DepthwiseCase> depthwise_cases() {
        "Clip", {-0.25f, 0.5f}},
       {"dwconv_3x3_wide_plane_rows_hard_swish_residual_post_affine", {1, 1, 101, 100}, 1, 3, 3, 1, 1, 1, 1,
        {1, 1, 1, 1}, "", true, true, "HardSwish", {}, {1.25f, -0.125f}},
+      // AVX-512: 3x3 stride-2 planes from 12 outputs across run the CHW kernel: a partial last block,
+      // odd heights (a single last row), no left pad, bottom and right pads beyond the input, a
+      // multiplier, and epilogues in the vector code and in the scalar pass.
+      {"dwconv_3x3_s2_chw_odd_width_residual_hard_swish", {1, 3, 13, 45}, 1, 3, 3, 2, 2, 1, 1, {1, 1, 1, 1}, "", true,
+       true, "HardSwish"},
+      {"dwconv_3x3_s2_chw_same_upper_no_left_pad", {1, 2, 10, 34}, 1, 3, 3, 2, 2, 1, 1, {}, "SAME_UPPER"},
+      {"dwconv_3x3_s2_chw_pads_beyond_the_input_multiplier_2", {2, 2, 6, 40}, 2, 3, 3, 2, 2, 1, 1, {3, 1, 4, 9}, "",
+       false},
+      {"dwconv_3x3_s2_chw_sigmoid_post_affine_scalar_pass", {1, 2, 7, 33}, 1, 3, 3, 2, 2, 1, 1, {0, 0, 1, 1}, "", true,
+       true, "Sigmoid", {}, {0.5f, 0.25f}},
   };
 }
 
@@ -359,9 +370,30 @@ TEST_CASE("depthwise_variant_names_the_blocked_kernel_and_wide_stride_1_planes_k
   c.stride_h = c.stride_w = 2;
   c.in_h = c.in_w = 160;
   c.out_h = c.out_w = 80;
-  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s2_blocked16_avx512");
+  // 3x3 stride 2 with at most one left pad column runs the CHW kernel on AVX-512, from 12 outputs
+  // across; narrower rows, wider left pads and AVX2 run blocked.
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s2_chw_avx512");
   CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx2) == "dwconv_3x3s2_blocked8_avx2");
   CHECK(kernels::depthwise_variant(c, DepthwiseIsa::portable) == "dwconv_3x3s2_portable");
+  c.pad_left = 1;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s2_chw_avx512");
+  c.pad_left = 2;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s2_blocked16_avx512");
+  c.pad_left = 0;
+  c.in_w = 23;
+  c.out_w = 11;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s2_blocked16_avx512");
+  c.in_w = 24;
+  c.out_w = 12;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s2_chw_avx512");
+  c.in_w = 160;
+  c.out_w = 80;
+  c.dilation_h = c.dilation_w = 2;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s2d2_blocked16_avx512");
+  c.dilation_h = c.dilation_w = 1;
+  c.kernel_h = c.kernel_w = 5;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_5x5s2_blocked16_avx512");
+  c.kernel_h = c.kernel_w = 3;
   c.stride_h = c.stride_w = 1;
   c.out_h = c.out_w = 160;  // 25600 output pixels at stride 1: the rows
   CHECK_FALSE(kernels::depthwise_runs_blocked(c, DepthwiseIsa::avx512));
@@ -456,5 +488,99 @@ TEST_CASE("depthwise_fixed_tap_rows_are_bit_identical_to_the_generic_rows") {
   // Other sizes keep the generic rows.
   if (f.avx2 && f.fma3) CHECK_FALSE(simd::dwconv_f32_kernels_avx2(5, 5).fixed);
   if (f.avx512f) CHECK_FALSE(simd::dwconv_f32_kernels_avx512(3, 5).fixed);
+}
+
+namespace {
+
+// One plane through the blocked functions (lane 0 of a block of 16, the other lanes empty): the
+// reference the CHW kernel must equal bit for bit.
+std::vector<float> blocked_3x3s2_plane(const simd::DwconvF32Plane& p) {
+  constexpr int64_t L = simd::dwconv_f32_block_lanes_avx512;
+  const int64_t pitch = 2 * (p.out_w - 1) + 3, rows = 2 * (p.out_h - 1) + 3, n = p.out_h * p.out_w;
+  std::vector<float> in(static_cast<std::size_t>(rows * pitch * L), 0.0f), out(static_cast<std::size_t>(n * L));
+  std::vector<float> weights(static_cast<std::size_t>(9 * L), 0.0f), bias(static_cast<std::size_t>(L), 0.0f);
+  std::vector<int64_t> offsets;
+  for (int64_t t = 0; t < 9; ++t) {
+    weights[static_cast<std::size_t>(t * L)] = p.weights[t];
+    offsets.push_back(((t / 3) * pitch + t % 3) * L);
+  }
+  bias[0] = p.bias;
+  const float* planes[1] = {p.x};
+  simd::dwconv_f32_to_blocked_avx512(planes, 1, p.in_h, p.in_w, in.data(), rows, pitch, p.pad_top, p.pad_left);
+  const simd::DwconvF32Block b{in.data(), pitch, weights.data(), offsets.data(), 9, bias.data(), 2, 2, p.out_h, p.out_w,
+                               p.z != nullptr ? simd::DwconvF32Epilogue{} : p.epilogue, out.data()};
+  simd::dwconv_f32_block_avx512(b);
+  std::vector<float> y(static_cast<std::size_t>(n), 7.0f);
+  float* y_planes[1] = {y.data()};
+  const float* z_planes[1] = {p.z};
+  simd::dwconv_f32_from_blocked_avx512(out.data(), n, y_planes, 1, p.z != nullptr ? z_planes : nullptr, p.epilogue);
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("depthwise_3x3s2_chw_plane_is_bit_identical_to_the_blocked_kernel_on_every_edge") {
+  if (!host_cpu_features().avx512f) {
+    test::report_untested("depthwise 3x3 s2 CHW plane", "avx512", "no AVX-512 F");
+    return;
+  }
+  // Input planes with NaN before and after them: a read outside the plane reaches an output.
+  uint32_t state = 777;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return static_cast<float>(state % 20001) / 10000.0f - 1.0f;
+  };
+  const float weights[9] = {0.5f, -0.25f, 0.75f, 1.0f, -1.0f, 0.125f, -0.5f, 0.875f, 0.3f};
+  int planes = 0;
+  auto check = [&](int64_t in_h, int64_t in_w, int64_t pad_top, int64_t pad_left, int64_t extra_bottom,
+                   int64_t extra_right, bool residual, const simd::DwconvF32Epilogue& e) {
+    const int64_t out_h = (in_h + pad_top + extra_bottom - 3) / 2 + 1, out_w = (in_w + pad_left + extra_right - 3) / 2 + 1;
+    if (out_h < 1 || out_w < 1) return;
+    constexpr int64_t kGuard = 48;
+    std::vector<float> x(static_cast<std::size_t>(in_h * in_w + 2 * kGuard), std::nanf(""));
+    for (int64_t i = 0; i < in_h * in_w; ++i) x[static_cast<std::size_t>(kGuard + i)] = next();
+    std::vector<float> z(static_cast<std::size_t>(out_h * out_w));
+    for (float& v : z) v = next();
+    std::vector<float> y(static_cast<std::size_t>(out_h * out_w + kGuard), 7.0f);
+    const simd::DwconvF32Plane p{x.data() + kGuard, in_h, in_w, pad_top, pad_left, weights, 0.375f,
+                                 residual ? z.data() : nullptr, e, out_h, out_w, y.data()};
+    simd::dwconv_f32_plane_3x3s2_avx512(p);
+    const std::vector<float> expect = blocked_3x3s2_plane(p);
+    CAPTURE(in_h);
+    CAPTURE(in_w);
+    CAPTURE(pad_top);
+    CAPTURE(pad_left);
+    CAPTURE(extra_bottom);
+    CAPTURE(extra_right);
+    CAPTURE(residual);
+    CAPTURE(e.activation);
+    CHECK(std::memcmp(expect.data(), y.data(), expect.size() * sizeof(float)) == 0);
+    // Nothing stored past the plane's outputs.
+    CHECK(std::all_of(y.begin() + out_h * out_w, y.end(), [](float v) { return v == 7.0f; }));
+    ++planes;
+  };
+  // Widths around the block's edges (whole blocks, a block reading exactly to the last column, one
+  // column short of it, partial last blocks), heights with and without a single last row, pads.
+  for (int64_t in_w : {1, 2, 15, 16, 17, 31, 32, 33, 34, 35, 63, 64, 65, 66, 97})
+    for (int64_t in_h : {1, 2, 3, 4, 7})
+      for (int64_t pad_top : {0, 1, 3})
+        for (int64_t pad_left : {0, 1})
+          for (int64_t extra : {0, 1, 5}) check(in_h, in_w, pad_top, pad_left, extra, extra, in_w % 2 == 1, {});
+  // Every epilogue the vector code applies, with and without the post affine and the residual.
+  for (int activation = simd::f32_activation_none; activation <= simd::f32_activation_hard_swish; ++activation)
+    for (bool affine : {false, true})
+      for (bool residual : {false, true}) {
+        simd::DwconvF32Epilogue e;
+        e.activation = activation;
+        e.alpha = activation == simd::f32_activation_clip ? -0.25f : 0.2f;
+        e.beta = activation == simd::f32_activation_clip ? 0.5f : 0.6f;
+        e.post_affine = affine;
+        e.post_scale = 1.25f;
+        e.post_shift = -0.125f;
+        check(9, 67, 1, 1, 1, 1, residual, e);
+      }
+  CHECK(planes > 1000);
 }
 #endif

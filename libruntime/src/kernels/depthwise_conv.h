@@ -81,11 +81,14 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& conv, D
 
 // Whether run_depthwise_conv takes the channel-blocked path (simd/dwconv_f32_blocked.h).
 bool depthwise_runs_blocked(const DepthwiseConv& conv, DepthwiseIsa isa);
+// Whether it runs the 3x3 stride-2 planes straight from NCHW (simd::dwconv_f32_plane_3x3s2_avx512).
+bool depthwise_runs_3x3s2_chw(const DepthwiseConv& conv, DepthwiseIsa isa);
 
 // "3x3s2", "5x5s2x1d2": kernel, stride and dilation as the plane kernels' labels spell them.
 void append_plane_geometry(const DepthwiseConv& conv, std::string& out);
 
-// "dwconv_3x3s1_avx512", "dwconv_5x5s2_blocked16_avx512", "dwconv_5x5s2_portable": what
+// "dwconv_3x3s1_avx512", "dwconv_5x5s2_blocked16_avx512", "dwconv_3x3s2_chw_avx512",
+// "dwconv_5x5s2_portable": what
 // run_depthwise_conv ran, for Kernel::variant().
 std::string depthwise_variant(const DepthwiseConv& conv, DepthwiseIsa isa);
 // The same written into `out` (no allocation once `out` has held a label as long).

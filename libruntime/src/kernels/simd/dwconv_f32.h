@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/simd/activation_f32.h"
+#include "kernels/simd/dwconv_f32_blocked.h"
 
 namespace onnx_light::runtime::kernels::simd {
 
@@ -63,5 +64,27 @@ struct DwconvF32Kernels {
 };
 DwconvF32Kernels dwconv_f32_kernels_avx2(int64_t kernel_h, int64_t kernel_w);
 DwconvF32Kernels dwconv_f32_kernels_avx512(int64_t kernel_h, int64_t kernel_w);
+
+// One (image, map) plane of a 3x3, stride-2, dilation-1 depthwise convolution read straight from
+// NCHW (AVX-512 only): for 16 outputs each input row's span is loaded once and deinterleaved by
+// two permutes into the kx = 0 and 1 taps, the kx = 2 tap being the evens one lane on; two output
+// rows share their common input row. No reorder and no scratch, where the blocked path transposes
+// every input and output pixel (a stride-2 plane reads four input pixels per output). Pads: any on
+// top, bottom and right, 0 or 1 on the left (dwconv_f32_plane_3x3s2_fits). Each output's FMA
+// chain (taps row-major from zero, pad taps multiplying zeros) and its epilogue
+// ((acc + bias) + z, then the activation and post affine) are the blocked path's, so the bits are
+// the same.
+struct DwconvF32Plane {
+  const float* x;  // in_h x in_w
+  int64_t in_h, in_w, pad_top, pad_left;
+  const float* weights;  // 9, row-major
+  float bias;
+  const float* z;  // out_h x out_w residual, or null
+  DwconvF32Epilogue epilogue;
+  int64_t out_h, out_w;
+  float* y;
+};
+inline bool dwconv_f32_plane_3x3s2_fits(int64_t pad_left) { return pad_left == 0 || pad_left == 1; }
+void dwconv_f32_plane_3x3s2_avx512(const DwconvF32Plane& plane);
 
 }  // namespace onnx_light::runtime::kernels::simd
