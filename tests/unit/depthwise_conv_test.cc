@@ -128,12 +128,17 @@ std::vector<DepthwiseCase> depthwise_cases() {
       {"dwconv_5x5_s2_16_maps_rows_of_whole_vectors_in_bands", {1, 16, 150, 64}, 1, 5, 5, 2, 2, 1, 1, {2, 2, 2, 2}, ""},
       {"dwconv_3x3_32_maps_rows_of_whole_vectors_asymmetric_pads_residual_relu", {1, 32, 40, 32}, 1, 3, 3, 1, 1, 1, 1,
        {2, 1, 0, 3}, "", true, true, "Relu"},
-      // The 3x3 row pairs with the activation and post affine fixed at compile time, one per kind.
-      {"dwconv_3x3_wide_plane_rows_relu", {1, 1, 100, 101}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, false, "Relu"},
-      {"dwconv_3x3_wide_plane_rows_clip_residual", {1, 1, 100, 101}, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, "", true, true,
+      // The 3x3 row pairs with the activation and post affine fixed at compile time, one per kind
+      // (three left pad columns: on AVX-512, 3x3 stride-1 planes with at most two run CHW).
+      {"dwconv_3x3_wide_plane_rows_relu", {1, 1, 100, 101}, 1, 3, 3, 1, 1, 1, 1, {1, 3, 1, 1}, "", true, false, "Relu"},
+      {"dwconv_3x3_wide_plane_rows_clip_residual", {1, 1, 100, 101}, 1, 3, 3, 1, 1, 1, 1, {1, 3, 1, 3}, "", true, true,
        "Clip", {-0.25f, 0.5f}},
       {"dwconv_3x3_wide_plane_rows_hard_swish_residual_post_affine", {1, 1, 101, 100}, 1, 3, 3, 1, 1, 1, 1,
-       {1, 1, 1, 1}, "", true, true, "HardSwish", {}, {1.25f, -0.125f}},
+       {1, 3, 1, 1}, "", true, true, "HardSwish", {}, {1.25f, -0.125f}},
+      // AVX-512: 3x3 stride-1 planes from 32 outputs across run CHW: groups of four rows and one
+      // to three last rows, two left pads, a residual with an epilogue.
+      {"dwconv_3x3_s1_chw_two_left_pads_residual_relu_post_affine", {1, 3, 11, 47}, 1, 3, 3, 1, 1, 1, 1, {2, 2, 0, 0},
+       "", true, true, "Relu", {}, {0.5f, 0.25f}},
       // AVX-512: 3x3 stride-2 planes from 12 outputs across run the CHW kernel: a partial last block,
       // odd heights (a single last row), no left pad, bottom and right pads beyond the input, a
       // multiplier, and epilogues in the vector code and in the scalar pass.
@@ -393,12 +398,25 @@ TEST_CASE("depthwise_variant_names_the_blocked_kernel_and_wide_stride_1_planes_k
   c.dilation_h = c.dilation_w = 1;
   c.kernel_h = c.kernel_w = 5;
   CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_5x5s2_blocked16_avx512");
-  c.kernel_h = c.kernel_w = 3;
   c.stride_h = c.stride_w = 1;
-  c.out_h = c.out_w = 160;  // 25600 output pixels at stride 1: the rows
+  c.pad_top = c.pad_left = 2;
+  c.out_h = c.out_w = 160;  // 5x5, 25600 output pixels at stride 1: the rows
   CHECK_FALSE(kernels::depthwise_runs_blocked(c, DepthwiseIsa::avx512));
-  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s1_avx512");
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_5x5s1_avx512");
   c.out_h = c.out_w = 80;  // 6400: blocked
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_5x5s1_blocked16_avx512");
+  // 3x3 stride 1 from 32 outputs across: CHW, whatever the plane's size; narrower, blocked.
+  c.kernel_h = c.kernel_w = 3;
+  c.pad_top = c.pad_left = 1;
+  c.out_h = c.out_w = 160;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s1_chw_avx512");
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx2) == "dwconv_3x3s1_avx2");
+  c.out_w = 32;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s1_chw_avx512");
+  c.out_w = 31;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s1_blocked16_avx512");
+  c.out_h = c.out_w = 80;
+  c.pad_left = 3;  // beyond the CHW loop's left pads
   CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s1_blocked16_avx512");
 }
 
@@ -493,22 +511,23 @@ TEST_CASE("depthwise_fixed_tap_rows_are_bit_identical_to_the_generic_rows") {
 namespace {
 
 // One plane through the blocked functions (lane 0 of a block of 16, the other lanes empty): the
-// reference the CHW kernel must equal bit for bit.
-std::vector<float> blocked_3x3s2_plane(const simd::DwconvF32Plane& p) {
+// reference the CHW kernels must equal bit for bit.
+std::vector<float> blocked_plane(const simd::DwconvF32Plane& p, int64_t kernel, int64_t stride) {
   constexpr int64_t L = simd::dwconv_f32_block_lanes_avx512;
-  const int64_t pitch = 2 * (p.out_w - 1) + 3, rows = 2 * (p.out_h - 1) + 3, n = p.out_h * p.out_w;
+  const int64_t pitch = stride * (p.out_w - 1) + kernel, rows = stride * (p.out_h - 1) + kernel;
+  const int64_t n = p.out_h * p.out_w, taps = kernel * kernel;
   std::vector<float> in(static_cast<std::size_t>(rows * pitch * L), 0.0f), out(static_cast<std::size_t>(n * L));
-  std::vector<float> weights(static_cast<std::size_t>(9 * L), 0.0f), bias(static_cast<std::size_t>(L), 0.0f);
+  std::vector<float> weights(static_cast<std::size_t>(taps * L), 0.0f), bias(static_cast<std::size_t>(L), 0.0f);
   std::vector<int64_t> offsets;
-  for (int64_t t = 0; t < 9; ++t) {
+  for (int64_t t = 0; t < taps; ++t) {
     weights[static_cast<std::size_t>(t * L)] = p.weights[t];
-    offsets.push_back(((t / 3) * pitch + t % 3) * L);
+    offsets.push_back(((t / kernel) * pitch + t % kernel) * L);
   }
   bias[0] = p.bias;
   const float* planes[1] = {p.x};
   simd::dwconv_f32_to_blocked_avx512(planes, 1, p.in_h, p.in_w, in.data(), rows, pitch, p.pad_top, p.pad_left);
-  const simd::DwconvF32Block b{in.data(), pitch, weights.data(), offsets.data(), 9, bias.data(), 2, 2, p.out_h, p.out_w,
-                               p.z != nullptr ? simd::DwconvF32Epilogue{} : p.epilogue, out.data()};
+  const simd::DwconvF32Block b{in.data(), pitch, weights.data(), offsets.data(), taps, bias.data(), stride, stride,
+                               p.out_h, p.out_w, p.z != nullptr ? simd::DwconvF32Epilogue{} : p.epilogue, out.data()};
   simd::dwconv_f32_block_avx512(b);
   std::vector<float> y(static_cast<std::size_t>(n), 7.0f);
   float* y_planes[1] = {y.data()};
@@ -519,9 +538,9 @@ std::vector<float> blocked_3x3s2_plane(const simd::DwconvF32Plane& p) {
 
 }  // namespace
 
-TEST_CASE("depthwise_3x3s2_chw_plane_is_bit_identical_to_the_blocked_kernel_on_every_edge") {
+TEST_CASE("depthwise_chw_planes_are_bit_identical_to_the_blocked_kernel_on_every_edge") {
   if (!host_cpu_features().avx512f) {
-    test::report_untested("depthwise 3x3 s2 CHW plane", "avx512", "no AVX-512 F");
+    test::report_untested("depthwise CHW planes", "avx512", "no AVX-512 F");
     return;
   }
   // Input planes with NaN before and after them: a read outside the plane reaches an output.
@@ -532,22 +551,28 @@ TEST_CASE("depthwise_3x3s2_chw_plane_is_bit_identical_to_the_blocked_kernel_on_e
     state ^= state << 5;
     return static_cast<float>(state % 20001) / 10000.0f - 1.0f;
   };
-  const float weights[9] = {0.5f, -0.25f, 0.75f, 1.0f, -1.0f, 0.125f, -0.5f, 0.875f, 0.3f};
+  std::vector<float> weights(25);
+  for (float& v : weights) v = next();
   int planes = 0;
-  auto check = [&](int64_t in_h, int64_t in_w, int64_t pad_top, int64_t pad_left, int64_t extra_bottom,
-                   int64_t extra_right, bool residual, const simd::DwconvF32Epilogue& e) {
-    const int64_t out_h = (in_h + pad_top + extra_bottom - 3) / 2 + 1, out_w = (in_w + pad_left + extra_right - 3) / 2 + 1;
-    if (out_h < 1 || out_w < 1) return;
+  // 3x3 at stride 2 (dwconv_f32_plane_3x3s2) and stride 1 (dwconv_f32_plane_3x3s1).
+  auto check = [&](int64_t kernel, int64_t stride, int64_t in_h, int64_t in_w, int64_t pad_top, int64_t pad_left,
+                   int64_t extra_bottom, int64_t extra_right, bool residual, const simd::DwconvF32Epilogue& e) {
+    const int64_t out_h = (in_h + pad_top + extra_bottom - kernel) / stride + 1;
+    const int64_t out_w = (in_w + pad_left + extra_right - kernel) / stride + 1;
+    if (in_h + pad_top + extra_bottom < kernel || in_w + pad_left + extra_right < kernel) return;
     constexpr int64_t kGuard = 48;
     std::vector<float> x(static_cast<std::size_t>(in_h * in_w + 2 * kGuard), std::nanf(""));
     for (int64_t i = 0; i < in_h * in_w; ++i) x[static_cast<std::size_t>(kGuard + i)] = next();
     std::vector<float> z(static_cast<std::size_t>(out_h * out_w));
     for (float& v : z) v = next();
     std::vector<float> y(static_cast<std::size_t>(out_h * out_w + kGuard), 7.0f);
-    const simd::DwconvF32Plane p{x.data() + kGuard, in_h, in_w, pad_top, pad_left, weights, 0.375f,
+    const simd::DwconvF32Plane p{x.data() + kGuard, in_h, in_w, pad_top, pad_left, weights.data(), 0.375f,
                                  residual ? z.data() : nullptr, e, out_h, out_w, y.data()};
-    simd::dwconv_f32_plane_3x3s2_avx512(p);
-    const std::vector<float> expect = blocked_3x3s2_plane(p);
+    if (stride == 2) simd::dwconv_f32_plane_3x3s2_avx512(p);
+    else simd::dwconv_f32_plane_3x3s1_avx512(p);
+    const std::vector<float> expect = blocked_plane(p, kernel, stride);
+    CAPTURE(kernel);
+    CAPTURE(stride);
     CAPTURE(in_h);
     CAPTURE(in_w);
     CAPTURE(pad_top);
@@ -562,12 +587,15 @@ TEST_CASE("depthwise_3x3s2_chw_plane_is_bit_identical_to_the_blocked_kernel_on_e
     ++planes;
   };
   // Widths around the block's edges (whole blocks, a block reading exactly to the last column, one
-  // column short of it, partial last blocks), heights with and without a single last row, pads.
+  // column short of it, partial last blocks), heights with and without a single last row (stride
+  // 2) or one to three last rows (stride 1), every left pad each kernel takes.
   for (int64_t in_w : {1, 2, 15, 16, 17, 31, 32, 33, 34, 35, 63, 64, 65, 66, 97})
     for (int64_t in_h : {1, 2, 3, 4, 7})
-      for (int64_t pad_top : {0, 1, 3})
-        for (int64_t pad_left : {0, 1})
-          for (int64_t extra : {0, 1, 5}) check(in_h, in_w, pad_top, pad_left, extra, extra, in_w % 2 == 1, {});
+      for (int64_t extra : {0, 1, 5}) {
+        for (int64_t pad_top : {0, 1, 3})
+          for (int64_t pad_left : {0, 1}) check(3, 2, in_h, in_w, pad_top, pad_left, extra, extra, in_w % 2 == 1, {});
+        for (int64_t pad : {0, 1, 2}) check(3, 1, in_h, in_w, pad, pad, extra, extra, in_w % 2 == 0, {});
+      }
   // Every epilogue the vector code applies, with and without the post affine and the residual.
   for (int activation = simd::f32_activation_none; activation <= simd::f32_activation_hard_swish; ++activation)
     for (bool affine : {false, true})
@@ -579,8 +607,9 @@ TEST_CASE("depthwise_3x3s2_chw_plane_is_bit_identical_to_the_blocked_kernel_on_e
         e.post_affine = affine;
         e.post_scale = 1.25f;
         e.post_shift = -0.125f;
-        check(9, 67, 1, 1, 1, 1, residual, e);
+        check(3, 2, 9, 67, 1, 1, 1, 1, residual, e);
+        check(3, 1, 9, 67, 1, 1, 1, 1, residual, e);
       }
-  CHECK(planes > 1000);
+  CHECK(planes > 1500);
 }
 #endif

@@ -297,13 +297,16 @@ TEST_CASE("conv_variant_names_the_path_that_ran") {
       CHECK(worst <= 1e-5);  // sums of at most 27 products of values in [-1, 1), in another order
     }
     // Depthwise (one input channel per group, any multiplier, 2-D) runs the depthwise kernels:
-    // channel-blocked on small planes, the rows on wide stride-1 planes.
+    // channel-blocked on small planes, the rows on wide stride-1 planes, 3x3 from 32 outputs across
+    // straight from NCHW on AVX-512.
     CHECK(variant_after_run(implementation, "group = 4, pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {4, 1, 3, 3}) ==
           "dwconv_3x3s1_" + blocked + implementation);
     CHECK(variant_after_run(implementation, "group = 4, dilations = [2, 2]", {1, 4, 9, 9}, {8, 1, 3, 3}) ==
           "dwconv_3x3s1d2_" + blocked + implementation);
+    CHECK(variant_after_run(implementation, "group = 2, pads = [2, 2, 2, 2]", {1, 2, 120, 120}, {2, 1, 5, 5}) ==
+          "dwconv_5x5s1_" + implementation);
     CHECK(variant_after_run(implementation, "group = 2, pads = [1, 1, 1, 1]", {1, 2, 120, 120}, {2, 1, 3, 3}) ==
-          "dwconv_3x3s1_" + implementation);
+          "dwconv_3x3s1_" + std::string(implementation == "avx512" ? "chw_" : "") + implementation);
     // A dense Conv with at most 4 input channels (a stem) runs the direct kernel, 1x1 the GEMM.
     CHECK(variant_after_run(implementation, "strides = [2, 2], pads = [1, 1, 1, 1]", {1, 3, 12, 12}, {16, 3, 3, 3}) ==
           "direct_3x3s2_" + blocked + implementation);

@@ -27,6 +27,11 @@ constexpr int64_t kFlatBelowWidth = 64;
 // rows leave many of its 16 lanes idle, where the blocked path fills them with maps (T=1: 7 wide
 // 26 us CHW against 18 blocked, 10 wide 16 / 14, 12 wide a tie, 14 wide 9 / 11, 15 wide 8 / 11).
 constexpr int64_t kChwFromWidth = 12;
+// The same for 3x3 stride-1 planes (A/B minima, T=1, CHW against blocked or rows: 24 wide 16.3 /
+// 11.4 us, 28 wide 18.3 / 16.2, 32 wide 15.4 / 21.7, 40 wide 22.1 / 21.2, 48 wide 14.4 / 18.1,
+// 80 wide 89 / 101, 112 wide 86 / 115 rows, 160 wide 83 / 117 rows). 5x5 stays blocked or rows:
+// its CHW loop measured slower (20 wide 74 / 37 us) or level (80 wide 136 / 126).
+constexpr int64_t kChwS1FromWidth = 32;
 
 // Fills `l` in place (its vectors keep their capacity across runs).
 void layout_of(const DepthwiseConv& c, Layout& l) {
@@ -221,20 +226,23 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
 }
 
 #if defined(ONNX_LIGHT_X86_SIMD)
-// Planes of the CHW kernel (simd::dwconv_f32_plane_3x3s2_avx512), in parallel over (image, map).
-void run_3x3s2_chw(KernelExecution& execution, const DepthwiseConv& c, int admitted) {
+// Planes of the CHW kernels (simd::dwconv_f32_plane_*_avx512), in parallel over (image, map).
+void run_chw(KernelExecution& execution, const DepthwiseConv& c, int admitted) {
   bool activation_after = false;
   const simd::DwconvF32Epilogue epilogue = vector_epilogue(c.epilogue, activation_after);
   const int64_t multiplier = c.maps / c.channels, in_plane = c.in_h * c.in_w, out_plane = c.out_h * c.out_w;
+  const int64_t taps = c.kernel_h * c.kernel_w;
+  const bool stride_2 = c.stride_h == 2;
   execution.parallel_for(c.batch * c.maps, 1, admitted, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t image = plane / c.maps, map = plane % c.maps;
       float* y = c.y + plane * out_plane;
       const simd::DwconvF32Plane p{c.x + (image * c.channels + map / multiplier) * in_plane,
-                                   c.in_h, c.in_w, c.pad_top, c.pad_left, c.w + map * 9,
+                                   c.in_h, c.in_w, c.pad_top, c.pad_left, c.w + map * taps,
                                    c.bias != nullptr ? c.bias[map] : 0.0f,
                                    c.z != nullptr ? c.z + plane * out_plane : nullptr, epilogue, c.out_h, c.out_w, y};
-      simd::dwconv_f32_plane_3x3s2_avx512(p);
+      if (stride_2) simd::dwconv_f32_plane_3x3s2_avx512(p);
+      else simd::dwconv_f32_plane_3x3s1_avx512(p);
       if (activation_after) apply_activation(c.epilogue, y, out_plane);
     }
   });
@@ -243,11 +251,14 @@ void run_3x3s2_chw(KernelExecution& execution, const DepthwiseConv& c, int admit
 
 }  // namespace
 
-bool depthwise_runs_3x3s2_chw(const DepthwiseConv& c, DepthwiseIsa isa) {
+bool depthwise_runs_chw(const DepthwiseConv& c, DepthwiseIsa isa) {
 #if defined(ONNX_LIGHT_X86_SIMD)
-  return isa == DepthwiseIsa::avx512 && c.kernel_h == 3 && c.kernel_w == 3 && c.stride_h == 2 && c.stride_w == 2 &&
-         c.dilation_h == 1 && c.dilation_w == 1 && simd::dwconv_f32_plane_3x3s2_fits(c.pad_left) &&
-         c.out_w >= kChwFromWidth;
+  if (isa != DepthwiseIsa::avx512 || c.dilation_h != 1 || c.dilation_w != 1 || c.kernel_h != c.kernel_w ||
+      c.out_w < kChwFromWidth)
+    return false;
+  if (c.stride_h == 2 && c.stride_w == 2) return c.kernel_w == 3 && simd::dwconv_f32_plane_3x3s2_fits(c.pad_left);
+  return c.stride_h == 1 && c.stride_w == 1 && c.kernel_w == 3 && c.out_w >= kChwS1FromWidth &&
+         simd::dwconv_f32_plane_3x3s1_fits(c.pad_left);
 #else
   (void)c;
   (void)isa;
@@ -260,7 +271,7 @@ bool depthwise_runs_blocked(const DepthwiseConv& c, DepthwiseIsa isa) {
   // Wide stride-1 planes keep the row kernels: their rows are long enough for full vectors and row
   // pairs without a reorder (bench/RESULTS.md: 16x160x160 rows 164 us, blocked 198 us; 32x112x112
   // a tie). Everything else runs blocked (stride 2 2-3x faster, 7x7 and 6x24 planes ~2x).
-  return isa != DepthwiseIsa::portable && !depthwise_runs_3x3s2_chw(c, isa) &&
+  return isa != DepthwiseIsa::portable && !depthwise_runs_chw(c, isa) &&
          !(c.stride_h == 1 && c.stride_w == 1 && c.out_h * c.out_w >= kRowsFromPixels);
 #else
   (void)c;
@@ -286,7 +297,7 @@ void depthwise_variant(const DepthwiseConv& c, DepthwiseIsa isa, std::string& ou
   append_plane_geometry(c, out);
   auto it = std::back_inserter(out);
   if (depthwise_runs_blocked(c, isa)) fmt::format_to(it, "_blocked{}", isa == DepthwiseIsa::avx512 ? 16 : 8);
-  if (depthwise_runs_3x3s2_chw(c, isa)) out += "_chw";
+  if (depthwise_runs_chw(c, isa)) out += "_chw";
   fmt::format_to(it, "_{}", name);
 }
 
@@ -325,8 +336,8 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
   const bool row_affine = code >= 0 && c.epilogue.post_affine;
   const bool activation_after = code < 0 && !c.epilogue.is_identity();
 #if defined(ONNX_LIGHT_X86_SIMD)
-  if (depthwise_runs_3x3s2_chw(c, isa)) {
-    run_3x3s2_chw(execution, c, admitted);
+  if (depthwise_runs_chw(c, isa)) {
+    run_chw(execution, c, admitted);
     return;
   }
   if (depthwise_runs_blocked(c, isa)) {

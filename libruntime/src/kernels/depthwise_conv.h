@@ -1,9 +1,11 @@
 #pragma once
 // 2-D depthwise convolution over float32 NCHW (group == input channels, one input channel per
 // group, any channel multiplier): Conv's fast path for the groups too thin for the packed GEMM.
-// With AVX2 / AVX-512 most planes run channel-blocked (simd/dwconv_f32_blocked.h: 8 or 16 maps
-// per vector, reordered in and out per band of rows, as ORT's NCHWc depthwise); wide stride-1
-// planes and the portable implementation run the rows below (depthwise_runs_blocked decides).
+// On AVX-512, 3x3 planes wide enough to fill 16 lanes run straight from NCHW (the CHW loops of
+// simd/dwconv_f32.h, depthwise_runs_chw decides). Otherwise with AVX2 / AVX-512 most planes run
+// channel-blocked (simd/dwconv_f32_blocked.h: 8 or 16 maps per vector, reordered in and out per
+// band of rows, as ORT's NCHWc depthwise); wide stride-1 planes and the portable implementation
+// run the rows below (depthwise_runs_blocked decides).
 // Rows: each (image, output map) plane is padded with zeros and split by the column stride's phase into
 // a per-thread scratch once, so that every output row is a list of contiguous tap rows (no
 // division, no bounds test per output or per tap): the SIMD rows of simd/dwconv_f32.h, or a
@@ -81,8 +83,8 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& conv, D
 
 // Whether run_depthwise_conv takes the channel-blocked path (simd/dwconv_f32_blocked.h).
 bool depthwise_runs_blocked(const DepthwiseConv& conv, DepthwiseIsa isa);
-// Whether it runs the 3x3 stride-2 planes straight from NCHW (simd::dwconv_f32_plane_3x3s2_avx512).
-bool depthwise_runs_3x3s2_chw(const DepthwiseConv& conv, DepthwiseIsa isa);
+// Whether it runs the planes straight from NCHW (simd::dwconv_f32_plane_*_avx512).
+bool depthwise_runs_chw(const DepthwiseConv& conv, DepthwiseIsa isa);
 
 // "3x3s2", "5x5s2x1d2": kernel, stride and dilation as the plane kernels' labels spell them.
 void append_plane_geometry(const DepthwiseConv& conv, std::string& out);

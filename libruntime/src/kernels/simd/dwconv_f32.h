@@ -77,7 +77,7 @@ DwconvF32Kernels dwconv_f32_kernels_avx512(int64_t kernel_h, int64_t kernel_w);
 struct DwconvF32Plane {
   const float* x;  // in_h x in_w
   int64_t in_h, in_w, pad_top, pad_left;
-  const float* weights;  // 9, row-major
+  const float* weights;  // kernel_h x kernel_w, row-major
   float bias;
   const float* z;  // out_h x out_w residual, or null
   DwconvF32Epilogue epilogue;
@@ -86,5 +86,11 @@ struct DwconvF32Plane {
 };
 inline bool dwconv_f32_plane_3x3s2_fits(int64_t pad_left) { return pad_left == 0 || pad_left == 1; }
 void dwconv_f32_plane_3x3s2_avx512(const DwconvF32Plane& plane);
+
+// The same for a 3x3 stride-1 dilation-1 plane: tap kx of 16 outputs is one (unaligned) load of
+// their input row, and four output rows at a time share each input row's loads. Pads: any, at most
+// 2 on the left (dwconv_f32_plane_3x3s1_fits).
+inline bool dwconv_f32_plane_3x3s1_fits(int64_t pad_left) { return pad_left >= 0 && pad_left <= 2; }
+void dwconv_f32_plane_3x3s1_avx512(const DwconvF32Plane& plane);
 
 }  // namespace onnx_light::runtime::kernels::simd

@@ -1,4 +1,9 @@
-// The 3x3 stride-2 depthwise plane of dwconv_f32.h with AVX-512 F, read straight from NCHW.
+// The depthwise planes of dwconv_f32.h read straight from NCHW with AVX-512 F: 3x3 at strides 2 and 1.
+// GCC 12 reports the _mm512_undefined_ps() inside max/min as used uninitialized where the
+// activations inline into these loops (GCC bug 105593, as ops_f32_avx512.h notes).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <cstddef>
 #include <cstdint>
 
@@ -106,7 +111,74 @@ void plane(const DwconvF32Plane& p) {
   if (oy < p.out_h) output_rows<1, kActivation, kAffine>(p, k, oy);
 }
 
+// Tap kx of 16 outputs from one input row at stride 1: lane j is row[start + j], zero outside
+// [0, in_w) and for a pad row (null); start >= -15. Nothing outside the row is addressed.
+inline __m512 row_tap_s1(const float* row, int64_t start, int64_t in_w) {
+  if (row == nullptr) return _mm512_setzero_ps();
+  if (start >= 0 && start + 16 <= in_w) return _mm512_loadu_ps(row + start);
+  if (start < 0) {
+    // Lanes -start.. hold columns 0..: an expanding load places consecutive elements in them.
+    const __mmask16 lanes = static_cast<__mmask16>(lanes_below(in_w - start) & ~lanes_below(-start));
+    return _mm512_maskz_expandloadu_ps(lanes, row);
+  }
+  return start < in_w ? _mm512_maskz_loadu_ps(lanes_below(in_w - start), row + start) : _mm512_setzero_ps();
+}
+
+// kRows output rows from oy on, 16 outputs from x0 on, of a kK x kK stride-1 plane (kK = 3 here: a
+// 5x5 instance measured slower than the blocked kernel, see depthwise_conv.cc): input rows
+// oy - pad_top + i for i < kRows + kK - 1, row i being kernel row i - q of output row q. Each
+// output's chain runs over its kernel rows in order (i ascending) and the columns within them.
+template <int kK, int kRows, int kActivation, bool kAffine>
+inline void block_s1(const DwconvF32Plane& p, const float* const* rows, int64_t oy, int64_t x0) {
+  __m512 acc[kRows];
+#pragma GCC unroll 8
+  for (int q = 0; q < kRows; ++q) acc[q] = _mm512_setzero_ps();
+  const int64_t start = x0 - p.pad_left;
+#pragma GCC unroll 12
+  for (int i = 0; i < kRows + kK - 1; ++i)
+#pragma GCC unroll 5
+    for (int kx = 0; kx < kK; ++kx) {
+      const __m512 v = row_tap_s1(rows[i], start + kx, p.in_w);
+#pragma GCC unroll 8
+      for (int q = 0; q < kRows; ++q)
+        if (i - q >= 0 && i - q < kK) acc[q] = _mm512_fmadd_ps(v, _mm512_set1_ps(p.weights[(i - q) * kK + kx]), acc[q]);
+    }
+  const int64_t count = p.out_w - x0;
+  const bool full = count >= 16;
+  const __mmask16 m = lanes_below(count);
+#pragma GCC unroll 8
+  for (int q = 0; q < kRows; ++q) store_output<kActivation, kAffine>(p, acc[q], (oy + q) * p.out_w + x0, m, full);
+}
+
+template <int kK, int kRows, int kActivation, bool kAffine>
+inline void output_rows_s1(const DwconvF32Plane& p, int64_t oy) {
+  const float* rows[kRows + kK - 1];
+  for (int i = 0; i < kRows + kK - 1; ++i) {
+    const int64_t r = oy - p.pad_top + i;
+    rows[i] = r >= 0 && r < p.in_h ? p.x + r * p.in_w : nullptr;
+  }
+  for (int64_t x0 = 0; x0 < p.out_w; x0 += 16) block_s1<kK, kRows, kActivation, kAffine>(p, rows, oy, x0);
+}
+
+// Four output rows at a time (each input row loaded once for up to four of them), then the rest.
+template <int kK, int kActivation, bool kAffine>
+void plane_s1(const DwconvF32Plane& p) {
+  int64_t oy = 0;
+  for (; oy + 4 <= p.out_h; oy += 4) output_rows_s1<kK, 4, kActivation, kAffine>(p, oy);
+  switch (p.out_h - oy) {
+    case 3: output_rows_s1<kK, 3, kActivation, kAffine>(p, oy); break;
+    case 2: output_rows_s1<kK, 2, kActivation, kAffine>(p, oy); break;
+    case 1: output_rows_s1<kK, 1, kActivation, kAffine>(p, oy); break;
+    default: break;
+  }
+}
+
 }  // namespace
+
+void dwconv_f32_plane_3x3s1_avx512(const DwconvF32Plane& p) {
+  with_fixed_epilogue(p.epilogue.activation, p.epilogue.post_affine,
+                      [&](auto e) { plane_s1<3, decltype(e)::activation, decltype(e)::affine>(p); });
+}
 
 void dwconv_f32_plane_3x3s2_avx512(const DwconvF32Plane& p) {
   with_fixed_epilogue(p.epilogue.activation, p.epilogue.post_affine,
