@@ -9,3 +9,9 @@ if(ONNX_LIGHT_SANITIZE)
   add_link_options(-fsanitize=${_onnx_light_san})
   message(STATUS "onnx_light: sanitizers ${_onnx_light_san}")
 endif()
+
+# Unit test files that run longest under the sanitizers (CI's logs): ctest starts them first (a
+# COST), so that its two workers finish together instead of one waiting on a long file started
+# last (a fresh tree has no timing history to order by).
+set(ONNX_LIGHT_LONG_UNIT_TESTS quantized_conv_vnni cache_transfer resize conv_transpose fused_conv resize_simd
+    cache_merge_property kernels denormals)

@@ -16,22 +16,13 @@
 #include "onnx_light/runtime/tuning_registry.h"
 #include "onnx_light/tune/host.h"
 #include "onnx_light/tune/operations.h"
+#include "sanitizer_build.h"
 
 namespace tune_test {
 
 // Sanitized builds run 3-10x slower: calibration tests whose claims need a measurement to fit in
 // the budget (not tests of the budget itself) scale their budgets by this.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr int kSanitizerSlowdown = 5;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr int kSanitizerSlowdown = 5;
-#else
-inline constexpr int kSanitizerSlowdown = 1;
-#endif
-#else
-inline constexpr int kSanitizerSlowdown = 1;
-#endif
+inline constexpr int kSanitizerSlowdown = onnx_light::test::kSanitizedBuild ? 5 : 1;
 
 namespace rt = onnx_light::runtime;
 namespace tn = onnx_light::tune;
