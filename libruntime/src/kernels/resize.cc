@@ -878,7 +878,6 @@ class ResizeKernel final : public ThresholdKernel {
   template <typename T>
   void interpolate_nd(KernelExecution& execution, const Plan& plan, const T* in, T* out, int threads) {
     using C = compute_t<T>;
-    const std::size_t rank = plan.axes.size();
     const int64_t* strides = plan.in_strides.data();
     const int64_t n = shape_element_count(plan.out);
     const T fill = store<T>(static_cast<C>(attrs_.extrapolation));
