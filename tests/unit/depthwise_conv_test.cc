@@ -538,6 +538,72 @@ std::vector<float> blocked_plane(const simd::DwconvF32Plane& p, int64_t kernel, 
 
 }  // namespace
 
+TEST_CASE("depthwise_blocked_row_reuse_is_bit_identical_to_the_generic_chains") {
+  // The blocked loop with row_taps set (each input pixel of a kernel row loaded once for the
+  // outputs of a group) against the same block with row_taps 0, per ISA: kernels 3 and 5, strides
+  // 1 and 2, vertical dilation, rows of whole groups and with a remainder, an epilogue.
+  struct Isa {
+    const char* name;
+    bool runs;
+    int64_t lanes;
+    void (*block)(const simd::DwconvF32Block&);
+  };
+  const CpuFeatures& f = host_cpu_features();
+  const Isa isas[] = {{"avx2", f.avx2 && f.fma3, simd::dwconv_f32_block_lanes_avx2, simd::dwconv_f32_block_avx2},
+                      {"avx512", f.avx512f, simd::dwconv_f32_block_lanes_avx512, simd::dwconv_f32_block_avx512}};
+  uint32_t state = 4242;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return static_cast<float>(state % 20001) / 10000.0f - 1.0f;
+  };
+  int blocks = 0;
+  for (const Isa& isa : isas) {
+    if (!isa.runs) {
+      test::report_untested("depthwise blocked row reuse", isa.name, "the CPU lacks it");
+      continue;
+    }
+    const int64_t L = isa.lanes;
+    for (int64_t kernel : {3, 5})
+      for (int64_t stride : {1, 2})
+        for (int64_t dilation_h : {1, 2})
+          for (int64_t out_w : {8, 16, 17, 31, 32, 33, 48})
+            for (int64_t out_h : {1, 3}) {
+              const int64_t pitch = stride * (out_w - 1) + kernel;
+              const int64_t rows = stride * (out_h - 1) + (kernel - 1) * dilation_h + 1, taps = kernel * kernel;
+              std::vector<float> in(static_cast<std::size_t>(rows * pitch * L)), weights(static_cast<std::size_t>(taps * L)),
+                  bias(static_cast<std::size_t>(L));
+              for (float& v : in) v = next();
+              for (float& v : weights) v = next();
+              for (float& v : bias) v = next();
+              std::vector<int64_t> offsets;
+              for (int64_t t = 0; t < taps; ++t) offsets.push_back(((t / kernel) * dilation_h * pitch + t % kernel) * L);
+              simd::DwconvF32Epilogue e;
+              e.activation = out_w % 2 == 0 ? simd::f32_activation_relu : simd::f32_activation_none;
+              e.post_affine = out_h == 3;
+              e.post_scale = 1.5f;
+              e.post_shift = -0.25f;
+              std::vector<float> generic(static_cast<std::size_t>(out_h * out_w * L), 7.0f), reused(generic);
+              simd::DwconvF32Block b{in.data(), pitch, weights.data(), offsets.data(), taps, bias.data(), stride, stride,
+                                     out_h, out_w, e, generic.data()};
+              isa.block(b);
+              b.y = reused.data();
+              b.row_taps = kernel;
+              isa.block(b);
+              CAPTURE(isa.name);
+              CAPTURE(kernel);
+              CAPTURE(stride);
+              CAPTURE(dilation_h);
+              CAPTURE(out_w);
+              CAPTURE(out_h);
+              CHECK(std::memcmp(generic.data(), reused.data(), generic.size() * sizeof(float)) == 0);
+              ++blocks;
+            }
+  }
+  CHECK(blocks > 0);
+}
+
 TEST_CASE("depthwise_chw_planes_are_bit_identical_to_the_blocked_kernel_on_every_edge") {
   if (!host_cpu_features().avx512f) {
     test::report_untested("depthwise CHW planes", "avx512", "no AVX-512 F");

@@ -183,6 +183,7 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
     s.out_planes.resize(static_cast<std::size_t>(L));
   }
   const bool residual = c.z != nullptr;
+  const int64_t row_taps = c.dilation_w == 1 && (c.kernel_w == 3 || c.kernel_w == 5) ? c.kernel_w : 0;
   execution.parallel_for(c.batch * blocks_per_image * bands, 1, admitted, [&](int64_t begin, int64_t end) {
     ScratchSlots<DepthwiseWorkspace::Slot>::Lease slot(slots);
     DepthwiseWorkspace::Slot& s = *slot;
@@ -214,7 +215,7 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
       const simd::DwconvF32Block b{in, pitch, workspace.blocked_weights.data() + block_in_image * taps * L,
                                    offsets.data(), taps, workspace.blocked_bias.data() + block_in_image * L,
                                    c.stride_h, c.stride_w, oy1 - oy0, c.out_w,
-                                   residual ? simd::DwconvF32Epilogue{} : epilogue, s.blocked_out.data()};
+                                   residual ? simd::DwconvF32Epilogue{} : epilogue, s.blocked_out.data(), row_taps};
       f.block(b);
       const int64_t n = (oy1 - oy0) * c.out_w;
       f.from_blocked(s.blocked_out.data(), n, s.out_planes.data(), valid, residual ? s.z_planes.data() : nullptr,

@@ -43,6 +43,11 @@ struct DwconvF32Block {
   int64_t stride_h, stride_w, out_h, out_w;
   DwconvF32Epilogue epilogue;  // none when the caller adds a residual first
   float* y;                    // [out_h * out_w][lanes]
+  // 3 or 5 when the taps are kernel rows of that many adjacent pixels (dilation 1 across) at
+  // stride_w 1 or 2: then each input pixel of a kernel row is loaded once for every output of a
+  // group that reads it (5x5 at stride 1: 20 loads per row of 16 outputs instead of 80); 0: the
+  // generic chains. The same FMA chain per output either way.
+  int64_t row_taps = 0;
 };
 // y = epilogue(acc + bias) per pixel and lane, acc the FMA chain over the taps in order from zero:
 // the chain of dwconv_f32_row, so the same bits as the row kernels and the scalar epilogue.
