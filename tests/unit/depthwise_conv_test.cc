@@ -424,6 +424,17 @@ namespace {
 
 namespace simd = onnx_light::runtime::kernels::simd;
 
+// Values in [-1, 1] from a fixed xorshift sequence: the SIMD loop tests' inputs and weights.
+struct DepthwiseValues {
+  uint32_t state;
+  float operator()() {
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return static_cast<float>(state % 20001) / 10000.0f - 1.0f;
+  }
+};
+
 // The fixed-tap rows (3x3) against the generic rows of the same ISA, bit for bit: one row
 // and two rows at once, every activation, with and without the residual, widths across the
 // vector and the 4-vector block edges.
@@ -433,13 +444,7 @@ void check_fixed_rows(const simd::DwconvF32Kernels& fixed, void (*row)(const sim
   REQUIRE(fixed.fixed);
   const int64_t stride = 130;  // input row pitch; every tap reads within it
   std::vector<float> input(static_cast<std::size_t>((kh + 3) * stride + 8));  // four output rows' inputs
-  uint32_t state = 12345;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 17;
-    state ^= state << 5;
-    return static_cast<float>(state % 20001) / 10000.0f - 1.0f;
-  };
+  DepthwiseValues next{12345};
   for (float& v : input) v = next();
   std::vector<float> weights(static_cast<std::size_t>(kh * kw)), z(512);
   for (float& v : weights) v = next();
@@ -551,13 +556,7 @@ TEST_CASE("depthwise_blocked_row_reuse_is_bit_identical_to_the_generic_chains") 
   const CpuFeatures& f = host_cpu_features();
   const Isa isas[] = {{"avx2", f.avx2 && f.fma3, simd::dwconv_f32_block_lanes_avx2, simd::dwconv_f32_block_avx2},
                       {"avx512", f.avx512f, simd::dwconv_f32_block_lanes_avx512, simd::dwconv_f32_block_avx512}};
-  uint32_t state = 4242;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 17;
-    state ^= state << 5;
-    return static_cast<float>(state % 20001) / 10000.0f - 1.0f;
-  };
+  DepthwiseValues next{4242};
   int blocks = 0;
   for (const Isa& isa : isas) {
     if (!isa.runs) {
@@ -610,13 +609,7 @@ TEST_CASE("depthwise_chw_planes_are_bit_identical_to_the_blocked_kernel_on_every
     return;
   }
   // Input planes with NaN before and after them: a read outside the plane reaches an output.
-  uint32_t state = 777;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 17;
-    state ^= state << 5;
-    return static_cast<float>(state % 20001) / 10000.0f - 1.0f;
-  };
+  DepthwiseValues next{777};
   std::vector<float> weights(25);
   for (float& v : weights) v = next();
   int planes = 0;

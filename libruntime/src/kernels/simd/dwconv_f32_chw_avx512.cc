@@ -15,12 +15,6 @@ namespace onnx_light::runtime::kernels::simd {
 
 namespace {
 
-inline __mmask16 lanes_below(int64_t count) {
-  if (count >= 16) return static_cast<__mmask16>(0xFFFF);
-  if (count <= 0) return 0;
-  return static_cast<__mmask16>((1u << count) - 1u);
-}
-
 // Taps kx = 0, 1, 2 of 16 outputs from one input row: lane j of t[kx] is row[base + 2j + kx], zero
 // outside [0, in_w) and for a pad row (null). kInside: base >= 0 and base + 32 < in_w, so every
 // element the block reads exists and the loads need no masks.
@@ -40,13 +34,13 @@ inline void row_taps(const float* row, int64_t base, int64_t in_w, __m512 t[3]) 
   } else if (base < 0) {
     // base == -1 (the left pad): lane 0 is the pad, lanes 1.. columns 0..; nothing before the row
     // is addressed.
-    lo = _mm512_maskz_expandloadu_ps(static_cast<__mmask16>(lanes_below(in_w + 1) & 0xFFFEu), row);
-    hi = in_w > 15 ? _mm512_maskz_loadu_ps(lanes_below(in_w - 15), row + 15) : _mm512_setzero_ps();
+    lo = _mm512_maskz_expandloadu_ps(static_cast<__mmask16>(avx512_lanes_below(in_w + 1) & 0xFFFEu), row);
+    hi = in_w > 15 ? _mm512_maskz_loadu_ps(avx512_lanes_below(in_w - 15), row + 15) : _mm512_setzero_ps();
     last = 31 < in_w ? _mm512_set1_ps(row[31]) : _mm512_setzero_ps();
   } else {
     const int64_t left = in_w - base;  // columns from base on
-    lo = left > 0 ? _mm512_maskz_loadu_ps(lanes_below(left), row + base) : _mm512_setzero_ps();
-    hi = left > 16 ? _mm512_maskz_loadu_ps(lanes_below(left - 16), row + base + 16) : _mm512_setzero_ps();
+    lo = left > 0 ? _mm512_maskz_loadu_ps(avx512_lanes_below(left), row + base) : _mm512_setzero_ps();
+    hi = left > 16 ? _mm512_maskz_loadu_ps(avx512_lanes_below(left - 16), row + base + 16) : _mm512_setzero_ps();
     last = left > 32 ? _mm512_set1_ps(row[base + 32]) : _mm512_setzero_ps();
   }
   t[0] = _mm512_permutex2var_ps(lo, evens, hi);
@@ -84,7 +78,7 @@ inline void block(const DwconvF32Plane& p, const float* const* rows, const __m51
   }
   const int64_t count = p.out_w - x0;
   const bool full = count >= 16;
-  const __mmask16 m = lanes_below(count);
+  const __mmask16 m = avx512_lanes_below(count);
   for (int q = 0; q < kRows; ++q) store_output<kActivation, kAffine>(p, acc[q], (oy + q) * p.out_w + x0, m, full);
 }
 
@@ -118,10 +112,10 @@ inline __m512 row_tap_s1(const float* row, int64_t start, int64_t in_w) {
   if (start >= 0 && start + 16 <= in_w) return _mm512_loadu_ps(row + start);
   if (start < 0) {
     // Lanes -start.. hold columns 0..: an expanding load places consecutive elements in them.
-    const __mmask16 lanes = static_cast<__mmask16>(lanes_below(in_w - start) & ~lanes_below(-start));
+    const __mmask16 lanes = static_cast<__mmask16>(avx512_lanes_below(in_w - start) & ~avx512_lanes_below(-start));
     return _mm512_maskz_expandloadu_ps(lanes, row);
   }
-  return start < in_w ? _mm512_maskz_loadu_ps(lanes_below(in_w - start), row + start) : _mm512_setzero_ps();
+  return start < in_w ? _mm512_maskz_loadu_ps(avx512_lanes_below(in_w - start), row + start) : _mm512_setzero_ps();
 }
 
 // kRows output rows from oy on, 16 outputs from x0 on, of a kK x kK stride-1 plane (kK = 3 here: a
@@ -145,7 +139,7 @@ inline void block_s1(const DwconvF32Plane& p, const float* const* rows, int64_t 
     }
   const int64_t count = p.out_w - x0;
   const bool full = count >= 16;
-  const __mmask16 m = lanes_below(count);
+  const __mmask16 m = avx512_lanes_below(count);
 #pragma GCC unroll 8
   for (int q = 0; q < kRows; ++q) store_output<kActivation, kAffine>(p, acc[q], (oy + q) * p.out_w + x0, m, full);
 }

@@ -13,6 +13,14 @@
 namespace onnx_light::runtime::kernels::simd {
 namespace {
 
+// The first `count` lanes (none for count <= 0, all from 16 on): masks for row edges computed from
+// differences that may fall outside [0, 16].
+inline __mmask16 avx512_lanes_below(int64_t count) {
+  if (count >= 16) return static_cast<__mmask16>(0xFFFF);
+  if (count <= 0) return 0;
+  return static_cast<__mmask16>((1u << count) - 1u);
+}
+
 struct Avx512 {
   using V = __m512;
   using Mask = __mmask16;

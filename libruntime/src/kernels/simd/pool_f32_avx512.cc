@@ -5,17 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/simd/ops_f32_avx512.h"
 #include "kernels/simd/pool_f32.h"
 
 namespace onnx_light::runtime::kernels::simd {
 
 namespace {
-
-inline __mmask16 pool_lanes(int64_t count) {
-  if (count >= 16) return static_cast<__mmask16>(0xFFFF);
-  if (count <= 0) return 0;
-  return static_cast<__mmask16>((1u << count) - 1u);
-}
 
 // Elements src[0], src[stride], ... of `count` outputs (lanes past count are 0); reads nothing
 // past the last one.
@@ -24,8 +19,8 @@ inline __m512 load_strided(const float* src, int64_t stride, int64_t count, __mm
   if (stride == 2) {
     // src[0 .. 2 * count - 2]: the low vector holds up to 16 of them, the high one the rest.
     const int64_t span = 2 * count - 1;
-    const __m512 lo = _mm512_maskz_loadu_ps(pool_lanes(span), src);
-    const __m512 hi = _mm512_maskz_loadu_ps(pool_lanes(span - 16), src + 16);
+    const __m512 lo = _mm512_maskz_loadu_ps(avx512_lanes_below(span), src);
+    const __m512 hi = _mm512_maskz_loadu_ps(avx512_lanes_below(span - 16), src + 16);
     const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     return _mm512_maskz_permutex2var_ps(m, lo, evens, hi);
   }
@@ -53,7 +48,7 @@ inline void pool_block_stride2(const PoolF32Row& r, const float* origin, int64_t
   constexpr int64_t shift = kPadded ? 1 : 0;  // elements of the span before `origin`
   // Elements the block's windows read; a full block (16 outputs) reads two whole vectors.
   const int64_t span = kFull ? 31 + (kKernelW - 1) : 2 * count - 1 + (kKernelW - 1);
-  const __mmask16 low_lanes = kFull ? 0xFFFF : pool_lanes(span), high_lanes = kFull ? 0xFFFF : pool_lanes(span - 16);
+  const __mmask16 low_lanes = kFull ? 0xFFFF : avx512_lanes_below(span), high_lanes = kFull ? 0xFFFF : avx512_lanes_below(span - 16);
   const int64_t rows = r.kernel_rows, row_step = r.row_step;
   __m512 acc = _mm512_setzero_ps();
   for (int64_t ky = 0; ky < rows; ++ky) {
@@ -80,7 +75,7 @@ inline void pool_block_stride2(const PoolF32Row& r, const float* origin, int64_t
   }
   if constexpr (!kMax) acc = _mm512_div_ps(acc, _mm512_set1_ps(r.divisor));
   if constexpr (kFull) _mm512_storeu_ps(y, acc);
-  else _mm512_mask_storeu_ps(y, pool_lanes(count), acc);
+  else _mm512_mask_storeu_ps(y, avx512_lanes_below(count), acc);
 }
 
 template <int kKernelW, bool kMax>
@@ -104,7 +99,7 @@ void pool_f32_row_avx512(const PoolF32Row& r) {
   }
   for (int64_t j = 0; j < r.n; j += 16) {
     const int64_t count = r.n - j < 16 ? r.n - j : 16;
-    const __mmask16 m = pool_lanes(count);
+    const __mmask16 m = avx512_lanes_below(count);
     const float* origin = r.first + j * r.stride_w;
     __m512 acc = _mm512_setzero_ps();
     bool first = true;
