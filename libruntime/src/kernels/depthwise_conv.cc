@@ -30,7 +30,8 @@ constexpr int64_t kChwFromWidth = 12;
 // The same for 3x3 stride-1 planes (A/B minima, T=1, CHW against blocked or rows: 24 wide 16.3 /
 // 11.4 us, 28 wide 18.3 / 16.2, 32 wide 15.4 / 21.7, 40 wide 22.1 / 21.2, 48 wide 14.4 / 18.1,
 // 80 wide 89 / 101, 112 wide 86 / 115 rows, 160 wide 83 / 117 rows). 5x5 stays blocked or rows:
-// its CHW loop measured slower (20 wide 74 / 37 us) or level (80 wide 136 / 126).
+// a CHW loop for it measured slower (20 wide 74 / 37 us) or level (80 wide 136 / 111-128), and
+// the blocked loop's row reuse (simd/dwconv_f32_blocked.h, row_taps) then took 80 wide to 84-88.
 constexpr int64_t kChwS1FromWidth = 32;
 
 // Fills `l` in place (its vectors keep their capacity across runs).
@@ -269,9 +270,10 @@ bool depthwise_runs_chw(const DepthwiseConv& c, DepthwiseIsa isa) {
 
 bool depthwise_runs_blocked(const DepthwiseConv& c, DepthwiseIsa isa) {
 #if defined(ONNX_LIGHT_X86_SIMD)
-  // Wide stride-1 planes keep the row kernels: their rows are long enough for full vectors and row
-  // pairs without a reorder (bench/RESULTS.md: 16x160x160 rows 164 us, blocked 198 us; 32x112x112
-  // a tie). Everything else runs blocked (stride 2 2-3x faster, 7x7 and 6x24 planes ~2x).
+  // Wide stride-1 planes that do not run CHW (5x5, dilations, AVX2) keep the row kernels: their
+  // rows are long enough for full vectors and row pairs without a reorder (bench/RESULTS.md:
+  // 16x160x160 rows 164 us, blocked 198 us; 32x112x112 a tie). Everything else runs blocked
+  // (stride 2 2-3x faster than the rows, 7x7 and 6x24 planes ~2x).
   return isa != DepthwiseIsa::portable && !depthwise_runs_chw(c, isa) &&
          !(c.stride_h == 1 && c.stride_w == 1 && c.out_h * c.out_w >= kRowsFromPixels);
 #else

@@ -19,7 +19,7 @@ namespace {
 // outside [0, in_w) and for a pad row (null). kInside: base >= 0 and base + 32 < in_w, so every
 // element the block reads exists and the loads need no masks.
 template <bool kInside>
-inline void row_taps(const float* row, int64_t base, int64_t in_w, __m512 t[3]) {
+inline void row_taps_s2(const float* row, int64_t base, int64_t in_w, __m512 t[3]) {
   if (row == nullptr) {
     t[0] = t[1] = t[2] = _mm512_setzero_ps();
     return;
@@ -64,13 +64,13 @@ inline void store_output(const DwconvF32Plane& p, __m512 acc, int64_t offset, __
 // kRows (1 or 2) output rows from oy on, 16 outputs from x0 on: input rows 2 * oy - pad_top + i for
 // i < 2 * kRows + 1; row i is kernel row i of the upper output and i - 2 of the lower one.
 template <int kRows, bool kInside, int kActivation, bool kAffine>
-inline void block(const DwconvF32Plane& p, const float* const* rows, const __m512* k, int64_t oy, int64_t x0) {
+inline void block_s2(const DwconvF32Plane& p, const float* const* rows, const __m512* k, int64_t oy, int64_t x0) {
   const int64_t base = 2 * x0 - p.pad_left;
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   __m512 t[3];
 #pragma GCC unroll 5
   for (int i = 0; i < 2 * kRows + 1; ++i) {
-    row_taps<kInside>(rows[i], base, p.in_w, t);
+    row_taps_s2<kInside>(rows[i], base, p.in_w, t);
     if (i < 3)
       for (int kx = 0; kx < 3; ++kx) acc[0] = _mm512_fmadd_ps(t[kx], k[i * 3 + kx], acc[0]);
     if (kRows == 2 && i >= 2)
@@ -83,7 +83,7 @@ inline void block(const DwconvF32Plane& p, const float* const* rows, const __m51
 }
 
 template <int kRows, int kActivation, bool kAffine>
-inline void output_rows(const DwconvF32Plane& p, const __m512* k, int64_t oy) {
+inline void output_rows_s2(const DwconvF32Plane& p, const __m512* k, int64_t oy) {
   const float* rows[5];
   for (int i = 0; i < 2 * kRows + 1; ++i) {
     const int64_t r = 2 * oy - p.pad_top + i;
@@ -91,18 +91,18 @@ inline void output_rows(const DwconvF32Plane& p, const __m512* k, int64_t oy) {
   }
   for (int64_t x0 = 0; x0 < p.out_w; x0 += 16) {
     const int64_t base = 2 * x0 - p.pad_left;
-    if (base >= 0 && base + 32 < p.in_w) block<kRows, true, kActivation, kAffine>(p, rows, k, oy, x0);
-    else block<kRows, false, kActivation, kAffine>(p, rows, k, oy, x0);
+    if (base >= 0 && base + 32 < p.in_w) block_s2<kRows, true, kActivation, kAffine>(p, rows, k, oy, x0);
+    else block_s2<kRows, false, kActivation, kAffine>(p, rows, k, oy, x0);
   }
 }
 
 template <int kActivation, bool kAffine>
-void plane(const DwconvF32Plane& p) {
+void plane_s2(const DwconvF32Plane& p) {
   __m512 k[9];
   for (int t = 0; t < 9; ++t) k[t] = _mm512_set1_ps(p.weights[t]);
   int64_t oy = 0;
-  for (; oy + 2 <= p.out_h; oy += 2) output_rows<2, kActivation, kAffine>(p, k, oy);
-  if (oy < p.out_h) output_rows<1, kActivation, kAffine>(p, k, oy);
+  for (; oy + 2 <= p.out_h; oy += 2) output_rows_s2<2, kActivation, kAffine>(p, k, oy);
+  if (oy < p.out_h) output_rows_s2<1, kActivation, kAffine>(p, k, oy);
 }
 
 // Tap kx of 16 outputs from one input row at stride 1: lane j is row[start + j], zero outside
@@ -176,7 +176,7 @@ void dwconv_f32_plane_3x3s1_avx512(const DwconvF32Plane& p) {
 
 void dwconv_f32_plane_3x3s2_avx512(const DwconvF32Plane& p) {
   with_fixed_epilogue(p.epilogue.activation, p.epilogue.post_affine,
-                      [&](auto e) { plane<decltype(e)::activation, decltype(e)::affine>(p); });
+                      [&](auto e) { plane_s2<decltype(e)::activation, decltype(e)::affine>(p); });
 }
 
 }  // namespace onnx_light::runtime::kernels::simd
