@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/simd/activation_f32.h"
 #include "kernels/simd/dwconv_f32.h"
+#include "kernels/simd/dwconv_f32_blocked_loops.h"
 #include "kernels/simd/ops_f32_avx512.h"
 
 namespace onnx_light::runtime::kernels::simd {
@@ -54,9 +54,7 @@ inline void store_output(const DwconvF32Plane& p, __m512 acc, int64_t offset, __
   __m512 v = _mm512_add_ps(acc, _mm512_set1_ps(p.bias));
   if (p.z != nullptr)
     v = _mm512_add_ps(v, full ? _mm512_loadu_ps(p.z + offset) : _mm512_maskz_loadu_ps(m, p.z + offset));
-  v = apply_f32_activation<Avx512>(kActivation, p.epilogue.alpha, p.epilogue.beta, v);
-  if constexpr (kAffine)
-    v = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(p.epilogue.post_scale)), _mm512_set1_ps(p.epilogue.post_shift));
+  v = dwconv_blocked_epilogue_fixed<Avx512, kActivation, kAffine>(p.epilogue, v);
   if (full) _mm512_storeu_ps(p.y + offset, v);
   else _mm512_mask_storeu_ps(p.y + offset, m, v);
 }
@@ -118,11 +116,14 @@ inline __m512 row_tap_s1(const float* row, int64_t start, int64_t in_w) {
   return start < in_w ? _mm512_maskz_loadu_ps(avx512_lanes_below(in_w - start), row + start) : _mm512_setzero_ps();
 }
 
-// kRows output rows from oy on, 16 outputs from x0 on, of a kK x kK stride-1 plane (kK = 3 here: a
-// 5x5 instance measured slower than the blocked kernel, see depthwise_conv.cc): input rows
+// The stride-1 loop's kernel size (a 5x5 instance measured slower than the blocked kernel, see
+// depthwise_conv.cc).
+constexpr int kK = 3;
+
+// kRows output rows from oy on, 16 outputs from x0 on, of a kK x kK stride-1 plane: input rows
 // oy - pad_top + i for i < kRows + kK - 1, row i being kernel row i - q of output row q. Each
 // output's chain runs over its kernel rows in order (i ascending) and the columns within them.
-template <int kK, int kRows, int kActivation, bool kAffine>
+template <int kRows, int kActivation, bool kAffine>
 inline void block_s1(const DwconvF32Plane& p, const float* const* rows, int64_t oy, int64_t x0) {
   __m512 acc[kRows];
 #pragma GCC unroll 8
@@ -144,25 +145,25 @@ inline void block_s1(const DwconvF32Plane& p, const float* const* rows, int64_t 
   for (int q = 0; q < kRows; ++q) store_output<kActivation, kAffine>(p, acc[q], (oy + q) * p.out_w + x0, m, full);
 }
 
-template <int kK, int kRows, int kActivation, bool kAffine>
+template <int kRows, int kActivation, bool kAffine>
 inline void output_rows_s1(const DwconvF32Plane& p, int64_t oy) {
   const float* rows[kRows + kK - 1];
   for (int i = 0; i < kRows + kK - 1; ++i) {
     const int64_t r = oy - p.pad_top + i;
     rows[i] = r >= 0 && r < p.in_h ? p.x + r * p.in_w : nullptr;
   }
-  for (int64_t x0 = 0; x0 < p.out_w; x0 += 16) block_s1<kK, kRows, kActivation, kAffine>(p, rows, oy, x0);
+  for (int64_t x0 = 0; x0 < p.out_w; x0 += 16) block_s1<kRows, kActivation, kAffine>(p, rows, oy, x0);
 }
 
 // Four output rows at a time (each input row loaded once for up to four of them), then the rest.
-template <int kK, int kActivation, bool kAffine>
+template <int kActivation, bool kAffine>
 void plane_s1(const DwconvF32Plane& p) {
   int64_t oy = 0;
-  for (; oy + 4 <= p.out_h; oy += 4) output_rows_s1<kK, 4, kActivation, kAffine>(p, oy);
+  for (; oy + 4 <= p.out_h; oy += 4) output_rows_s1<4, kActivation, kAffine>(p, oy);
   switch (p.out_h - oy) {
-    case 3: output_rows_s1<kK, 3, kActivation, kAffine>(p, oy); break;
-    case 2: output_rows_s1<kK, 2, kActivation, kAffine>(p, oy); break;
-    case 1: output_rows_s1<kK, 1, kActivation, kAffine>(p, oy); break;
+    case 3: output_rows_s1<3, kActivation, kAffine>(p, oy); break;
+    case 2: output_rows_s1<2, kActivation, kAffine>(p, oy); break;
+    case 1: output_rows_s1<1, kActivation, kAffine>(p, oy); break;
     default: break;
   }
 }
@@ -171,7 +172,7 @@ void plane_s1(const DwconvF32Plane& p) {
 
 void dwconv_f32_plane_3x3s1_avx512(const DwconvF32Plane& p) {
   with_fixed_epilogue(p.epilogue.activation, p.epilogue.post_affine,
-                      [&](auto e) { plane_s1<3, decltype(e)::activation, decltype(e)::affine>(p); });
+                      [&](auto e) { plane_s1<decltype(e)::activation, decltype(e)::affine>(p); });
 }
 
 void dwconv_f32_plane_3x3s2_avx512(const DwconvF32Plane& p) {
