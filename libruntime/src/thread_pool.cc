@@ -244,6 +244,13 @@ int ThreadPool::parallel_for(int64_t n, int64_t grain, int admitted, Job fn) {
   job_grain_ = grain;
   job_blocks_ = blocks;
   publish(blocks, participants);
+  // Block 0 is the caller's (publish leaves it claimed), so which thread runs which part of a
+  // region does not depend on who reaches the claim counter first: with one block per
+  // participant and two threads, each thread gets the same part of a repeated region every run
+  // and finds its data (e.g. its half of a MatMul's output) in its own cache. While the worker
+  // could win that race, the caller's half of qk [512,16] x [16,512] at T=2 took 40-50 us instead
+  // of 25-30 on 9-48% of the runs (two processes), with block 0 fixed on 3-4% (bench/RESULTS.md).
+  run_block(0);
   run_claimed_blocks();
   wait_for_completion();
   if (error_) {
@@ -261,7 +268,8 @@ void ThreadPool::publish(int blocks, int participants) {
   if (options_.blocks_per_participant > 1)
     tickets_.store(static_cast<uint64_t>(participants - 1) << 32, std::memory_order_relaxed);
   // Released here and acquired by every claim, so a claimer sees the job fields and pending_.
-  claim_.store(static_cast<uint64_t>(blocks) << 32, std::memory_order_release);
+  // Block 0 starts claimed: the caller runs it (parallel_for).
+  claim_.store((static_cast<uint64_t>(blocks) << 32) | 1u, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_seq_cst);
   // seq_cst pairs with the worker's parked_ increment followed by its generation_ check: either
   // the worker sees the new generation or we see it parked (Dekker).

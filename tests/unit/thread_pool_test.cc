@@ -506,6 +506,27 @@ TEST_CASE("thread pool: blocks_per_participant cuts finer only where each block 
   CHECK(single.sorted_blocks().size() == 1);
 }
 
+TEST_CASE("thread pool: the caller always runs block 0, so a repeated region keeps its parts on the same threads") {
+  // Workers spin between regions and may see a new job before the caller claims: block 0 must
+  // still be the caller's every time (its data then stays in the caller's cache across runs).
+  for (int blocks_per_participant : {1, 4}) {
+    ThreadPoolOptions options;
+    options.blocks_per_participant = blocks_per_participant;
+    ThreadPool pool(2, options);
+    ThreadPool::AwakeScope awake(pool);  // the worker spins, ready to race for the first block
+    const auto caller = std::this_thread::get_id();
+    int not_caller = 0;
+    for (int run = 0; run < 2000; ++run) {
+      std::atomic<bool> first_on_caller{false};
+      pool.parallel_for(4096, 1, 2, [&](int64_t b, int64_t) {
+        if (b == 0) first_on_caller.store(std::this_thread::get_id() == caller);
+      });
+      not_caller += first_on_caller.load() ? 0 : 1;
+    }
+    CHECK_MESSAGE(not_caller == 0, "blocks_per_participant ", blocks_per_participant);
+  }
+}
+
 TEST_CASE("thread pool: a late participant leaves its blocks to the others (n_gt_participants)") {
   // The worker's first block holds on until the caller has run every other block: with one block
   // per participant the region would wait for the worker; with four the caller takes the rest,

@@ -82,8 +82,8 @@ class ThreadPool {
   // Runs fn(begin, end) over [0, n) as partition_block(n, grain, B, b) for b in [0, B), with
   // P = min(admitted, threads(), ceil(n / grain)) participants (the caller and P - 1 workers) and
   // B = P blocks, or with blocks_per_participant k > 1 and P > 1, B = min(k P, ceil(n / grain) /
-  // kMinimumUnitsPerBlock) when that is more than P; no block is ever empty. Participants claim
-  // blocks as they come free. admitted <= 1, n <= grain, or nesting (a call from inside a region
+  // kMinimumUnitsPerBlock) when that is more than P; no block is ever empty. The caller runs block
+  // 0, then participants claim the others as they come free. admitted <= 1, n <= grain, or nesting (a call from inside a region
   // of any pool) run the same B blocks inline on the calling thread, in order. A call while another thread is in a region of this pool
   // waits for that region to end, then runs on the pool: regions of concurrent callers queue. Every block runs even when one throws; the
   // exception of the lowest-numbered throwing block is rethrown here after all blocks finished.
