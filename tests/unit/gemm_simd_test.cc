@@ -391,6 +391,41 @@ TEST_CASE("batched_per_batch_b_packed_in_tasks_bit_identical") {
   }
 }
 
+TEST_CASE("shallow_k_widened_blocks_and_row_order_bit_identical") {
+  // Attention scores with K = 16: block_n widens until a task's B panels fill kRowOrderBFloats
+  // and tasks run along C's rows; deep products keep block_n (and run down the columns).
+  const kernels::GemmBlocking defaults{96, 256, 256};
+  CHECK(kernels::widened_for_depth(defaults, 32, 16).n == 512);
+  CHECK(kernels::widened_for_depth(defaults, 32, 8).n == 1024);
+  CHECK(kernels::widened_for_depth(defaults, 32, 64).n == 256);
+  CHECK(kernels::widened_for_depth(defaults, 32, 700).n == 256);
+  CHECK(kernels::widened_for_depth(kernels::GemmBlocking{96, 256, 2048}, 32, 16).n == 2048);  // a tuned wider block stays
+  CHECK(kernels::widened_for_depth(defaults, 16, 16).n == 512);
+  // Rows and columns not multiples of the tile (70 = 5 x 12 + 10, 150 = 4 x 32 + 22) with every
+  // batch its own B; one thread against two and three, narrow and wide tuned blocks.
+  const Tensor a = random_f32({2, 2, 70, 16}, 21), b = random_f32({2, 2, 16, 150}, 22);
+  const Model model =
+      model_of("(float[2, 2, M, K] a, float[2, 2, K, N] b) => (float[2, 2, M, N] y) { y = MatMul(a, b) }");
+  auto narrow = registry_with(24, 64, 32), wide = registry_with(96, 256, 2048);
+  for (const std::string& impl : kSimd) {
+    if (!host_runs_gemm(impl)) continue;
+    CAPTURE(impl);
+    const Tensor serial = run_gemm(model, {{"a", a}, {"b", b}}, impl, 1);
+    for (int64_t t = 0; t < 4; ++t) {
+      Tensor am(ElementType::float32, {70, 16}), bm(ElementType::float32, {16, 150}), ym(ElementType::float32, {70, 150});
+      std::memcpy(am.data<float>(), a.data<float>() + t * 70 * 16, 70 * 16 * sizeof(float));
+      std::memcpy(bm.data<float>(), b.data<float>() + t * 16 * 150, 16 * 150 * sizeof(float));
+      std::memcpy(ym.data<float>(), serial.data<float>() + t * 70 * 150, 70 * 150 * sizeof(float));
+      check_close(ym, gemm_reference(am, bm, nullptr, false, false, 1, 0), fmt::format("batch {}", t));
+    }
+    for (int threads : {2, 3}) {
+      CHECK(bitwise_equal(serial, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads)));
+      CHECK(bitwise_equal(serial, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads, *narrow)));
+      CHECK(bitwise_equal(serial, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads, *wide)));
+    }
+  }
+}
+
 TEST_CASE("batched_shared_b_folds_batches") {
   // A [2, 3, M, K] with one B: the batches run as one tall matrix; also B as an initializer.
   const Tensor a = random_f32({2, 3, 10, 17}, 8), b = random_f32({17, 20}, 9);

@@ -256,7 +256,7 @@ class PackedGemmKernelBase : public Kernel {
                  const MatrixView& a_view, int64_t m, int64_t n, int64_t k, float* out,
                  const simd::GemmF32Epilogue* epilogue) {
     if (constant_b_matches(b)) {
-      packed_gemm(execution, admitted, isa_, blocking_, 1, m, n, k, epilogue,
+      packed_gemm(execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), 1, m, n, k, epilogue,
                   [&](int64_t) { return PackedGemmOperands{a_view, constant_b_.data(), out, n}; });
       return;
     }
@@ -265,13 +265,13 @@ class PackedGemmKernelBase : public Kernel {
       run_b_.grow(floats);
       float* buffer = run_b_.data();
       packed_gemm(
-          execution, admitted, isa_, blocking_, 1, m, n, k, epilogue,
+          execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), 1, m, n, k, epilogue,
           [&](int64_t) { return PackedGemmOperands{a_view, buffer, out, n, buffer, b_view}; },
           /*single_row_block=*/true);
       return;
     }
     const float* packed = pack_run_b(execution, admitted, 1, k, n, [&](int64_t) { return b_view; });
-    packed_gemm(execution, admitted, isa_, blocking_, 1, m, n, k, epilogue,
+    packed_gemm(execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), 1, m, n, k, epilogue,
                 [&](int64_t) { return PackedGemmOperands{a_view, packed, out, n}; });
   }
 
@@ -329,7 +329,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
       run_b_.grow(static_cast<std::size_t>(p.batches * per_b));
       float* buffer = run_b_.data();
       packed_gemm(
-          execution, admitted, isa_, blocking_, p.batches, m, n, k, epilogue,
+          execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), p.batches, m, n, k, epilogue,
           [&](int64_t t) {
             float* own = buffer + t * per_b;
             return PackedGemmOperands{MatrixView{pa + t * m * k, k, 1}, own, out + t * m * n, n, own,
@@ -351,7 +351,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
       }
       return offset;
     };
-    packed_gemm(execution, admitted, isa_, blocking_, p.batches, m, n, k, epilogue, [&](int64_t t) {
+    packed_gemm(execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), p.batches, m, n, k, epilogue, [&](int64_t t) {
       return PackedGemmOperands{MatrixView{pa + matrix_index(t, p.stride_a) * m * k, k, 1},
                                 packed + matrix_index(t, p.stride_b) * per_b, out + t * m * n, n};
     });
@@ -513,7 +513,8 @@ TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults) {
   schema.parameters.push_back(tile_parameter("gemm.block_k", defaults.k, {64, 128, 192, 256, 384, 512, 1024},
                                              "Depth of one k-block: the micro-kernel streams block_k x NR of packed B."));
   schema.parameters.push_back(tile_parameter("gemm.block_n", defaults.n, {32, 64, 128, 256, 512, 1024, 2048},
-                                             "Output columns per task (rounded up to the micro-kernel's columns)."));
+                                             "Output columns per task (rounded up to the micro-kernel's columns); MatMul and Gemm widen it for "
+                                             "shallow products (K = 16: 512) so that rows of C go out in long runs."));
   return schema;
 }
 

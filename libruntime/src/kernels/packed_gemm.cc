@@ -23,6 +23,7 @@ const PackedGemmIsa kAvx512{"avx512", simd::kGemmF32Avx512Mr, simd::kGemmF32Avx5
 // the same row block on one worker reuse it); otherwise it packs one k-block at a time.
 constexpr int64_t kWholeDepthAFloats = int64_t{1} << 18;
 
+
 // One buffer per worker thread and use (A panels, gathered B panels), grown to the largest size
 // seen, never freed while the thread lives.
 enum class WorkerBuffer { a, b };
@@ -160,38 +161,56 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
         const int64_t kc = std::min(plan.block_k, k - k0);
         const bool last = k0 + kc >= k;
         const simd::GemmF32Epilogue* tile_last = last ? epilogue : nullptr;
-        for (int64_t q = q0; q < q1; ++q) {
+        auto panel_b = [&](int64_t q) {
+          return b_panels != nullptr ? b_panels + (q - q_first) * k * nr + k0 * nr : nullptr;
+        };
+        auto narrow_panel = [&](int64_t q) {
+          return ops->a_transposed != nullptr && isa.kernel_narrow != nullptr && ops->b_rows == nullptr &&
+                 std::min(nr, plan.n - q * nr) <= simd::kGemmF32NarrowCols;
+        };
+        // Row tiles as even as the micro-kernel allows (64 rows: 11,11,11,11,10,10 rather than
+        // 12,12,12,12,12,4): a short last tile wastes most of its FMA slots on load latency.
+        auto regular_tile = [&](int64_t q, int64_t tile) {
           const int64_t j = q * nr;
           const int cols = static_cast<int>(std::min(nr, plan.n - j));
-          const float* pb = b_panels != nullptr ? b_panels + (q - q_first) * k * nr + k0 * nr : nullptr;
-          if (ops->a_transposed != nullptr && isa.kernel_narrow != nullptr && ops->b_rows == nullptr &&
-              cols <= simd::kGemmF32NarrowCols) {
-            // The narrow tail: row chunks of at most kGemmF32NarrowRows, as even as possible.
-            const int64_t chunks = ceil_div(mc, simd::kGemmF32NarrowRows);
-            for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-              const int64_t i = i0 + chunk * mc / chunks;
-              const int rows = static_cast<int>(i0 + (chunk + 1) * mc / chunks - i);
-              isa.kernel_narrow(kc, ops->a_transposed + k0 * ops->a_transposed_ld + i, ops->a_transposed_ld, pb,
-                                ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0,
-                                tile_epilogue_at(tile_last, i, j, tile_epilogue));
-              if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
-            }
-            continue;
-          }
-          // Row tiles as even as the micro-kernel allows (64 rows: 11,11,11,11,10,10 rather than
-          // 12,12,12,12,12,4): a short last tile wastes most of its FMA slots on load latency.
-          for (int64_t tile = 0; tile < row_tiles; ++tile) {
-            const int64_t i = i0 + tile * mc / row_tiles;
-            const int rows = static_cast<int>(i0 + (tile + 1) * mc / row_tiles - i);
-            const simd::GemmF32Epilogue* e = tile_epilogue_at(tile_last, i, j, tile_epilogue);
-            if (ops->b_rows != nullptr)
-              isa.kernel_direct_a_indirect_b(kc, a.data + i * a.row_stride + k0, a.row_stride, ops->b_rows + k0, j,
-                                             ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
-            else
-              isa.kernel_direct_a(kc, a.data + i * a.row_stride + k0, a.row_stride, pb, ops->c + i * ops->ldc + j,
-                                  ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
+          const int64_t i = i0 + tile * mc / row_tiles;
+          const int rows = static_cast<int>(i0 + (tile + 1) * mc / row_tiles - i);
+          const simd::GemmF32Epilogue* e = tile_epilogue_at(tile_last, i, j, tile_epilogue);
+          if (ops->b_rows != nullptr)
+            isa.kernel_direct_a_indirect_b(kc, a.data + i * a.row_stride + k0, a.row_stride, ops->b_rows + k0, j,
+                                           ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
+          else
+            isa.kernel_direct_a(kc, a.data + i * a.row_stride + k0, a.row_stride, panel_b(q), ops->c + i * ops->ldc + j,
+                                ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
+          if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
+        };
+        for (int64_t q = q0; q < q1; ++q) {
+          if (!narrow_panel(q)) continue;
+          // The narrow tail: row chunks of at most kGemmF32NarrowRows, as even as possible.
+          const int64_t j = q * nr;
+          const int cols = static_cast<int>(std::min(nr, plan.n - j));
+          const int64_t chunks = ceil_div(mc, simd::kGemmF32NarrowRows);
+          for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+            const int64_t i = i0 + chunk * mc / chunks;
+            const int rows = static_cast<int>(i0 + (chunk + 1) * mc / chunks - i);
+            isa.kernel_narrow(kc, ops->a_transposed + k0 * ops->a_transposed_ld + i, ops->a_transposed_ld, panel_b(q),
+                              ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0,
+                              tile_epilogue_at(tile_last, i, j, tile_epilogue));
             if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
           }
+        }
+        // Shallow k-blocks whose B panels all stay in L1: along the rows, so that each row of C
+        // goes out as one run of (q1 - q0) * NR floats rather than NR at a time down the
+        // columns (qk [512,16] x [16,512] at T=2: 64 -> 56 us; stores striding down a 2 KB
+        // row pitch 128 bytes at a time drained slower, bench/RESULTS.md).
+        if (kc * nr * (q1 - q0) <= kRowOrderBFloats) {
+          for (int64_t tile = 0; tile < row_tiles; ++tile)
+            for (int64_t q = q0; q < q1; ++q)
+              if (!narrow_panel(q)) regular_tile(q, tile);
+        } else {
+          for (int64_t q = q0; q < q1; ++q)
+            if (!narrow_panel(q))
+              for (int64_t tile = 0; tile < row_tiles; ++tile) regular_tile(q, tile);
         }
         if (last) break;
       }

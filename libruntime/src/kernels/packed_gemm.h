@@ -62,6 +62,21 @@ struct GemmBlocking {
   int64_t n = 256;
 };
 
+// B floats of one task's k-block up to which the direct-A loop runs along C's rows (every
+// column panel of a row tile, then the next row tile) instead of down its columns: 32 KiB, the
+// B panels then stay in L1 while each row of C is written in one run.
+inline constexpr int64_t kRowOrderBFloats = int64_t{1} << 13;
+
+// `blocking` with block_n widened for a shallow product (depth k) until a task's B panels fill
+// kRowOrderBFloats: attention scores with K = 16 ([512,16] x [16,512]) then write whole 512-float
+// rows of C per task (T=2: 56 -> 52 us, bench/RESULTS.md). Deeper products keep block_n.
+inline GemmBlocking widened_for_depth(const GemmBlocking& blocking, int nr, int64_t k) {
+  GemmBlocking widened = blocking;
+  const int64_t depth = std::max<int64_t>(1, std::min(k, blocking.k));
+  widened.n = std::max(blocking.n, kRowOrderBFloats / depth / nr * nr);
+  return widened;
+}
+
 // Schema of a kernel on this driver (MatMul, Gemm, Conv float32): parallel.minimum_macs, then
 // gemm.block_m / gemm.block_k / gemm.block_n with `defaults`. Defined in matmul_gemm.cc.
 TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults);
