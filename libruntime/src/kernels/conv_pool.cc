@@ -469,6 +469,21 @@ void gather_panels(const void* context, int64_t q0, int64_t q1, float* dst) {
   const auto& c = *static_cast<const Im2colPanels*>(context);
   gather_rows_2d(*c.g, c.planes, 0, c.depth, c.depth, c.nr, q0, q1, dst);
 }
+// Whether `columns` (NR-wide panels, the last one partial) split among `threads` by whole panels
+// leave the busiest thread at most 20% above the mean: the condition for packing a pointwise
+// Conv's B inside the tasks, which split the columns only. 384 -> 384 maps on 10x10 (100 columns
+// = 3 x 32 + 4) split 64 / 36: 1.09x ORT at T=2; by rows with B packed first 1.01x (bench/RESULTS.md).
+bool columns_split_evenly(int64_t columns, int64_t nr, int threads) {
+  if (threads <= 1) return true;
+  const int64_t panels = (columns + nr - 1) / nr;
+  int64_t busiest = 0;
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t q0 = t * panels / threads, q1 = (t + 1) * panels / threads;
+    busiest = std::max(busiest, std::min(columns, q1 * nr) - std::min(columns, q0 * nr));
+  }
+  return busiest * threads * 5 <= columns * 6;
+}
+
 // Floats of im2col panels one GEMM task gathers (256 KiB: a quarter of this machine's L2).
 constexpr int64_t kGatheredBFloats = int64_t{1} << 16;
 
@@ -721,7 +736,8 @@ class PackedConvKernel final : public Kernel {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* planes = px + (image * r.channels + grp * r.group_channels) * g.in_size;
         const MatrixView activation{planes, g.in_size, 1};  // a pointwise Conv's B: X itself
-        const bool in_tasks = pointwise && pack_b_in_tasks(blocking_, r.group_maps, r.depth);
+        const bool in_tasks = pointwise && pack_b_in_tasks(blocking_, r.group_maps, r.depth) &&
+                              columns_split_evenly(g.out_size, nr, admitted);
         if (pointwise && !in_tasks) pack_b_matrices(&execution, admitted, isa_, 1, r.depth, g.out_size,
                                                      [&](int64_t) { return activation; }, packed);
         // 2-D: each GEMM task gathers the im2col panels it multiplies into its thread's buffer,
