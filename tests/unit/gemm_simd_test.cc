@@ -169,6 +169,19 @@ void check_close(const Tensor& y, const GemmReference& ref, const std::string& w
   CHECK(bad == 0);
 }
 
+// Batched y = a x b ([.., m, k] x [.., k, n], `batches` products, A's matrix t % a_matrices): each
+// batch's [m, n] block of y close to the double reference of its own product.
+void check_each_batch(const Tensor& a, const Tensor& b, const Tensor& y, int64_t batches, int64_t a_matrices, int64_t m,
+                      int64_t k, int64_t n) {
+  for (int64_t t = 0; t < batches; ++t) {
+    Tensor am(ElementType::float32, {m, k}), bm(ElementType::float32, {k, n}), ym(ElementType::float32, {m, n});
+    std::memcpy(am.data<float>(), a.data<float>() + (t % a_matrices) * m * k, m * k * sizeof(float));
+    std::memcpy(bm.data<float>(), b.data<float>() + t * k * n, k * n * sizeof(float));
+    std::memcpy(ym.data<float>(), y.data<float>() + t * m * n, m * n * sizeof(float));
+    check_close(ym, gemm_reference(am, bm, nullptr, false, false, 1, 0), fmt::format("batch {}", t));
+  }
+}
+
 // Runs a Gemm-shaped problem on portable and every SIMD implementation at 1..4 threads: each
 // implementation close to the double reference, bit-identical across thread counts.
 void check_gemm(const std::string& graph, const GemmInputs& inputs, bool ta, bool tb, double alpha, double beta,
@@ -379,13 +392,7 @@ TEST_CASE("batched_per_batch_b_packed_in_tasks_bit_identical") {
     if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
     const Tensor serial = run_gemm(model, {{"a", a}, {"b", b}}, impl, 1);
-    for (int64_t t = 0; t < 6; ++t) {
-      Tensor am(ElementType::float32, {37, 70}), bm(ElementType::float32, {70, 45}), ym(ElementType::float32, {37, 45});
-      std::memcpy(am.data<float>(), a.data<float>() + t * 37 * 70, 37 * 70 * sizeof(float));
-      std::memcpy(bm.data<float>(), b.data<float>() + t * 70 * 45, 70 * 45 * sizeof(float));
-      std::memcpy(ym.data<float>(), serial.data<float>() + t * 37 * 45, 37 * 45 * sizeof(float));
-      check_close(ym, gemm_reference(am, bm, nullptr, false, false, 1, 0), fmt::format("batch {}", t));
-    }
+    check_each_batch(a, b, serial, 6, 6, 37, 70, 45);
     for (int threads = 2; threads <= 4; ++threads)
       CHECK(bitwise_equal(serial, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads)));
   }
@@ -411,13 +418,7 @@ TEST_CASE("shallow_k_widened_blocks_and_row_order_bit_identical") {
     if (!host_runs_gemm(impl)) continue;
     CAPTURE(impl);
     const Tensor serial = run_gemm(model, {{"a", a}, {"b", b}}, impl, 1);
-    for (int64_t t = 0; t < 4; ++t) {
-      Tensor am(ElementType::float32, {70, 16}), bm(ElementType::float32, {16, 150}), ym(ElementType::float32, {70, 150});
-      std::memcpy(am.data<float>(), a.data<float>() + t * 70 * 16, 70 * 16 * sizeof(float));
-      std::memcpy(bm.data<float>(), b.data<float>() + t * 16 * 150, 16 * 150 * sizeof(float));
-      std::memcpy(ym.data<float>(), serial.data<float>() + t * 70 * 150, 70 * 150 * sizeof(float));
-      check_close(ym, gemm_reference(am, bm, nullptr, false, false, 1, 0), fmt::format("batch {}", t));
-    }
+    check_each_batch(a, b, serial, 4, 4, 70, 16, 150);
     for (int threads : {2, 3}) {
       CHECK(bitwise_equal(serial, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads)));
       CHECK(bitwise_equal(serial, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads, *narrow)));
@@ -441,13 +442,7 @@ TEST_CASE("batched_narrow_b_read_in_place_matches_the_reference") {
       if (!host_runs_gemm(impl)) continue;
       CAPTURE(impl);
       const Tensor serial = run_gemm(model, {{"a", a}, {"b", b}}, impl, 1);
-      for (int64_t t = 0; t < 6; ++t) {
-        Tensor am(ElementType::float32, {m, k}), bm(ElementType::float32, {k, n}), ym(ElementType::float32, {m, n});
-        std::memcpy(am.data<float>(), a.data<float>() + (t % 3) * m * k, m * k * sizeof(float));
-        std::memcpy(bm.data<float>(), b.data<float>() + t * k * n, k * n * sizeof(float));
-        std::memcpy(ym.data<float>(), serial.data<float>() + t * m * n, m * n * sizeof(float));
-        check_close(ym, gemm_reference(am, bm, nullptr, false, false, 1, 0), fmt::format("batch {}", t));
-      }
+      check_each_batch(a, b, serial, 6, 3, m, k, n);
       for (int threads : {2, 3}) CHECK(bitwise_equal(serial, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads)));
     }
   }
