@@ -249,6 +249,8 @@ class PackedGemmKernelBase : public Kernel {
     return run_b_.data();
   }
   bool constant_b_matches(const Tensor& b) const { return has_constant_b_ && b.shape() == constant_b_shape_; }
+  // The tuned blocks for a product of depth k (block_n widened when it is shallow).
+  GemmBlocking blocking_for(int64_t k) const { return widened_for_depth(blocking_, isa_.nr, k); }
   // One product with one B (b_view, k x n): the constant pack when it matches; else, with several
   // threads and a small A (pack_b_in_tasks), B packed by the tasks that use it; else B packed
   // first (serially or in a parallel region of its own).
@@ -256,7 +258,7 @@ class PackedGemmKernelBase : public Kernel {
                  const MatrixView& a_view, int64_t m, int64_t n, int64_t k, float* out,
                  const simd::GemmF32Epilogue* epilogue) {
     if (constant_b_matches(b)) {
-      packed_gemm(execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), 1, m, n, k, epilogue,
+      packed_gemm(execution, admitted, isa_, blocking_for(k), 1, m, n, k, epilogue,
                   [&](int64_t) { return PackedGemmOperands{a_view, constant_b_.data(), out, n}; });
       return;
     }
@@ -265,13 +267,13 @@ class PackedGemmKernelBase : public Kernel {
       run_b_.grow(floats);
       float* buffer = run_b_.data();
       packed_gemm(
-          execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), 1, m, n, k, epilogue,
+          execution, admitted, isa_, blocking_for(k), 1, m, n, k, epilogue,
           [&](int64_t) { return PackedGemmOperands{a_view, buffer, out, n, buffer, b_view}; },
           /*single_row_block=*/true);
       return;
     }
     const float* packed = pack_run_b(execution, admitted, 1, k, n, [&](int64_t) { return b_view; });
-    packed_gemm(execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), 1, m, n, k, epilogue,
+    packed_gemm(execution, admitted, isa_, blocking_for(k), 1, m, n, k, epilogue,
                 [&](int64_t) { return PackedGemmOperands{a_view, packed, out, n}; });
   }
 
@@ -332,7 +334,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
       b_rows_.resize(static_cast<std::size_t>(p.b_matrices * k));
       for (int64_t i = 0; i < p.b_matrices * k; ++i) b_rows_[static_cast<std::size_t>(i)] = pb + i * n;
       const float* const* rows = b_rows_.data();
-      packed_gemm(execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), p.batches, m, n, k, epilogue,
+      packed_gemm(execution, admitted, isa_, blocking_for(k), p.batches, m, n, k, epilogue,
                   [&](int64_t t) {
                     PackedGemmOperands operands{MatrixView{pa + p.matrix_index(t, p.stride_a) * m * k, k, 1}, nullptr,
                                                 out + t * m * n, n};
@@ -352,7 +354,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
       run_b_.grow(static_cast<std::size_t>(p.batches * per_b));
       float* buffer = run_b_.data();
       packed_gemm(
-          execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), p.batches, m, n, k, epilogue,
+          execution, admitted, isa_, blocking_for(k), p.batches, m, n, k, epilogue,
           [&](int64_t t) {
             float* own = buffer + t * per_b;
             return PackedGemmOperands{MatrixView{pa + t * m * k, k, 1}, own, out + t * m * n, n, own,
@@ -366,7 +368,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
                               : pack_run_b(execution, admitted, p.b_matrices, k, n, [&](int64_t i) {
                                   return MatrixView{pb + i * k * n, n, 1};
                                 });
-    packed_gemm(execution, admitted, isa_, widened_for_depth(blocking_, isa_.nr, k), p.batches, m, n, k, epilogue, [&](int64_t t) {
+    packed_gemm(execution, admitted, isa_, blocking_for(k), p.batches, m, n, k, epilogue, [&](int64_t t) {
       return PackedGemmOperands{MatrixView{pa + p.matrix_index(t, p.stride_a) * m * k, k, 1},
                                 packed + p.matrix_index(t, p.stride_b) * per_b, out + t * m * n, n};
     });
@@ -538,8 +540,9 @@ TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults) {
   schema.parameters.push_back(tile_parameter("gemm.block_k", defaults.k, {64, 128, 192, 256, 384, 512, 1024},
                                              "Depth of one k-block: the micro-kernel streams block_k x NR of packed B."));
   schema.parameters.push_back(tile_parameter("gemm.block_n", defaults.n, {32, 64, 128, 256, 512, 1024, 2048},
-                                             "Output columns per task (rounded up to the micro-kernel's columns); MatMul and Gemm widen it for "
-                                             "shallow products (K = 16: 512) so that rows of C go out in long runs."));
+                                             "Output columns per task (rounded up to the micro-kernel's columns); "
+                                             "MatMul and Gemm widen it for shallow products (K = 16: 512) so that "
+                                             "rows of C go out in long runs."));
   return schema;
 }
 

@@ -23,7 +23,6 @@ const PackedGemmIsa kAvx512{"avx512", simd::kGemmF32Avx512Mr, simd::kGemmF32Avx5
 // the same row block on one worker reuse it); otherwise it packs one k-block at a time.
 constexpr int64_t kWholeDepthAFloats = int64_t{1} << 18;
 
-
 // One buffer per worker thread and use (A panels, gathered B panels), grown to the largest size
 // seen, never freed while the thread lives.
 enum class WorkerBuffer { a, b };
