@@ -732,12 +732,12 @@ class PackedConvKernel final : public Kernel {
     const float* px = r.x->data<float>();
     const float* pw = r.w->data<float>();
     float* out = r.y->data<float>();
+    const bool in_tasks = pointwise && pack_b_in_tasks(blocking_, r.group_maps, r.depth) &&
+                          columns_split_evenly(g.out_size, nr, admitted);
     for (int64_t image = 0; image < r.batch; ++image)
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* planes = px + (image * r.channels + grp * r.group_channels) * g.in_size;
         const MatrixView activation{planes, g.in_size, 1};  // a pointwise Conv's B: X itself
-        const bool in_tasks = pointwise && pack_b_in_tasks(blocking_, r.group_maps, r.depth) &&
-                              columns_split_evenly(g.out_size, nr, admitted);
         if (pointwise && !in_tasks) pack_b_matrices(&execution, admitted, isa_, 1, r.depth, g.out_size,
                                                      [&](int64_t) { return activation; }, packed);
         // 2-D: each GEMM task gathers the im2col panels it multiplies into its thread's buffer,

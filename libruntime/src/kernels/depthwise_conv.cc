@@ -257,8 +257,10 @@ bool depthwise_runs_chw(const DepthwiseConv& c, DepthwiseIsa isa) {
 #if defined(ONNX_LIGHT_X86_SIMD)
   if (isa != DepthwiseIsa::avx512 || c.dilation_h != 1 || c.dilation_w != 1 || c.kernel_h != 3 || c.kernel_w != 3)
     return false;
-  if (c.stride_h == 2 && c.stride_w == 2) return c.out_w >= kChwFromWidth && simd::dwconv_f32_plane_3x3s2_fits(c.pad_left);
-  return c.stride_h == 1 && c.stride_w == 1 && c.out_w >= kChwS1FromWidth && simd::dwconv_f32_plane_3x3s1_fits(c.pad_left);
+  if (c.stride_h == 2 && c.stride_w == 2)
+    return c.out_w >= kChwFromWidth && simd::dwconv_f32_plane_3x3s2_fits(c.pad_left);
+  return c.stride_h == 1 && c.stride_w == 1 && c.out_w >= kChwS1FromWidth &&
+         simd::dwconv_f32_plane_3x3s1_fits(c.pad_left);
 #else
   (void)c;
   (void)isa;
