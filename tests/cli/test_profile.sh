@@ -135,4 +135,34 @@ expect_exit 1 "$TOOL" run "$M" -i x=random:1 --dim N=10 --trace "$SCRATCH/no-suc
 expect_grep "$SCRATCH/err" "no-such-dir/trace.json"
 expect_exit 2 "$TOOL" run "$M" -i x=random:1 --dim N=10 --profile --top -1
 expect_exit 2 "$TOOL" run "$M" --trace
+# A tuned value reaches the node and the label follows it: on AVX-512 a depthwise 3x3 over 24
+# columns runs channel-blocked by default and straight from NCHW once the cache lowers the Conv
+# key's depthwise.chw_s1_from_width to 24.
+$PY - "$SCRATCH/dw.onnx" <<'PYEOF'
+import sys
+from onnx import helper, numpy_helper, TensorProto
+import numpy as np
+w = numpy_helper.from_array(np.random.RandomState(0).rand(8, 1, 3, 3).astype(np.float32), "w")
+n = helper.make_node("Conv", ["x", "w"], ["y"], name="dw", group=8, pads=[1, 1, 1, 1])
+g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 24])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 24])], initializer=[w])
+open(sys.argv[1], "wb").write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+PYEOF
+DW_CACHE="$SCRATCH/dw.cache"
+expect_exit 0 "$TOOL" --cache "$DW_CACHE" list Conv --json
+CONV_IMPL=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["kernels"][0]["implementation"])' "$SCRATCH/out")
+if [ "$CONV_IMPL" = avx512 ]; then
+  node_label() {
+    expect_exit 0 "$TOOL" --cache "$DW_CACHE" run "$SCRATCH/dw.onnx" -i x=random:1 -t 1 -r 1 --profile --json
+    $PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["profile"]["nodes"][0]["implementation"])' "$SCRATCH/out"
+  }
+  [ "$(node_label)" = dwconv_3x3s1_blocked16_avx512 ] || fail "default depthwise label: $(node_label)"
+  expect_exit 0 "$TOOL" --cache "$DW_CACHE" set Conv depthwise.chw_s1_from_width=24 --threads 1
+  [ "$(node_label)" = dwconv_3x3s1_chw_avx512 ] || fail "tuned depthwise label: $(node_label)"
+  expect_exit 2 "$TOOL" --cache "$DW_CACHE" set Conv depthwise.chw_s1_from_width=25 --threads 1
+  expect_grep "$SCRATCH/err" "depthwise.chw_s1_from_width: 25 is not one of"
+else
+  echo "profile: tuned depthwise path not checked: Conv dispatches to $CONV_IMPL here, the CHW loops need AVX-512"
+fi
+
 echo "profile: all checks passed"

@@ -238,7 +238,7 @@ struct DirectRun {
 
 // The variant label the chosen `implementation` of Conv float32 reports after one run, and Y.
 DirectRun direct_run(const std::string& implementation, const std::string& attributes, const Shape& x_shape,
-                     const Shape& w_shape) {
+                     const Shape& w_shape, const TuningValues& tuning = {}) {
   const Model model = test::parse(fmt::format(
       "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[{}] x, float[{}] w) => (float[] y) {{ y = Conv{}(x, w) }}",
       dims(x_shape), dims(w_shape), attributes.empty() ? "" : " <" + attributes + ">"));
@@ -249,6 +249,7 @@ DirectRun direct_run(const std::string& implementation, const std::string& attri
   REQUIRE(choice.def->implementation == implementation);
   const KernelCreateInfo info{node, 17, {ElementType::float32, ElementType::float32}, {nullptr, nullptr}};
   std::unique_ptr<Kernel> kernel = choice.def->create(info);
+  if (!tuning.empty()) kernel->apply_tuning(tuning);
   const Tensor x = random_tensor(ElementType::float32, x_shape, 1), w = random_tensor(ElementType::float32, w_shape, 2);
   DirectExecution execution({&x, &w}, 1);
   kernel->run(execution);
@@ -261,6 +262,60 @@ std::string variant_after_run(const std::string& implementation, const std::stri
 }
 
 }  // namespace
+
+TEST_CASE("conv_avx512_depthwise_chw_widths_are_tuned_and_move_only_the_path") {
+  // Conv and FusedConv on AVX-512 (tuning ABI 2) carry the widths from which depthwise 3x3 planes
+  // run the CHW loops; AVX-2 has no CHW loop and keeps ABI 1 without them.
+  for (const auto& def : cpu_kernel_table().definitions()) {
+    if (!is_conv_f32(def) || def.implementation == "portable") continue;
+    CAPTURE(def.schema.key.to_string());
+    const bool avx512 = def.implementation == "avx512";
+    CHECK(def.schema.key.tuning_abi == (avx512 ? 2 : 1));
+    const auto* s1 = def.schema.find("depthwise.chw_s1_from_width");
+    const auto* s2 = def.schema.find("depthwise.chw_s2_from_width");
+    CHECK((s1 != nullptr) == avx512);
+    CHECK((s2 != nullptr) == avx512);
+    if (s1 == nullptr || s2 == nullptr) continue;
+    CHECK(s1->role == ParameterRole::tile);
+    CHECK(s1->default_value == TuningValue{int64_t{32}});
+    CHECK(s2->default_value == TuningValue{int64_t{12}});
+    CHECK(s1->validate(TuningValue{int64_t{24}}).empty());
+    CHECK_FALSE(s1->validate(TuningValue{int64_t{25}}).empty());  // only the allowed values
+  }
+  if (!test::host_runs("Conv float32", is_conv_f32, "avx512")) return;
+  // Each width on both sides of its threshold: the label follows the tuned value and Y keeps its
+  // bits (the CHW and blocked loops sum each output in the same order).
+  struct Case {
+    std::string attributes;
+    Shape x;
+    std::string parameter;
+    int64_t value;
+    std::string expect;
+  };
+  const std::string s1 = "group = 3, pads = [1, 1, 1, 1]", s2 = "group = 3, pads = [1, 1, 1, 1], strides = [2, 2]";
+  for (const Case& c : std::vector<Case>{
+           {s1, {1, 3, 9, 24}, "depthwise.chw_s1_from_width", 24, "dwconv_3x3s1_chw_avx512"},
+           {s1, {1, 3, 9, 24}, "depthwise.chw_s1_from_width", 32, "dwconv_3x3s1_blocked16_avx512"},
+           {s1, {1, 3, 9, 40}, "depthwise.chw_s1_from_width", 48, "dwconv_3x3s1_blocked16_avx512"},
+           {s1, {1, 3, 9, 40}, "depthwise.chw_s1_from_width", 40, "dwconv_3x3s1_chw_avx512"},
+           {s2, {1, 3, 9, 20}, "depthwise.chw_s2_from_width", 10, "dwconv_3x3s2_chw_avx512"},
+           {s2, {1, 3, 9, 20}, "depthwise.chw_s2_from_width", 12, "dwconv_3x3s2_blocked16_avx512"},
+           {s2, {1, 3, 9, 32}, "depthwise.chw_s2_from_width", 24, "dwconv_3x3s2_blocked16_avx512"},
+           {s2, {1, 3, 9, 32}, "depthwise.chw_s2_from_width", 16, "dwconv_3x3s2_chw_avx512"}}) {
+    CAPTURE(c.x);
+    CAPTURE(c.parameter);
+    CAPTURE(c.value);
+    const DirectRun tuned = direct_run("avx512", c.attributes, c.x, {3, 1, 3, 3}, {{c.parameter, c.value}});
+    CHECK(tuned.variant == c.expect);
+    // The other path: a width above the plane's, or the smallest allowed one.
+    const bool chw = c.expect.find("_chw_") != std::string::npos;
+    const int64_t flip = chw ? 96 : c.parameter == "depthwise.chw_s1_from_width" ? 16 : 8;
+    const DirectRun other = direct_run("avx512", c.attributes, c.x, {3, 1, 3, 3}, {{c.parameter, flip}});
+    CHECK(other.variant != tuned.variant);
+    REQUIRE(other.y.shape() == tuned.y.shape());
+    CHECK(std::memcmp(other.y.raw_data(), tuned.y.raw_data(), tuned.y.byte_size()) == 0);
+  }
+}
 
 TEST_CASE("conv_variant_names_the_path_that_ran") {
   CHECK(variant_after_run("portable", "pads = [1, 1, 1, 1]", {1, 4, 6, 6}, {8, 4, 3, 3}) == "portable_loop");

@@ -669,6 +669,8 @@ class PackedConvKernel final : public Kernel {
   void apply_tuning(const TuningValues& values) override {
     read_packed_gemm_tuning(values, minimum_macs_, blocking_);
     thin_groups_.apply_tuning(values);  // its threshold; its tiles stay at their defaults
+    read_tuning(values, "depthwise.chw_s1_from_width", chw_widths_.stride_1);
+    read_tuning(values, "depthwise.chw_s2_from_width", chw_widths_.stride_2);
   }
 
   void run(KernelExecution& execution) override {
@@ -684,6 +686,7 @@ class PackedConvKernel final : public Kernel {
         const int admitted =
             execution.admitted_threads(r.batch * r.maps * r.g.out_size * r.g.kernel_size, minimum_macs_);
         dw->weights_constant = constant_weights_;
+        dw->chw_from_width = chw_widths_;
         last_variant_ = run_depthwise(execution, *dw, std::string_view(isa_.name) == "avx512" ? DepthwiseIsa::avx512 : DepthwiseIsa::avx2,
                                       admitted, dw_workspace_, label_);
         return;
@@ -883,6 +886,7 @@ class PackedConvKernel final : public Kernel {
   const float* transposed_from_ = nullptr;
   std::array<int64_t, 3> transposed_shape_{};
   DepthwiseWorkspace dw_workspace_;
+  DepthwiseChwWidths chw_widths_;
   Shape out_shape_;
 };
 
@@ -1206,6 +1210,22 @@ CalibrationWorkloadFunction fused_conv_workload() {
   };
 }
 
+// Schema of Conv / FusedConv on a packed ISA: the GEMM's, and on AVX-512 the output widths from
+// which depthwise 3x3 planes run the CHW loops (tuning ABI 2: ABI 1 had no such parameters).
+TuningSchema packed_conv_schema(const PackedGemmIsa& isa, const std::string& op, const GemmBlocking& defaults) {
+  const bool chw = std::string_view(isa.name) == "avx512";
+  TuningSchema schema = packed_gemm_schema(elementwise_key(op, ElementType::float32, chw ? 2 : 1, isa.name), defaults);
+  if (!chw) return schema;
+  const DepthwiseChwWidths widths;
+  schema.parameters.push_back(tile_parameter("depthwise.chw_s1_from_width", widths.stride_1, {16, 24, 32, 40, 48, 64, 96},
+                                             "Output width from which depthwise 3x3 stride-1 planes run straight from "
+                                             "NCHW; narrower planes run channel-blocked (same results, other speed)."));
+  schema.parameters.push_back(tile_parameter("depthwise.chw_s2_from_width", widths.stride_2, {8, 10, 12, 14, 16, 24, 32},
+                                             "Output width from which depthwise 3x3 stride-2 planes run straight from "
+                                             "NCHW; narrower planes run channel-blocked (same results, other speed)."));
+  return schema;
+}
+
 // Conv float32 on one ISA's packed GEMM driver, preferred over the portable kernel where the host
 // has the features.
 void add_packed_conv(KernelTable& table, const PackedGemmIsa* isa, std::string (*needs)(const CpuFeatures&),
@@ -1213,7 +1233,7 @@ void add_packed_conv(KernelTable& table, const PackedGemmIsa* isa, std::string (
   if (isa == nullptr) return;
   constexpr ElementType type = ElementType::float32;
   const std::string op = fused ? "FusedConv" : "Conv";
-  KernelDef def = make_def(op, {1}, type, packed_gemm_schema(elementwise_key(op, type, 1, isa->name), defaults));
+  KernelDef def = make_def(op, {1}, type, packed_conv_schema(*isa, op, defaults));
   if (fused) def.domain = std::string(kFusedDomain);
   def.implementation = isa->name;
   def.unavailable_reason = needs;

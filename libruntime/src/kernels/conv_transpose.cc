@@ -257,8 +257,7 @@ TuningSchema portable_schema(TuningKey key) {
 }
 
 void read_minimum_macs(const TuningValues& values, int64_t& minimum_macs) {
-  if (auto it = values.find("parallel.minimum_macs"); it != values.end())
-    if (const auto* v = std::get_if<int64_t>(&it->second)) minimum_macs = *v;
+  read_tuning(values, "parallel.minimum_macs", minimum_macs);
 }
 
 // The portable reference: each output element gathers its taps (channels outer, then taps in

@@ -23,17 +23,6 @@ constexpr int64_t kRowsFromPixels = 10000;
 // Output widths below which a stride-1 plane runs as one flat row (see run_depthwise_conv).
 constexpr int64_t kFlatBelowWidth = 64;
 
-// Output widths from which 3x3 stride-2 planes run the CHW kernel rather than blocked: narrower
-// rows leave many of its 16 lanes idle, where the blocked path fills them with maps (T=1: 7 wide
-// 26 us CHW against 18 blocked, 10 wide 16 / 14, 12 wide a tie, 14 wide 9 / 11, 15 wide 8 / 11).
-constexpr int64_t kChwFromWidth = 12;
-// The same for 3x3 stride-1 planes (A/B minima, T=1, CHW against blocked or rows: 24 wide 16.3 /
-// 11.4 us, 28 wide 18.3 / 16.2, 32 wide 15.4 / 21.7, 40 wide 22.1 / 21.2, 48 wide 14.4 / 18.1,
-// 80 wide 89 / 101, 112 wide 86 / 115 rows, 160 wide 83 / 117 rows). 5x5 stays blocked or rows:
-// a CHW loop for it measured slower (20 wide 74 / 37 us) or level (80 wide 136 / 111-128), and
-// the blocked loop's row reuse (simd/dwconv_f32_blocked.h, row_taps) then took 80 wide to 84-88.
-constexpr int64_t kChwS1FromWidth = 32;
-
 // Fills `l` in place (its vectors keep their capacity across runs).
 void layout_of(const DepthwiseConv& c, Layout& l) {
   l.rows = c.stride_h * (c.out_h - 1) + (c.kernel_h - 1) * c.dilation_h + 1;
@@ -258,8 +247,8 @@ bool depthwise_runs_chw(const DepthwiseConv& c, DepthwiseIsa isa) {
   if (isa != DepthwiseIsa::avx512 || c.dilation_h != 1 || c.dilation_w != 1 || c.kernel_h != 3 || c.kernel_w != 3)
     return false;
   if (c.stride_h == 2 && c.stride_w == 2)
-    return c.out_w >= kChwFromWidth && simd::dwconv_f32_plane_3x3s2_fits(c.pad_left);
-  return c.stride_h == 1 && c.stride_w == 1 && c.out_w >= kChwS1FromWidth &&
+    return c.out_w >= c.chw_from_width.stride_2 && simd::dwconv_f32_plane_3x3s2_fits(c.pad_left);
+  return c.stride_h == 1 && c.stride_w == 1 && c.out_w >= c.chw_from_width.stride_1 &&
          simd::dwconv_f32_plane_3x3s1_fits(c.pad_left);
 #else
   (void)c;

@@ -25,6 +25,22 @@
 
 namespace onnx_light::runtime::kernels {
 
+// Output widths from which 3x3 planes run the CHW loops on AVX-512 (depthwise_runs_chw); Conv's
+// avx512 keys tune them as depthwise.chw_s1_from_width and depthwise.chw_s2_from_width. Both paths
+// give bit-identical results, so a value only moves time.
+struct DepthwiseChwWidths {
+  // Stride 1 (A/B minima, T=1, CHW against blocked or rows: 24 wide 16.3 / 11.4 us, 28 wide 18.3 /
+  // 16.2, 32 wide 15.4 / 21.7, 40 wide 22.1 / 21.2, 48 wide 14.4 / 18.1, 80 wide 89 / 101, 112 wide
+  // 86 / 115 rows, 160 wide 83 / 117 rows). 5x5 stays blocked or rows: a CHW loop for it measured
+  // slower (20 wide 74 / 37 us) or level (80 wide 136 / 111-128), and the blocked loop's row reuse
+  // (simd/dwconv_f32_blocked.h, row_taps) then took 80 wide to 84-88.
+  int64_t stride_1 = 32;
+  // Stride 2: narrower rows leave many of the CHW loop's 16 lanes idle, where the blocked path
+  // fills them with maps (T=1: 7 wide 26 us CHW against 18 blocked, 10 wide 16 / 14, 12 wide a
+  // tie, 14 wide 9 / 11, 15 wide 8 / 11).
+  int64_t stride_2 = 12;
+};
+
 struct DepthwiseConv {
   int64_t batch = 0, channels = 0, maps = 0;  // maps = channels x multiplier
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
@@ -39,6 +55,7 @@ struct DepthwiseConv {
   // W and bias hold the same values at the same addresses on every run (initializers): the blocked
   // path packs them on the first run only.
   bool weights_constant = false;
+  DepthwiseChwWidths chw_from_width;
 };
 
 enum class DepthwiseIsa { portable, avx2, avx512 };

@@ -5,13 +5,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "kernels/kernel_util.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::kernels {
 
 void ThresholdKernel::apply_tuning(const TuningValues& values) {
-  if (auto it = values.find("parallel.minimum_elements"); it != values.end())
-    if (const auto* v = std::get_if<int64_t>(&it->second)) minimum_elements_ = *v;
+  read_tuning(values, "parallel.minimum_elements", minimum_elements_);
 }
 
 TuningKey elementwise_key(const std::string& op_type, ElementType type, int tuning_abi,

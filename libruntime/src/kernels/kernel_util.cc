@@ -166,20 +166,18 @@ TuningSchema tiled_schema(TuningKey key, TileDefaults tiles, int64_t default_min
   return schema;
 }
 
-void RowKernel::apply_tuning(const TuningValues& values) {
-  if (auto it = values.find("parallel.minimum_rows"); it != values.end())
-    if (const auto* v = std::get_if<int64_t>(&it->second)) minimum_rows_ = *v;
+void read_tuning(const TuningValues& values, const char* name, int64_t& target) {
+  if (auto it = values.find(name); it != values.end())
+    if (const auto* v = std::get_if<int64_t>(&it->second)) target = *v;
 }
 
+void RowKernel::apply_tuning(const TuningValues& values) { read_tuning(values, "parallel.minimum_rows", minimum_rows_); }
+
 void TiledKernel::apply_tuning(const TuningValues& values) {
-  auto read = [&](const char* name, int64_t& target) {
-    if (auto it = values.find(name); it != values.end())
-      if (const auto* v = std::get_if<int64_t>(&it->second)) target = *v;
-  };
-  read("gemm.tile_m", tile_m_);
-  read("gemm.tile_n", tile_n_);
-  read("gemm.tile_k", tile_k_);
-  read("parallel.minimum_macs", minimum_macs_);
+  read_tuning(values, "gemm.tile_m", tile_m_);
+  read_tuning(values, "gemm.tile_n", tile_n_);
+  read_tuning(values, "gemm.tile_k", tile_k_);
+  read_tuning(values, "parallel.minimum_macs", minimum_macs_);
 }
 
 KernelDef make_def(const std::string& op_type, OpsetRange opsets, ElementType type, TuningSchema schema) {

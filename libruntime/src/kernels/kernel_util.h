@@ -172,6 +172,10 @@ struct TileDefaults {
 // gemm.tile_m / gemm.tile_n / gemm.tile_k and parallel.minimum_macs.
 TuningSchema tiled_schema(TuningKey key, TileDefaults tiles = {}, int64_t default_minimum_macs = kDefaultMinimumMacs);
 
+// Copies the int64 value `name` of `values` into `target`; leaves it as it is when absent (a
+// session always passes complete, validated values; tests may pass a subset).
+void read_tuning(const TuningValues& values, const char* name, int64_t& target);
+
 // Base of row kernels (Softmax, LayerNormalization): parallel when the row count reaches the threshold.
 class RowKernel : public Kernel {
  public:

@@ -547,14 +547,10 @@ TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults) {
 }
 
 void read_packed_gemm_tuning(const TuningValues& values, int64_t& minimum_macs, GemmBlocking& blocking) {
-  auto read = [&](const char* name, int64_t& target) {
-    if (auto it = values.find(name); it != values.end())
-      if (const auto* v = std::get_if<int64_t>(&it->second)) target = *v;
-  };
-  read("parallel.minimum_macs", minimum_macs);
-  read("gemm.block_m", blocking.m);
-  read("gemm.block_k", blocking.k);
-  read("gemm.block_n", blocking.n);
+  read_tuning(values, "parallel.minimum_macs", minimum_macs);
+  read_tuning(values, "gemm.block_m", blocking.m);
+  read_tuning(values, "gemm.block_k", blocking.k);
+  read_tuning(values, "gemm.block_n", blocking.n);
 }
 
 void register_matmul_gemm_kernels(KernelTable& table) {

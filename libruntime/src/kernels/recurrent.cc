@@ -249,8 +249,7 @@ class RecurrentKernel final : public Kernel {
   }
 
   void apply_tuning(const TuningValues& values) override {
-    if (auto it = values.find("parallel.minimum_macs"); it != values.end())
-      if (const auto* v = std::get_if<int64_t>(&it->second)) minimum_macs_ = *v;
+    read_tuning(values, "parallel.minimum_macs", minimum_macs_);
   }
 
   void run(KernelExecution& execution) override {

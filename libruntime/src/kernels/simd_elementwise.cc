@@ -1,5 +1,7 @@
 #include "kernels/simd_elementwise.h"
 
+#include "kernels/kernel_util.h"
+
 namespace onnx_light::runtime::kernels {
 
 TuningSchema span_elementwise_schema(TuningKey key, int64_t default_minimum_elements) {
@@ -19,8 +21,7 @@ TuningSchema span_elementwise_schema(TuningKey key, int64_t default_minimum_elem
 
 void SpanKernelBase::apply_tuning(const TuningValues& values) {
   ThresholdKernel::apply_tuning(values);
-  if (auto it = values.find("store.streaming_minimum_elements"); it != values.end())
-    if (const auto* v = std::get_if<int64_t>(&it->second)) streaming_minimum_elements_ = *v;
+  read_tuning(values, "store.streaming_minimum_elements", streaming_minimum_elements_);
 }
 
 void SpanUnaryKernel::run(KernelExecution& execution) {
