@@ -7,6 +7,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/calibration_workload.h"
@@ -65,17 +66,17 @@ void bind_cli_inputs(const RuntimeSession& session, const std::vector<std::strin
           throw InvalidValueError(fmt::format("--input {}: '{}' is not a seed (0..4294967295)", info.name, source.substr(7)));
       }
       if (!info.has_shape) throw InputError(fmt::format("--input {}: the model declares no shape; give a .npy file", info.name));
-      Shape shape;
-      for (std::size_t d = 0; d < info.shape.size(); ++d) {
-        if (info.shape[d] >= 0) {
-          shape.push_back(info.shape[d]);
-          continue;
-        }
-        auto sym = symbols.find(info.symbols[d]);
-        if (info.symbols[d].empty() || sym == symbols.end())
-          throw InputError(fmt::format("--input {}: dimension {} is symbolic ('{}'); bind it with --dim {}=SIZE", info.name, d,
-                                       info.symbols[d], info.symbols[d].empty() ? "SYMBOL" : info.symbols[d]));
-        shape.push_back(sym->second);
+      std::vector<UnboundDimension> open;
+      const Shape shape = bind_dimensions(info, symbols, open);
+      if (!open.empty()) {
+        std::vector<std::string> hints;
+        for (const auto& u : open)
+          if (const std::string hint = fmt::format("--dim {}=SIZE", u.symbol);
+              !u.symbol.empty() && std::find(hints.begin(), hints.end(), hint) == hints.end())
+            hints.push_back(hint);
+        throw InputError(hints.empty() ? fmt::format("--input {}: {}; give a .npy file", info.name, describe_unbound(open))
+                                       : fmt::format("--input {}: {}; bind {} with {}", info.name, describe_unbound(open),
+                                                     hints.size() == 1 ? "it" : "them", fmt::join(hints, " ")));
       }
       // Made here, not by the session, but asked for by the model: the same limit applies.
       const auto bytes = static_cast<int64_t>(Tensor::storage_bytes(info.element_type, shape));

@@ -1211,4 +1211,25 @@ ParallelRegionReport RuntimeSession::parallel_region_report() const {
   return impl_->options.parallel_region_collector->report();
 }
 
+Shape bind_dimensions(const ValueInfo& info, const std::map<std::string, int64_t>& dims,
+                      std::vector<UnboundDimension>& unbound) {
+  Shape shape = info.shape;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] >= 0) continue;
+    const std::string& symbol = d < info.symbols.size() ? info.symbols[d] : std::string();
+    const auto it = symbol.empty() ? dims.end() : dims.find(symbol);
+    if (it != dims.end()) shape[d] = it->second;
+    else unbound.push_back({d, symbol});
+  }
+  return shape;
+}
+
+std::string describe_unbound(const std::vector<UnboundDimension>& unbound) {
+  std::string out;
+  for (const auto& u : unbound)
+    out += fmt::format("{}dimension {} is symbolic ({})", out.empty() ? "" : ", ", u.axis,
+                       u.symbol.empty() ? std::string("unnamed") : fmt::format("'{}'", u.symbol));
+  return out;
+}
+
 }  // namespace onnx_light::runtime

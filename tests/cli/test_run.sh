@@ -54,6 +54,11 @@ expect_exit 1 "$TOOL" run "$EX/abs.onnxtxt"
 expect_grep "$SCRATCH/err" "missing input 'x' \(float\[N\]\)"
 expect_exit 1 "$TOOL" run "$EX/abs.onnxtxt" -i x=random
 expect_grep "$SCRATCH/err" "symbolic .*--dim N=SIZE"
+# Every open dimension of the input at once, each symbol once.
+printf '<ir_version: 8, opset_import: ["" : 18]>\ng (float[N,M,N] x) => (float[N,M,N] y) { y = Abs(x) }\n' >"$SCRATCH/nmn.onnxtxt"
+expect_exit 1 "$TOOL" run "$SCRATCH/nmn.onnxtxt" -i x=random --dim M=2
+expect_grep "$SCRATCH/err" "--input x: dimension 0 is symbolic \('N'\), dimension 2 is symbolic \('N'\); bind it with --dim N=SIZE$"
+expect_exit 0 "$TOOL" run "$SCRATCH/nmn.onnxtxt" -i x=random --dim M=2 --dim N=3
 expect_exit 1 "$TOOL" run "$EX/abs.onnxtxt" -i nosuch=random
 expect_grep "$SCRATCH/err" "no such input \(inputs: x\)"
 expect_exit 1 "$TOOL" run "$SCRATCH/add.onnx" -i "a=$SCRATCH/a.npy" -i "b=$SCRATCH/bd.npy"

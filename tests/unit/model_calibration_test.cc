@@ -206,6 +206,34 @@ TEST_CASE("model_calibration_names_a_missing_or_unknown_input") {
                        InputError);
   o.dims["N"] = 32;
   CHECK_NOTHROW(calibrate_model(symbolic, o, f.context()));
+  // Every open dimension of every input in one error, each symbol once in the hint.
+  const Model two = test::parse("<ir_version: 8, opset_import: [\"\" : 18]>\n"
+                                "g (float[B,4,W] u, float[B,H] v) => (float[B,4,W] y, float[B,H] z) {"
+                                " y = Abs(u) z = Neg(v) }");
+  o.dims = {{"W", 8}};
+  CHECK_THROWS_WITH_AS(calibrate_model(two, o, f.context()),
+                       "input 'u': dimension 0 is symbolic ('B'); input 'v': dimension 0 is symbolic ('B'), dimension 1 "
+                       "is symbolic ('H'); bind them (--dim B=SIZE --dim H=SIZE, Python dims={'B': SIZE, 'H': SIZE}) "
+                       "or give a tensor",
+                       InputError);
+}
+
+TEST_CASE("bind_dimensions_takes_named_sizes_and_lists_what_stays_open") {
+  ValueInfo info;
+  info.name = "x";
+  info.shape = {-1, 3, -1, -1};
+  info.symbols = {"N", "", "H", ""};
+  std::vector<UnboundDimension> open;
+  CHECK(bind_dimensions(info, {{"N", 2}, {"W", 5}}, open) == Shape{2, 3, -1, -1});
+  REQUIRE(open.size() == 2);
+  CHECK(open[0].axis == 2);
+  CHECK(open[0].symbol == "H");
+  CHECK(open[1].axis == 3);
+  CHECK(open[1].symbol.empty());
+  CHECK(describe_unbound(open) == "dimension 2 is symbolic ('H'), dimension 3 is symbolic (unnamed)");
+  open.clear();
+  CHECK(bind_dimensions(info, {{"N", 0}, {"H", 7}}, open) == Shape{0, 3, 7, -1});
+  CHECK(open.size() == 1);
 }
 
 TEST_CASE("model_calibration_with_no_time_left_changes_and_saves_nothing") {

@@ -11,6 +11,7 @@
 #include <span>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "onnx_light/runtime/calibration_workload.h"
 #include "onnx_light/runtime/error.h"
@@ -68,6 +69,8 @@ class ModelBench {
     for (const auto& [name, tensor] : o.inputs) given[name] = &tensor;
     std::set<std::string> defaults;
     for (const auto& init : model_.graph().initializer()) defaults.insert(init.name());
+    // Every symbolic dimension left open, named in one error.
+    std::vector<std::string> unbound, symbols;
     for (const auto& info : probe.inputs()) {
       auto it = given.find(info.name);
       if (it == given.end()) {
@@ -77,25 +80,32 @@ class ModelBench {
         }
         if (!info.has_shape)
           throw InputError(fmt::format("input '{}': the model declares no shape; give a tensor for it", info.name));
-        runtime::Shape shape;
-        for (std::size_t d = 0; d < info.shape.size(); ++d) {
-          if (info.shape[d] >= 0) {
-            shape.push_back(info.shape[d]);
-            continue;
-          }
-          auto sym = o.dims.find(info.symbols[d]);
-          if (info.symbols[d].empty() || sym == o.dims.end())
-            throw InputError(fmt::format("input '{}': dimension {} is symbolic ('{}'); bind it (--dim {}=SIZE, Python "
-                                         "dims={{'{}': SIZE}}) or give a tensor",
-                                         info.name, d, info.symbols[d], info.symbols[d].empty() ? "SYMBOL" : info.symbols[d],
-                                         info.symbols[d]));
-          shape.push_back(sym->second);
+        std::vector<runtime::UnboundDimension> open;
+        const runtime::Shape shape = runtime::bind_dimensions(info, o.dims, open);
+        if (!open.empty()) {
+          unbound.push_back(fmt::format("input '{}': {}", info.name, runtime::describe_unbound(open)));
+          for (const auto& u : open)
+            if (!u.symbol.empty() && std::find(symbols.begin(), symbols.end(), u.symbol) == symbols.end())
+              symbols.push_back(u.symbol);
+          inputs_.emplace_back();
+          continue;
         }
         inputs_.push_back(runtime::random_tensor(info.element_type, shape, o.seed));
         continue;
       }
       inputs_.push_back(*it->second);
       given.erase(it);
+    }
+    if (!unbound.empty()) {
+      std::vector<std::string> cli, python;
+      for (const auto& symbol : symbols) {
+        cli.push_back(fmt::format("--dim {}=SIZE", symbol));
+        python.push_back(fmt::format("'{}': SIZE", symbol));
+      }
+      throw InputError(symbols.empty()
+                           ? fmt::format("{}; give a tensor for it", fmt::join(unbound, "; "))
+                           : fmt::format("{}; bind {} ({}, Python dims={{{}}}) or give a tensor", fmt::join(unbound, "; "),
+                                         symbols.size() == 1 ? "it" : "them", fmt::join(cli, " "), fmt::join(python, ", ")));
     }
     if (!given.empty()) {
       std::string names;

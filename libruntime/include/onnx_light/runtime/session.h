@@ -133,6 +133,18 @@ struct ValueInfo {
   bool optional = false;
 };
 
+// A symbolic dimension of an input that the caller's bindings leave open.
+struct UnboundDimension {
+  std::size_t axis = 0;
+  std::string symbol;  // "" when the model leaves the dimension unnamed
+};
+// `info`'s declared shape with each symbolic dimension taken from `dims` (symbol -> size); the
+// ones `dims` cannot bind are appended to `unbound` and left -1, so that a caller can name them all.
+Shape bind_dimensions(const ValueInfo& info, const std::map<std::string, int64_t>& dims,
+                      std::vector<UnboundDimension>& unbound);
+// "dimension 0 is symbolic ('N'), dimension 2 is symbolic (unnamed)".
+std::string describe_unbound(const std::vector<UnboundDimension>& unbound);
+
 class RuntimeSession {
  public:
   // Throws ModelError (bad graph) or UnsupportedError listing every offending node.
