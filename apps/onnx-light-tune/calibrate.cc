@@ -249,7 +249,7 @@ void register_calibrate(CLI::App& app, AppContext& context) {
       ->type_name("NAME=SOURCE");
   verb->add_option("--dim", o->dims, "With --model: bind a symbolic dimension of random inputs: SYMBOL=SIZE")
       ->type_name("SYMBOL=SIZE");
-  verb->add_flag("--no-blocks", o->no_blocks, "With --model: tune parallel thresholds only, not GEMM block sizes");
+  verb->add_flag("--no-blocks", o->no_blocks, "With --model: tune parallel thresholds only, not tile parameters (GEMM blocks, depthwise widths)");
   verb->add_option("--max-memory", o->max_memory, "Memory budget for one case (K, M, G suffixes); larger cases are not run. The confirmation rounds keep a few smaller cases built beside the largest: at most 3x this in all")
       ->check(byte_size())
       ->type_name("BYTES")
@@ -289,8 +289,9 @@ void register_calibrate(CLI::App& app, AppContext& context) {
       "with provenance calibrate-unmeasured / calibrate-low-confidence), on errors (output mismatch,\n"
       "invalid result) and when the cache cannot be written (checked before measuring); 2 on usage errors.\n"
       "With --model, the keys come from the model's nodes: each node's parallel/serial time is measured\n"
-      "in place (thresholds are placed around the work sizes of the model's nodes), GEMM block sizes\n"
-      "are compared one allowed step down and up on the model's own products, and the whole model is\n"
+      "in place (thresholds are placed around the work sizes of the model's nodes), tile parameters\n"
+      "(GEMM block sizes, depthwise CHW widths) are compared one allowed step down and up on the\n"
+      "model's own nodes, and the whole model is\n"
       "then run with the values in force and the new ones interleaved: the new values are saved only\n"
       "when the model is not slower (exit 1 and nothing written on a regression).\n"
       "--match saves the results as class profiles (measured here, used on every machine of the class):\n" +

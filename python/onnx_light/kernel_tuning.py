@@ -709,8 +709,9 @@ def calibrate_kernel_tuning(
     With ``model=`` (a path — a ``str`` naming a file counts as one —, an ``onnx.ModelProto``, its
     bytes or ONNX text), the keys come from
     the model's nodes instead of ``kernel``: every node's parallel/serial time is measured in
-    place and each key's threshold is placed around the work of its nodes; GEMM block sizes are
-    compared one allowed step down and up on the model's own products (``tune_blocks``); then the
+    place and each key's threshold is placed around the work of its nodes; tile parameters (GEMM
+    block sizes, the depthwise CHW widths) are compared one allowed step down and up on the
+    model's own nodes (``tune_blocks``); then the
     whole model runs with the values in force and the new ones interleaved, and the new values
     are saved only when the model is not slower. ``inputs`` maps input names to arrays (others
     are seeded random tensors of their declared shapes, symbolic dimensions bound by ``dims``).
