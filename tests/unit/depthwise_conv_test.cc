@@ -603,6 +603,73 @@ TEST_CASE("depthwise_blocked_row_reuse_is_bit_identical_to_the_generic_chains") 
   CHECK(blocks > 0);
 }
 
+TEST_CASE("depthwise_blocked_narrow_stride_1_planes_run_flat_within_the_band") {
+  // Planes narrower than a group at stride 1 (7x7) run across row ends at the padded pitch
+  // (dwconv_block_flat): against a scalar FMA chain per pixel and lane (the same bits), the band's
+  // input allocated to its last float (a read past it is a heap overflow under ASan) and guards
+  // after Y (a store past the last output). Widths 1..G-1, heights down to the fewest positions
+  // one group needs, dilations that widen the pitch, and the group-wide-or-not boundary.
+  struct Isa {
+    const char* name;
+    bool runs;
+    int64_t lanes;
+    void (*block)(const simd::DwconvF32Block&);
+  };
+  const CpuFeatures& f = host_cpu_features();
+  const Isa isas[] = {{"avx2", f.avx2 && f.fma3, simd::dwconv_f32_block_lanes_avx2, simd::dwconv_f32_block_avx2},
+                      {"avx512", f.avx512f, simd::dwconv_f32_block_lanes_avx512, simd::dwconv_f32_block_avx512}};
+  DepthwiseValues next{9191};
+  int blocks = 0;
+  for (const Isa& isa : isas) {
+    if (!isa.runs) {
+      test::report_untested("depthwise blocked narrow planes", isa.name, "the CPU lacks it");
+      continue;
+    }
+    const int64_t L = isa.lanes, group = L >= 16 ? 16 : 8;
+    for (int64_t kernel : {3, 5})
+      for (int64_t dilation : {1, 2})
+        for (int64_t out_w = 1; out_w < group; ++out_w)
+          for (int64_t out_h : {1, 2, 3, 7}) {
+            const int64_t pitch = out_w + (kernel - 1) * dilation, rows = out_h + (kernel - 1) * dilation;
+            const int64_t taps = kernel * kernel, n = out_h * out_w;
+            constexpr int64_t kGuard = 64;
+            std::vector<float> in(static_cast<std::size_t>(rows * pitch * L));
+            for (float& v : in) v = next();
+            std::vector<float> weights(static_cast<std::size_t>(taps * L)), bias(static_cast<std::size_t>(L));
+            for (float& v : weights) v = next();
+            for (float& v : bias) v = next();
+            std::vector<int64_t> offsets;
+            for (int64_t t = 0; t < taps; ++t)
+              offsets.push_back(((t / kernel) * dilation * pitch + (t % kernel) * dilation) * L);
+            std::vector<float> y(static_cast<std::size_t>(n * L + kGuard), 7.0f);
+            const simd::DwconvF32Block b{in.data(), pitch, weights.data(), offsets.data(), taps, bias.data(), 1, 1,
+                                         out_h, out_w, {}, y.data()};
+            isa.block(b);
+            CAPTURE(isa.name);
+            CAPTURE(kernel);
+            CAPTURE(dilation);
+            CAPTURE(out_w);
+            CAPTURE(out_h);
+            int64_t wrong = 0;
+            for (int64_t oy = 0; oy < out_h; ++oy)
+              for (int64_t ox = 0; ox < out_w; ++ox)
+                for (int64_t l = 0; l < L; ++l) {
+                  float acc = 0.0f;
+                  for (int64_t t = 0; t < taps; ++t)
+                    acc = std::fma(in[static_cast<std::size_t>((oy * pitch + ox) * L + offsets[t] + l)],
+                                   weights[static_cast<std::size_t>(t * L + l)], acc);
+                  const float expect = acc + bias[static_cast<std::size_t>(l)];
+                  const float got = y[static_cast<std::size_t>((oy * out_w + ox) * L + l)];
+                  wrong += std::memcmp(&expect, &got, sizeof(float)) != 0;
+                }
+            CHECK(wrong == 0);
+            CHECK(std::all_of(y.begin() + n * L, y.end(), [](float v) { return v == 7.0f; }));
+            ++blocks;
+          }
+  }
+  CHECK(blocks > 0);
+}
+
 TEST_CASE("depthwise_chw_planes_are_bit_identical_to_the_blocked_kernel_on_every_edge") {
   if (!host_cpu_features().avx512f) {
     test::report_untested("depthwise CHW planes", "avx512", "no AVX-512 F");

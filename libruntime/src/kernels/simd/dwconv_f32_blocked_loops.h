@@ -191,18 +191,55 @@ inline int64_t dwconv_block_row_groups_reused(const DwconvF32Block& b, const flo
   return 0;
 }
 
+// Stride-1 planes narrower than a group (7x7): output positions counted at the padded pitch
+// (oy * pitch + ox) have input origins one pixel apart, so G of them run as one group across row
+// ends with constant offsets (no origin pointer per pixel, which cost as many loads as the taps);
+// positions in the pad columns (ox >= out_w) are computed and dropped. 7x7: 61 positions for 49
+// outputs, the four groups the outputs alone need. The last group is moved back to end at the last
+// output (its overlap is computed twice, to the same bits) so that no read leaves the band.
+// Needs (out_h - 1) * pitch + out_w >= G.
+template <typename Ops, int G, int kActivation, bool kAffine>
+void dwconv_block_flat(const DwconvF32Block& b, typename Ops::V bias) {
+  constexpr int64_t L = Ops::width;
+  const int64_t last = (b.out_h - 1) * b.pitch + b.out_w;  // positions up to the last output's
+  for (int64_t start = 0; start < last; start += G) {
+    const int64_t q = start + G <= last ? start : last - G;
+    typename Ops::V acc[G];
+    const float* origin = b.x + q * L;
+    tap_fma_chains<Ops, G>(
+        b.weights, b.tap_offsets, b.taps, [origin](int g, int64_t offset) { return Ops::load(origin + offset + g * L); },
+        acc);
+    int64_t oy = q / b.pitch, ox = q % b.pitch;
+#pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) {
+      if (ox < b.out_w)
+        Ops::store(b.y + (oy * b.out_w + ox) * L,
+                   dwconv_blocked_epilogue_fixed<Ops, kActivation, kAffine>(b.epilogue, Ops::add(acc[g], bias)));
+      if (++ox == b.pitch) {
+        ox = 0;
+        ++oy;
+      }
+    }
+  }
+}
+
 // 16 pixels per group with AVX-512's 32 registers (5% faster than 8 on every measured shape);
 // AVX2's 16 registers hold 8 accumulators beside the weight and the loads. Rows at least a group
-// wide run groups within the row (origins one constant step apart); narrower rows (7x7, 6x24 at
-// stride 2) run the flattened output in groups across row ends, where a 7-wide row would otherwise
-// be a 4-pixel group and three single 9-FMA latency chains (576x7x7: 21 -> 17.5 us; on wide rows
-// the per-pixel origins cost 5-8%, so they keep the in-row groups).
+// wide run groups within the row (origins one constant step apart); narrower rows run across row
+// ends: at stride 1 at the padded pitch (dwconv_block_flat; 576x7x7 14 -> 13 us, ORT 13), else
+// (6x24 at stride 2) the flattened output with an origin per pixel, where a 7-wide row would
+// otherwise be a 4-pixel group and three single 9-FMA latency chains (576x7x7: 21 -> 17.5 us; on
+// wide rows the per-pixel origins cost 5-8%, so they keep the in-row groups).
 template <typename Ops, int kActivation, bool kAffine>
 void dwconv_block_fixed(const DwconvF32Block& b) {
   constexpr int64_t L = Ops::width;
   constexpr int kWide = L >= 16 ? 16 : 8;
   const typename Ops::V bias = Ops::load(b.bias);
   const int64_t row_step = b.stride_h * b.pitch * L, column_step = b.stride_w * L;
+  if (b.out_w < kWide && b.stride_h == 1 && b.stride_w == 1 && (b.out_h - 1) * b.pitch + b.out_w >= kWide) {
+    dwconv_block_flat<Ops, kWide, kActivation, kAffine>(b, bias);
+    return;
+  }
   if (b.out_w < kWide) {
     const int64_t n = b.out_h * b.out_w;
     const float* origin[kWide];
