@@ -177,9 +177,12 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
   execution.parallel_for(c.batch * blocks_per_image * bands, 1, admitted, [&](int64_t begin, int64_t end) {
     ScratchSlots<DepthwiseWorkspace::Slot>::Lease slot(slots);
     DepthwiseWorkspace::Slot& s = *slot;
+    // Task = (image, block of maps, band), counted up without a division per task (36 tasks of a
+    // 576x7x7 plane: the divisions were 3% of its time).
+    int64_t band_index = begin % bands, block_in_image = begin / bands % blocks_per_image;
+    int64_t image = begin / bands / blocks_per_image;
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t block = task / bands, oy0 = (task % bands) * band, oy1 = std::min(c.out_h, oy0 + band);
-      const int64_t image = block / blocks_per_image, m0 = (block % blocks_per_image) * L;
+      const int64_t oy0 = band_index * band, oy1 = std::min(c.out_h, oy0 + band), m0 = block_in_image * L;
       const int64_t valid = std::min(L, c.maps - m0);
       // Padded rows [r0, r0 + rows) of this band; input rows [i0, i1) of them hold values.
       const int64_t r0 = oy0 * c.stride_h, rows = c.stride_h * (oy1 - oy0 - 1) + reach;
@@ -201,7 +204,6 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
         s.z_planes[i] = live && residual ? c.z + (image * c.maps + map) * out_plane + oy0 * c.out_w : nullptr;
       }
       if (i1 > i0) f.to_blocked(s.in_planes.data(), valid, i1 - i0, c.in_w, in, rows, pitch, first_value_row, c.pad_left);
-      const int64_t block_in_image = block % blocks_per_image;
       const simd::DwconvF32Block b{in, pitch, workspace.blocked_weights.data() + block_in_image * taps * L,
                                    offsets.data(), taps, workspace.blocked_bias.data() + block_in_image * L,
                                    c.stride_h, c.stride_w, oy1 - oy0, c.out_w,
@@ -212,6 +214,13 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
                      epilogue);
       if (activation_after)
         for (int64_t l = 0; l < valid; ++l) apply_activation(c.epilogue, s.out_planes[static_cast<std::size_t>(l)], n);
+      if (++band_index == bands) {
+        band_index = 0;
+        if (++block_in_image == blocks_per_image) {
+          block_in_image = 0;
+          ++image;
+        }
+      }
     }
   });
 }
