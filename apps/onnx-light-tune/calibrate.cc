@@ -261,7 +261,8 @@ void register_calibrate(CLI::App& app, AppContext& context) {
   verb->add_flag("--only-missing", o->only_missing, "Skip keys that already have a profile for this host");
   verb->add_option("--parameter", o->parameters,
                    "Comparison mode: run NAME=V1,V2,... interleaved on the same cases (up to six sizes, each 8x the "
-                   "work of the last, within the budgets); the first value is the baseline")
+                   "work of the last, within the budgets); the first value is the baseline, replaced only by a value at "
+                   "least 2% faster")
       ->type_name("NAME=V1,V2,...");
   verb->add_option("--repeat", o->repeat, "Run the whole search K times; report agreement, save the median pick")
       ->check(integer_in_range(1, 1000))

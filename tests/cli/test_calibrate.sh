@@ -135,9 +135,12 @@ m = r["measurements"][0]
 assert [e["value"] for e in m["comparison"]] == [32768, 1024], m
 assert m["comparison"][0]["speedup"] == 1.0
 # The pick is the value with the lowest summed median as measured (the earlier one on a tie).
+# The pick is the value with the lowest summed median as measured when it is at least 2% below the
+# baseline's (the first value), else the baseline.
 fastest = min(m["comparison"], key=lambda e: e["total_median_ns"])
-assert r["calibrated"][0]["values"]["parallel.minimum_elements"] == fastest["value"], m["comparison"]
-assert m["changed_default"] == (fastest["value"] != 32768), m
+pick = fastest if fastest["total_median_ns"] <= 0.98 * m["comparison"][0]["total_median_ns"] else m["comparison"][0]
+assert r["calibrated"][0]["values"]["parallel.minimum_elements"] == pick["value"], m["comparison"]
+assert m["changed_default"] == (pick["value"] != 32768), m
 for e in m["comparison"]:
     assert abs(e["speedup"] - m["comparison"][0]["total_median_ns"] / e["total_median_ns"]) < 1e-9 * e["speedup"], e
 PYEOF

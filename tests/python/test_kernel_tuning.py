@@ -575,10 +575,13 @@ def test_calibrate_comparison_mode(cache_path):
     (entry,) = report["calibrated"]
     (measured,) = report["measurements"]
     assert [e["value"] for e in measured["comparison"]] == [32768, 16384]
-    # The pick is the value with the lowest summed median as measured (the earlier one on a tie).
+    # The pick is the value with the lowest summed median as measured when it is at least 2% below
+    # the baseline's (the first value), else the baseline.
     fastest = min(measured["comparison"], key=lambda e: e["total_median_ns"])
-    assert entry["values"]["parallel.minimum_elements"] == fastest["value"], measured["comparison"]
-    assert measured["changed_default"] == (fastest["value"] != 32768)
+    baseline = measured["comparison"][0]
+    pick = fastest if fastest["total_median_ns"] <= 0.98 * baseline["total_median_ns"] else baseline
+    assert entry["values"]["parallel.minimum_elements"] == pick["value"], measured["comparison"]
+    assert measured["changed_default"] == (pick["value"] != 32768)
 
 
 # ---- calibrate_kernel_tuning(model=...) --------------------------------------------------------

@@ -735,6 +735,39 @@ TEST_CASE("engine_comparison_mode_picks_lowest_summed_median") {
   CHECK(k.comparison[0].total_median_ns == doctest::Approx(500.0));
 }
 
+TEST_CASE("engine_comparison_mode_keeps_the_baseline_unless_a_value_beats_it_by_the_noise") {
+  // Summed medians 500 (baseline 4), 495 (8: 1% faster, within the noise between equal sessions)
+  // and 510 (16): the baseline stays, and the report names the fastest and why it was not taken.
+  CalibrationFixture f;
+  auto medians_for = [&f](double eight) {
+    f.script.medians = [eight](int64_t, const std::vector<TuningValues>& configs) {
+      std::vector<double> out;
+      for (const auto& c : configs) {
+        const int64_t w = std::get<int64_t>(c.at("tile.width"));
+        out.push_back(w == 4 ? 100.0 : w == 8 ? eight : 102.0);
+      }
+      return out;
+    };
+  };
+  medians_for(99.0);
+  auto o = f.options({"Fast"});
+  o.parameters["tile.width"] = {"4", "8", "16"};
+  CalibrationReport r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(std::get<int64_t>(r.calibrated[0].values.at("tile.width")) == 4);
+  CHECK_FALSE(r.calibrated[0].changed_default);
+  CHECK(r.calibrated[0].comparison[1].speedup == doctest::Approx(100.0 / 99.0));
+  REQUIRE_FALSE(r.diagnostics.empty());
+  CHECK(r.diagnostics[0].message.find("kept the baseline tile.width=4: the fastest, 8, was not 2% faster") !=
+        std::string::npos);
+  // 2% exactly is enough.
+  medians_for(98.0);
+  r = calibrate_kernel_tuning(o, f.context);
+  REQUIRE(r.calibrated.size() == 1);
+  CHECK(std::get<int64_t>(r.calibrated[0].values.at("tile.width")) == 8);
+  CHECK(r.calibrated[0].changed_default);
+}
+
 TEST_CASE("session_benchmark_memory_of_gemm_cases_follows_the_matrices_not_the_multiply_adds") {
   // MatMul's work size counts multiply-adds (s^3); its tensors hold s^2 floats each.
   const runtime::KernelDef* matmul = nullptr;
