@@ -1219,10 +1219,14 @@ TuningSchema packed_conv_schema(const PackedGemmIsa& isa, const std::string& op,
   const DepthwiseChwWidths widths;
   schema.parameters.push_back(tile_parameter("depthwise.chw_s1_from_width", widths.stride_1, {16, 24, 32, 40, 48, 64, 96},
                                              "Output width from which depthwise 3x3 stride-1 planes run straight from "
-                                             "NCHW; narrower planes run channel-blocked (same results, other speed)."));
+                                             "NCHW; narrower planes run channel-blocked (same results, other speed). "
+                                             "Compared by calibrate --model on a model's depthwise nodes (Conv's own "
+                                             "calibration cases are dense and do not exercise it)."));
   schema.parameters.push_back(tile_parameter("depthwise.chw_s2_from_width", widths.stride_2, {8, 10, 12, 14, 16, 24, 32},
                                              "Output width from which depthwise 3x3 stride-2 planes run straight from "
-                                             "NCHW; narrower planes run channel-blocked (same results, other speed)."));
+                                             "NCHW; narrower planes run channel-blocked (same results, other speed). "
+                                             "Compared by calibrate --model on a model's depthwise nodes (Conv's own "
+                                             "calibration cases are dense and do not exercise it)."));
   return schema;
 }
 
