@@ -448,6 +448,38 @@ TEST_CASE("batched_narrow_b_read_in_place_matches_the_reference") {
   }
 }
 
+TEST_CASE("batched_narrow_b_in_place_follows_b_to_another_address_between_runs") {
+  // One session, three runs: B1, then B2 (another live tensor, so another address), then B1 with
+  // new values in place. The row pointers kept across runs must follow B; each run matches a
+  // fresh session's result bit for bit.
+  const int64_t m = 20, k = 33, n = 32;
+  const Model model = model_of(fmt::format(
+      "(float[2, {0}, {1}] a, float[2, {1}, {2}] b) => (float[2, {0}, {2}] y) {{ y = MatMul(a, b) }}", m, k, n));
+  const Tensor a = random_f32({2, m, k}, 41), b1 = random_f32({2, k, n}, 42), b2 = random_f32({2, k, n}, 43);
+  for (const std::string& impl : kSimd) {
+    if (!host_runs_gemm(impl)) continue;
+    CAPTURE(impl);
+    RuntimeSessionOptions options;
+    options.parameters = RuntimeParameters(2);
+    options.registry = &small_blocks();
+    options.kernels = &table_for(impl);
+    options.optimization = OptimizationLevel::none;
+    RuntimeSession session(model, options);
+    auto run = [&](const Tensor& b) {
+      RuntimeContext context;
+      context.set("a", a);
+      context.set("b", b);
+      session.run(context);
+      return context.get("y");
+    };
+    CHECK(bitwise_equal(run(b1), run_gemm(model, {{"a", a}, {"b", b1}}, impl, 2)));
+    CHECK(bitwise_equal(run(b2), run_gemm(model, {{"a", a}, {"b", b2}}, impl, 2)));
+    Tensor b3 = b1;  // the same storage, new values
+    for (int64_t i = 0; i < b3.element_count(); ++i) b3.data<float>()[i] = 0.5f - b3.data<float>()[i];
+    CHECK(bitwise_equal(run(b3), run_gemm(model, {{"a", a}, {"b", b3}}, impl, 2)));
+  }
+}
+
 TEST_CASE("batched_shared_b_folds_batches") {
   // A [2, 3, M, K] with one B: the batches run as one tall matrix; also B as an initializer.
   const Tensor a = random_f32({2, 3, 10, 17}, 8), b = random_f32({17, 20}, 9);

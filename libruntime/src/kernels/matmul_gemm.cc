@@ -331,8 +331,13 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
       // Narrow B (attention's values [S, D], D <= 64) read in place through row pointers: no
       // packing region and no zero-padded panels. Columns a multiple of 16 keep every load inside
       // B's rows (the micro-kernel reads 16 or 32 floats from a panel's first column).
-      b_rows_.resize(static_cast<std::size_t>(p.b_matrices * k));
-      for (int64_t i = 0; i < p.b_matrices * k; ++i) b_rows_[static_cast<std::size_t>(i)] = pb + i * n;
+      // The pointers depend only on B's address and shape: rebuilt when either moves.
+      if (b_rows_from_ != pb || b_rows_n_ != n || b_rows_.size() != static_cast<std::size_t>(p.b_matrices * k)) {
+        b_rows_.resize(static_cast<std::size_t>(p.b_matrices * k));
+        for (int64_t i = 0; i < p.b_matrices * k; ++i) b_rows_[static_cast<std::size_t>(i)] = pb + i * n;
+        b_rows_from_ = pb;
+        b_rows_n_ = n;
+      }
       const float* const* rows = b_rows_.data();
       packed_gemm(execution, admitted, isa_, blocking_for(k), p.batches, m, n, k, epilogue,
                   [&](int64_t t) {
@@ -424,7 +429,9 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
 
   ShapePlan plan_;
   bool has_plan_ = false;
-  std::vector<const float*> b_rows_;
+  std::vector<const float*> b_rows_;  // the narrow-B path's row pointers into B at b_rows_from_
+  const float* b_rows_from_ = nullptr;
+  int64_t b_rows_n_ = 0;
 };
 
 class PackedGemmKernel final : public PackedGemmKernelBase {
