@@ -541,24 +541,30 @@ std::vector<float> blocked_plane(const simd::DwconvF32Plane& p, int64_t kernel, 
   return y;
 }
 
+// The blocked depthwise loop of each SIMD ISA, with whether this CPU runs it.
+struct BlockedIsa {
+  const char* name;
+  bool runs;
+  int64_t lanes;
+  void (*block)(const simd::DwconvF32Block&);
+};
+
+std::vector<BlockedIsa> blocked_isas() {
+  const CpuFeatures& f = host_cpu_features();
+  return {{"avx2", f.avx2 && f.fma3, simd::dwconv_f32_block_lanes_avx2, simd::dwconv_f32_block_avx2},
+          {"avx512", f.avx512f, simd::dwconv_f32_block_lanes_avx512, simd::dwconv_f32_block_avx512}};
+}
+
 }  // namespace
 
 TEST_CASE("depthwise_blocked_row_reuse_is_bit_identical_to_the_generic_chains") {
   // The blocked loop with row_taps set (each input pixel of a kernel row loaded once for the
   // outputs of a group) against the same block with row_taps 0, per ISA: kernels 3 and 5, strides
   // 1 and 2, vertical dilation, rows of whole groups and with a remainder, an epilogue.
-  struct Isa {
-    const char* name;
-    bool runs;
-    int64_t lanes;
-    void (*block)(const simd::DwconvF32Block&);
-  };
-  const CpuFeatures& f = host_cpu_features();
-  const Isa isas[] = {{"avx2", f.avx2 && f.fma3, simd::dwconv_f32_block_lanes_avx2, simd::dwconv_f32_block_avx2},
-                      {"avx512", f.avx512f, simd::dwconv_f32_block_lanes_avx512, simd::dwconv_f32_block_avx512}};
+  const std::vector<BlockedIsa> isas = blocked_isas();
   DepthwiseValues next{4242};
   int blocks = 0;
-  for (const Isa& isa : isas) {
+  for (const BlockedIsa& isa : isas) {
     if (!isa.runs) {
       test::report_untested("depthwise blocked row reuse", isa.name, "the CPU lacks it");
       continue;
@@ -609,18 +615,10 @@ TEST_CASE("depthwise_blocked_narrow_stride_1_planes_run_flat_within_the_band") {
   // input allocated to its last float (a read past it is a heap overflow under ASan) and guards
   // after Y (a store past the last output). Widths 1..G-1, heights down to the fewest positions
   // one group needs, dilations that widen the pitch, and the group-wide-or-not boundary.
-  struct Isa {
-    const char* name;
-    bool runs;
-    int64_t lanes;
-    void (*block)(const simd::DwconvF32Block&);
-  };
-  const CpuFeatures& f = host_cpu_features();
-  const Isa isas[] = {{"avx2", f.avx2 && f.fma3, simd::dwconv_f32_block_lanes_avx2, simd::dwconv_f32_block_avx2},
-                      {"avx512", f.avx512f, simd::dwconv_f32_block_lanes_avx512, simd::dwconv_f32_block_avx512}};
+  const std::vector<BlockedIsa> isas = blocked_isas();
   DepthwiseValues next{9191};
   int blocks = 0;
-  for (const Isa& isa : isas) {
+  for (const BlockedIsa& isa : isas) {
     if (!isa.runs) {
       test::report_untested("depthwise blocked narrow planes", isa.name, "the CPU lacks it");
       continue;
