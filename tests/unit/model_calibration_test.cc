@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "onnx_light/runtime/tuning_registry.h"
 #include "onnx_light/tune/cache_file.h"
 #include "onnx_light/tune/model_calibration.h"
+#include "implementation_tables.h"
 #include "test_models.h"
 #include "tune_fixture.h"
 
@@ -162,6 +164,33 @@ TEST_CASE("model_calibration_finds_the_keys_the_nodes_use_and_their_work") {
   const auto json = r.to_json();
   CHECK(json["keys"].size() == 2);
   CHECK(json["end_to_end"].contains("verdict"));
+}
+
+TEST_CASE("model_calibration_compares_the_depthwise_widths_on_the_model_s_depthwise_nodes") {
+  // A depthwise 3x3 over 24 columns (blocked by default, CHW from a width of 24): on AVX-512 the
+  // Conv key's two width parameters are stepped with the GEMM blocks, each with its decision.
+  const auto is_conv = [](const KernelDef& d) { return d.op_type == "Conv" && d.element_type == ElementType::float32; };
+  if (!test::host_runs("Conv float32", is_conv, "avx512")) return;
+  ModelFixture f;
+  ModelCalibrationOptions o;
+  o.path = f.cache.string();
+  o.num_threads = 1;
+  o.save = false;
+  o.maximum_duration_ms = 1500 * tune_test::kSanitizerSlowdown;
+  const Model model = test::parse(
+      "<ir_version: 8, opset_import: [\"\" : 18]>\n"
+      "g (float[1,32,12,24] x, float[32,1,3,3] w) => (float[1,32,12,24] y) {"
+      " y = Conv <group = 32, pads = [1, 1, 1, 1]> (x, w) }");
+  const ModelCalibrationReport r = calibrate_model(model, o, f.context());
+  const ModelKeyCalibration* conv = nullptr;
+  for (const auto& k : r.keys)
+    if (k.key.kernel == "Conv") conv = &k;
+  REQUIRE(conv != nullptr);
+  CHECK(conv->key.implementation == "avx512");
+  CAPTURE(conv->reasons);
+  for (const std::string name : {"depthwise.chw_s1_from_width: ", "depthwise.chw_s2_from_width: "})
+    CHECK(std::any_of(conv->reasons.begin(), conv->reasons.end(),
+                      [&](const std::string& reason) { return reason.rfind(name, 0) == 0; }));
 }
 
 TEST_CASE("model_calibration_on_one_thread_keeps_every_threshold") {
