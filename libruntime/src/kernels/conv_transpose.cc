@@ -256,10 +256,6 @@ TuningSchema portable_schema(TuningKey key) {
                                            "on one thread.")}};
 }
 
-void read_minimum_macs(const TuningValues& values, int64_t& minimum_macs) {
-  read_tuning(values, "parallel.minimum_macs", minimum_macs);
-}
-
 // The portable reference: each output element gathers its taps (channels outer, then taps in
 // ascending order per axis), accumulating in compute_t<T>, then adds the bias. Parallel over output
 // rows (one thread per row), so results do not depend on the thread count.
@@ -267,7 +263,9 @@ template <typename T>
 class PortableConvTransposeKernel final : public Kernel {
  public:
   explicit PortableConvTransposeKernel(const KernelCreateInfo& info) : attrs_(info) {}
-  void apply_tuning(const TuningValues& values) override { read_minimum_macs(values, minimum_macs_); }
+  void apply_tuning(const TuningValues& values) override {
+    read_tuning(values, "parallel.minimum_macs", minimum_macs_);
+  }
 
   void run(KernelExecution& execution) override {
     const TransposeRun r = check_transpose(execution, attrs_, ElementTraits<T>::type, out_shape_);
