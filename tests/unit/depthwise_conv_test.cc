@@ -418,6 +418,27 @@ TEST_CASE("depthwise_variant_names_the_blocked_kernel_and_wide_stride_1_planes_k
   c.out_h = c.out_w = 80;
   c.pad_left = 3;  // beyond the CHW loop's left pads
   CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s1_blocked16_avx512");
+  // Stride-1 planes on the row kernels narrower than flat_below_width run as one flat row (not
+  // with a residual, whose rows are read row by row); the portable loop takes the same rows.
+  c.pad_left = 1;
+  c.out_h = 300;
+  c.out_w = 40;  // 12000 pixels: the rows on AVX2, CHW on AVX-512
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx2) == "dwconv_3x3s1_flat_avx2");
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::portable) == "dwconv_3x3s1_flat_portable");
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s1_chw_avx512");
+  c.paths.flat_below_width = 40;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx2) == "dwconv_3x3s1_avx2");
+  c.paths.flat_below_width = 41;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx2) == "dwconv_3x3s1_flat_avx2");
+  c.paths.rows_from_pixels = 12001;  // the plane one pixel short: blocked
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx2) == "dwconv_3x3s1_blocked8_avx2");
+  c.paths.rows_from_pixels = 12000;
+  float residual = 0.0f;
+  c.z = &residual;
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx2) == "dwconv_3x3s1_avx2");
+  c.z = nullptr;
+  c.out_h = 1;  // a single row is already one row
+  CHECK(kernels::depthwise_variant(c, DepthwiseIsa::portable) == "dwconv_3x3s1_portable");
 }
 
 namespace {

@@ -264,13 +264,13 @@ std::string variant_after_run(const std::string& implementation, const std::stri
 }  // namespace
 
 TEST_CASE("conv_avx512_depthwise_chw_widths_are_tuned_and_move_only_the_path") {
-  // Conv and FusedConv on AVX-512 (tuning ABI 2) carry the widths from which depthwise 3x3 planes
-  // run the CHW loops; AVX-2 has no CHW loop and keeps ABI 1 without them.
+  // Conv and FusedConv on AVX-512 (tuning ABI 3) carry the widths from which depthwise 3x3 planes
+  // run the CHW loops; AVX-2 has no CHW loop (ABI 2, its other depthwise paths only).
   for (const auto& def : cpu_kernel_table().definitions()) {
     if (!is_conv_f32(def) || def.implementation == "portable") continue;
     CAPTURE(def.schema.key.to_string());
     const bool avx512 = def.implementation == "avx512";
-    CHECK(def.schema.key.tuning_abi == (avx512 ? 2 : 1));
+    CHECK(def.schema.key.tuning_abi == (avx512 ? 3 : 2));
     const auto* s1 = def.schema.find("depthwise.chw_s1_from_width");
     const auto* s2 = def.schema.find("depthwise.chw_s2_from_width");
     CHECK((s1 != nullptr) == avx512);
@@ -314,6 +314,52 @@ TEST_CASE("conv_avx512_depthwise_chw_widths_are_tuned_and_move_only_the_path") {
     CHECK(other.variant != tuned.variant);
     REQUIRE(other.y.shape() == tuned.y.shape());
     CHECK(std::memcmp(other.y.raw_data(), tuned.y.raw_data(), tuned.y.byte_size()) == 0);
+  }
+}
+
+TEST_CASE("conv_depthwise_rows_from_pixels_and_flat_below_width_are_tuned_and_move_only_the_path") {
+  // A 5x5 stride-1 plane of 50 x 60 outputs (3000 pixels, 60 wide): blocked by default (rows from
+  // 10000 pixels); from 2500 it keeps the row kernels, as one flat row while narrower than
+  // flat_below_width. Each label names the loop that ran and Y keeps its bits.
+  for (const auto& def : cpu_kernel_table().definitions()) {
+    if (!is_conv_f32(def) || def.implementation == "portable") continue;
+    CAPTURE(def.schema.key.to_string());
+    const auto* rows = def.schema.find("depthwise.rows_from_pixels");
+    const auto* flat = def.schema.find("depthwise.flat_below_width");
+    REQUIRE(rows != nullptr);
+    REQUIRE(flat != nullptr);
+    CHECK(rows->default_value == TuningValue{int64_t{10000}});
+    CHECK(flat->default_value == TuningValue{int64_t{64}});
+    CHECK_FALSE(rows->validate(TuningValue{int64_t{3000}}).empty());  // only the allowed values
+    CHECK(flat->validate(TuningValue{int64_t{0}}).empty());
+  }
+  const std::string attributes = "group = 3, pads = [2, 2, 2, 2]";
+  const Shape x{1, 3, 50, 60}, w{3, 1, 5, 5};
+  for (const std::string implementation : {"avx2", "avx512"}) {
+    if (!test::host_runs("Conv float32", is_conv_f32, implementation)) continue;
+    CAPTURE(implementation);
+    const DirectRun by_default = direct_run(implementation, attributes, x, w);
+    CHECK(by_default.variant == "dwconv_5x5s1_blocked" + std::string(implementation == "avx512" ? "16_" : "8_") +
+                                    implementation);
+    struct Case {
+      TuningValues tuning;
+      std::string expect;
+    };
+    for (const Case& c : std::vector<Case>{
+             {{{"depthwise.rows_from_pixels", int64_t{5000}}}, by_default.variant},
+             {{{"depthwise.rows_from_pixels", int64_t{2500}}}, "dwconv_5x5s1_flat_" + implementation},
+             {{{"depthwise.rows_from_pixels", int64_t{2500}}, {"depthwise.flat_below_width", int64_t{128}}},
+              "dwconv_5x5s1_flat_" + implementation},
+             {{{"depthwise.rows_from_pixels", int64_t{2500}}, {"depthwise.flat_below_width", int64_t{32}}},
+              "dwconv_5x5s1_" + implementation},
+             {{{"depthwise.rows_from_pixels", int64_t{2500}}, {"depthwise.flat_below_width", int64_t{0}}},
+              "dwconv_5x5s1_" + implementation}}) {
+      CAPTURE(c.expect);
+      const DirectRun tuned = direct_run(implementation, attributes, x, w, c.tuning);
+      CHECK(tuned.variant == c.expect);
+      REQUIRE(tuned.y.shape() == by_default.y.shape());
+      CHECK(std::memcmp(tuned.y.raw_data(), by_default.y.raw_data(), by_default.y.byte_size()) == 0);
+    }
   }
 }
 

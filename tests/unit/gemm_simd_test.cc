@@ -251,16 +251,25 @@ TEST_CASE("schema_threshold_first_then_block_tiles") {
       const KernelDef& def = def_of(op, impl);
       CHECK(def.schema.key.implementation == impl);
       CHECK(static_cast<bool>(def.calibration_workload));
-      REQUIRE(def.schema.parameters.size() == 4);
+      // Tuning ABI 2: the row-order bound (and MatMul's in-place B width) were constants in ABI 1.
+      CHECK(def.schema.key.tuning_abi == 2);
+      const std::size_t size = op == "MatMul" ? 6 : 5;
+      REQUIRE(def.schema.parameters.size() == size);
       CHECK(def.schema.parameters[0].name == "parallel.minimum_macs");
       CHECK(def.schema.parameters[0].role == ParameterRole::threshold);
-      for (std::size_t i = 1; i < 4; ++i) {
+      for (std::size_t i = 1; i < size; ++i) {
         CHECK(def.schema.parameters[i].role == ParameterRole::tile);
         CHECK(!def.schema.parameters[i].allowed.empty());
       }
       CHECK(def.schema.parameters[1].name == "gemm.block_m");
       CHECK(def.schema.parameters[2].name == "gemm.block_k");
       CHECK(def.schema.parameters[3].name == "gemm.block_n");
+      CHECK(def.schema.parameters[4].name == "gemm.row_order_b_floats");
+      CHECK(def.schema.parameters[4].default_value == TuningValue{int64_t{8192}});
+      if (op == "MatMul") {
+        CHECK(def.schema.parameters[5].name == "matmul.in_place_b_max_columns");
+        CHECK(def.schema.parameters[5].default_value == TuningValue{int64_t{64}});
+      }
       CHECK(def.schema.validate(def.schema.defaults()).empty());
     }
 }
@@ -408,6 +417,14 @@ TEST_CASE("shallow_k_widened_blocks_and_row_order_bit_identical") {
   CHECK(kernels::widened_for_depth(defaults, 32, 700).n == 256);
   CHECK(kernels::widened_for_depth(kernels::GemmBlocking{96, 256, 2048}, 32, 16).n == 2048);  // a tuned wider block stays
   CHECK(kernels::widened_for_depth(defaults, 16, 16).n == 512);
+  // The bound is gemm.row_order_b_floats: 0 never widens, 32768 widens K = 16 to 2048 columns.
+  kernels::GemmBlocking tuned = defaults;
+  int64_t minimum_macs = 0;
+  kernels::read_packed_gemm_tuning({{"gemm.row_order_b_floats", int64_t{0}}}, minimum_macs, tuned);
+  CHECK(tuned.row_order_b_floats == 0);
+  CHECK(kernels::widened_for_depth(tuned, 32, 16).n == 256);
+  kernels::read_packed_gemm_tuning({{"gemm.row_order_b_floats", int64_t{32768}}}, minimum_macs, tuned);
+  CHECK(kernels::widened_for_depth(tuned, 32, 16).n == 2048);
   // Rows and columns not multiples of the tile (70 = 5 x 12 + 10, 150 = 4 x 32 + 22) with every
   // batch its own B; one thread against two and three, narrow and wide tuned blocks.
   const Tensor a = random_f32({2, 2, 70, 16}, 21), b = random_f32({2, 2, 16, 150}, 22);
@@ -424,6 +441,99 @@ TEST_CASE("shallow_k_widened_blocks_and_row_order_bit_identical") {
       CHECK(bitwise_equal(serial, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads, *narrow)));
       CHECK(bitwise_equal(serial, run_gemm(model, {{"a", a}, {"b", b}}, impl, threads, *wide)));
     }
+  }
+}
+
+TEST_CASE("row_order_b_floats_bounds_the_tiles_run_along_c_s_rows") {
+  // One task over a 24 x 64 C with K = 16 (two row tiles of 12, two column panels of 32: 1024
+  // packed B floats): the tuned bound decides whether the direct-A loop finishes C's rows first
+  // (each row stored in one run) or its column panels; the same bits either way.
+  const kernels::PackedGemmIsa* isa = kernels::packed_gemm_avx512();
+  if (isa == nullptr || !host_runs_gemm("avx512")) return;
+  REQUIRE(static_cast<bool>(isa->kernel_direct_a));
+  REQUIRE(isa->mr == 12);
+  REQUIRE(isa->nr == 32);
+  const int64_t m = 24, k = 16, n = 64;
+  const Tensor a = random_f32({m, k}, 51), b = random_f32({k, n}, 52);
+  std::vector<float> packed(static_cast<std::size_t>(kernels::packed_b_floats(*isa, k, n)) + 64);
+  isa->pack_b(b.data<float>(), n, 1, k, n, 0, 2, packed.data());
+  struct Run {
+    std::vector<std::pair<int64_t, int64_t>> tiles;  // (i, j) in the order the hook saw them
+    std::vector<float> c;
+  };
+  auto run = [&](int64_t row_order_b_floats) {
+    kernels::GemmBlocking blocking;
+    blocking.row_order_b_floats = row_order_b_floats;
+    const kernels::PackedGemmPlan plan = kernels::plan_packed_gemm(*isa, blocking, 1, m, n, k, 1);
+    REQUIRE(plan.tasks() == 1);
+    Run r;
+    r.c.assign(static_cast<std::size_t>(m * n), 0.0f);
+    const kernels::PackedGemmOperands operands{kernels::MatrixView{a.data<float>(), k, 1}, packed.data(), r.c.data(),
+                                               n};
+    const kernels::PackedGemmTileHook hook{
+        [](const void* context, int64_t, int64_t i, int64_t j, int, int, float*, int64_t) {
+          static_cast<Run*>(const_cast<void*>(context))->tiles.emplace_back(i, j);
+        },
+        &r};
+    kernels::run_packed_gemm_tasks(
+        *isa, plan, 0, 1,
+        [](const void* context, int64_t) { return static_cast<const kernels::PackedGemmOperands*>(context); },
+        &operands, nullptr, &hook);
+    return r;
+  };
+  using Order = std::vector<std::pair<int64_t, int64_t>>;
+  const Order along_rows{{0, 0}, {0, 32}, {12, 0}, {12, 32}}, down_columns{{0, 0}, {12, 0}, {0, 32}, {12, 32}};
+  const Run by_default = run(kernels::GemmBlocking{}.row_order_b_floats);
+  CHECK(by_default.tiles == along_rows);
+  CHECK(run(1024).tiles == along_rows);  // the task's B floats exactly at the bound
+  const Run below = run(1023);
+  CHECK(below.tiles == down_columns);
+  CHECK(run(0).tiles == down_columns);
+  CHECK(std::memcmp(below.c.data(), by_default.c.data(), below.c.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("matmul_in_place_b_max_columns_is_tuned_and_names_the_path") {
+  // av-shaped [2, 20, 33] x [2, 33, 32]: B read in place up to the tuned width (the profile names
+  // the path), packed above it; the same bits both ways.
+  const Model model = model_of("(float[2, 20, 33] a, float[2, 33, 32] b) => (float[2, 20, 32] y) { y = MatMul(a, b) }");
+  const Tensor a = random_f32({2, 20, 33}, 61), b = random_f32({2, 33, 32}, 62);
+  for (const std::string& impl : kSimd) {
+    if (!host_runs_gemm(impl)) continue;
+    CAPTURE(impl);
+    const bool in_place_kernel = impl == "avx512";  // the ISA with a row-pointer micro-kernel
+    auto run = [&](int64_t max_columns, std::string& ran) {
+      auto registry = std::make_unique<TuningRegistry>();
+      std::vector<PublishedProfile> profiles;
+      for (const auto& def : cpu_kernel_table().definitions()) {
+        if (!is_gemm_f32(def) || def.schema.find("matmul.in_place_b_max_columns") == nullptr) continue;
+        TuningValues values = def.schema.defaults();
+        values["matmul.in_place_b_max_columns"] = max_columns;
+        profiles.push_back({def.schema.key, 1, values});
+      }
+      registry->publish(std::move(profiles));
+      RuntimeSessionOptions options;
+      options.parameters = RuntimeParameters(1);
+      options.registry = registry.get();
+      options.kernels = &table_for(impl);
+      options.optimization = OptimizationLevel::none;
+      options.profile = true;
+      RuntimeSession session(model, options);
+      RuntimeContext context;
+      context.set("a", a);
+      context.set("b", b);
+      session.run(context);
+      const auto profile = session.profile();
+      REQUIRE(profile.nodes.size() == 1);
+      ran = profile.nodes[0].implementation;
+      return context.get("y");
+    };
+    std::string at_32, at_16, at_0;
+    const Tensor y32 = run(32, at_32);
+    CHECK(at_32 == (in_place_kernel ? "in_place_b_gemm_avx512" : impl));
+    CHECK(bitwise_equal(run(16, at_16), y32));
+    CHECK(at_16 == impl);
+    CHECK(bitwise_equal(run(0, at_0), y32));
+    CHECK(at_0 == impl);
   }
 }
 

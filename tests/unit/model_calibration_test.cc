@@ -168,7 +168,7 @@ TEST_CASE("model_calibration_finds_the_keys_the_nodes_use_and_their_work") {
 
 TEST_CASE("model_calibration_compares_the_depthwise_widths_on_the_model_s_depthwise_nodes") {
   // A depthwise 3x3 over 24 columns (blocked by default, CHW from a width of 24): on AVX-512 the
-  // Conv key's two width parameters are stepped with the GEMM blocks, each with its decision.
+  // Conv key's depthwise path parameters are stepped with the GEMM blocks, each with its decision.
   const auto is_conv = [](const KernelDef& d) { return d.op_type == "Conv" && d.element_type == ElementType::float32; };
   if (!test::host_runs("Conv float32", is_conv, "avx512")) return;
   ModelFixture f;
@@ -188,7 +188,8 @@ TEST_CASE("model_calibration_compares_the_depthwise_widths_on_the_model_s_depthw
   REQUIRE(conv != nullptr);
   CHECK(conv->key.implementation == "avx512");
   CAPTURE(conv->reasons);
-  for (const std::string name : {"depthwise.chw_s1_from_width: ", "depthwise.chw_s2_from_width: "})
+  for (const std::string name : {"depthwise.chw_s1_from_width: ", "depthwise.chw_s2_from_width: ",
+                                  "depthwise.rows_from_pixels: ", "depthwise.flat_below_width: "})
     CHECK(std::any_of(conv->reasons.begin(), conv->reasons.end(),
                       [&](const std::string& reason) { return reason.rfind(name, 0) == 0; }));
 }

@@ -669,8 +669,10 @@ class PackedConvKernel final : public Kernel {
   void apply_tuning(const TuningValues& values) override {
     read_packed_gemm_tuning(values, minimum_macs_, blocking_);
     thin_groups_.apply_tuning(values);  // its threshold; its tiles stay at their defaults
-    read_tuning(values, "depthwise.chw_s1_from_width", chw_widths_.stride_1);
-    read_tuning(values, "depthwise.chw_s2_from_width", chw_widths_.stride_2);
+    read_tuning(values, "depthwise.chw_s1_from_width", depthwise_paths_.chw_s1_from_width);
+    read_tuning(values, "depthwise.chw_s2_from_width", depthwise_paths_.chw_s2_from_width);
+    read_tuning(values, "depthwise.rows_from_pixels", depthwise_paths_.rows_from_pixels);
+    read_tuning(values, "depthwise.flat_below_width", depthwise_paths_.flat_below_width);
   }
 
   void run(KernelExecution& execution) override {
@@ -686,7 +688,7 @@ class PackedConvKernel final : public Kernel {
         const int admitted =
             execution.admitted_threads(r.batch * r.maps * r.g.out_size * r.g.kernel_size, minimum_macs_);
         dw->weights_constant = constant_weights_;
-        dw->chw_from_width = chw_widths_;
+        dw->paths = depthwise_paths_;
         last_variant_ = run_depthwise(execution, *dw, std::string_view(isa_.name) == "avx512" ? DepthwiseIsa::avx512 : DepthwiseIsa::avx2,
                                       admitted, dw_workspace_, label_);
         return;
@@ -886,7 +888,7 @@ class PackedConvKernel final : public Kernel {
   const float* transposed_from_ = nullptr;
   std::array<int64_t, 3> transposed_shape_{};
   DepthwiseWorkspace dw_workspace_;
-  DepthwiseChwWidths chw_widths_;
+  DepthwisePaths depthwise_paths_;
   Shape out_shape_;
 };
 
@@ -1210,23 +1212,34 @@ CalibrationWorkloadFunction fused_conv_workload() {
   };
 }
 
-// Schema of Conv / FusedConv on a packed ISA: the GEMM's, and on AVX-512 the output widths from
-// which depthwise 3x3 planes run the CHW loops (tuning ABI 2: ABI 1 had no such parameters).
+// Schema of Conv / FusedConv on a packed ISA: the GEMM's, then where depthwise planes run which
+// loop (DepthwisePaths). Tuning ABI: avx512 3 (2 had only the CHW widths and no
+// gemm.row_order_b_floats, 1 no depthwise parameters), avx2 2 (1 had neither).
 TuningSchema packed_conv_schema(const PackedGemmIsa& isa, const std::string& op, const GemmBlocking& defaults) {
   const bool chw = std::string_view(isa.name) == "avx512";
-  TuningSchema schema = packed_gemm_schema(elementwise_key(op, ElementType::float32, chw ? 2 : 1, isa.name), defaults);
-  if (!chw) return schema;
-  const DepthwiseChwWidths widths;
-  schema.parameters.push_back(tile_parameter("depthwise.chw_s1_from_width", widths.stride_1, {16, 24, 32, 40, 48, 64, 96},
-                                             "Output width from which depthwise 3x3 stride-1 planes run straight from "
-                                             "NCHW; narrower planes run channel-blocked (same results, other speed). "
-                                             "Compared by calibrate --model on a model's depthwise nodes (Conv's own "
-                                             "calibration cases are dense and do not exercise it)."));
-  schema.parameters.push_back(tile_parameter("depthwise.chw_s2_from_width", widths.stride_2, {8, 10, 12, 14, 16, 24, 32},
-                                             "Output width from which depthwise 3x3 stride-2 planes run straight from "
-                                             "NCHW; narrower planes run channel-blocked (same results, other speed). "
-                                             "Compared by calibrate --model on a model's depthwise nodes (Conv's own "
-                                             "calibration cases are dense and do not exercise it)."));
+  TuningSchema schema = packed_gemm_schema(elementwise_key(op, ElementType::float32, chw ? 3 : 2, isa.name), defaults);
+  const DepthwisePaths paths;
+  constexpr const char* kCompared =
+      " (same results, other speed). Compared by calibrate --model on a model's depthwise nodes (Conv's own "
+      "calibration cases are dense and do not exercise it).";
+  if (chw) {
+    schema.parameters.push_back(tile_parameter(
+        "depthwise.chw_s1_from_width", paths.chw_s1_from_width, {16, 24, 32, 40, 48, 64, 96},
+        std::string("Output width from which depthwise 3x3 stride-1 planes run straight from NCHW; narrower planes "
+                    "run channel-blocked") + kCompared));
+    schema.parameters.push_back(tile_parameter(
+        "depthwise.chw_s2_from_width", paths.chw_s2_from_width, {8, 10, 12, 14, 16, 24, 32},
+        std::string("Output width from which depthwise 3x3 stride-2 planes run straight from NCHW; narrower planes "
+                    "run channel-blocked") + kCompared));
+  }
+  schema.parameters.push_back(tile_parameter(
+      "depthwise.rows_from_pixels", paths.rows_from_pixels, {2500, 5000, 10000, 20000, 40000, 80000},
+      std::string("Output pixels per plane from which stride-1 depthwise planes that do not run from NCHW keep the "
+                  "row kernels instead of the channel-blocked loop") + kCompared));
+  schema.parameters.push_back(tile_parameter(
+      "depthwise.flat_below_width", paths.flat_below_width, {0, 16, 32, 64, 128, 256},
+      std::string("Output width below which a stride-1 depthwise plane on the row kernels runs as one flat row over "
+                  "its padded pitch; 0: never") + kCompared));
   return schema;
 }
 

@@ -643,8 +643,9 @@ void add_packed(KernelTable& table, const PackedGemmIsa* isa, std::string (*need
   if (isa == nullptr) return;
   constexpr ElementType type = ElementType::float32;
   const GemmBlocking defaults{96, 256, 256};
+  // Tuning ABI 2: gemm.row_order_b_floats was a constant in ABI 1.
   KernelDef def = make_def("ConvTranspose", {1}, type,
-                           packed_gemm_schema(elementwise_key("ConvTranspose", type, 1, isa->name), defaults));
+                           packed_gemm_schema(elementwise_key("ConvTranspose", type, 2, isa->name), defaults));
   def.implementation = isa->name;
   def.unavailable_reason = needs;
   def.create = [isa, defaults](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {

@@ -17,12 +17,6 @@ namespace {
 
 using Layout = DepthwiseWorkspace::Layout;
 
-// Output planes (pixels) from which stride-1 planes run the row kernels rather than blocked.
-constexpr int64_t kRowsFromPixels = 10000;
-
-// Output widths below which a stride-1 plane runs as one flat row (see run_depthwise_conv).
-constexpr int64_t kFlatBelowWidth = 64;
-
 // Fills `l` in place (its vectors keep their capacity across runs).
 void layout_of(const DepthwiseConv& c, Layout& l) {
   l.rows = c.stride_h * (c.out_h - 1) + (c.kernel_h - 1) * c.dilation_h + 1;
@@ -256,8 +250,8 @@ bool depthwise_runs_chw(const DepthwiseConv& c, DepthwiseIsa isa) {
   if (isa != DepthwiseIsa::avx512 || c.dilation_h != 1 || c.dilation_w != 1 || c.kernel_h != 3 || c.kernel_w != 3)
     return false;
   if (c.stride_h == 2 && c.stride_w == 2)
-    return c.out_w >= c.chw_from_width.stride_2 && simd::dwconv_f32_plane_3x3s2_fits(c.pad_left);
-  return c.stride_h == 1 && c.stride_w == 1 && c.out_w >= c.chw_from_width.stride_1 &&
+    return c.out_w >= c.paths.chw_s2_from_width && simd::dwconv_f32_plane_3x3s2_fits(c.pad_left);
+  return c.stride_h == 1 && c.stride_w == 1 && c.out_w >= c.paths.chw_s1_from_width &&
          simd::dwconv_f32_plane_3x3s1_fits(c.pad_left);
 #else
   (void)c;
@@ -273,12 +267,21 @@ bool depthwise_runs_blocked(const DepthwiseConv& c, DepthwiseIsa isa) {
   // 16x160x160 rows 164 us, blocked 198 us; 32x112x112 a tie). Everything else runs blocked
   // (stride 2 2-3x faster than the rows, 7x7 and 6x24 planes ~2x).
   return isa != DepthwiseIsa::portable && !depthwise_runs_chw(c, isa) &&
-         !(c.stride_h == 1 && c.stride_w == 1 && c.out_h * c.out_w >= kRowsFromPixels);
+         !(c.stride_h == 1 && c.stride_w == 1 && c.out_h * c.out_w >= c.paths.rows_from_pixels);
 #else
   (void)c;
   (void)isa;
   return false;
 #endif
+}
+
+bool depthwise_runs_flat(const DepthwiseConv& c, DepthwiseIsa isa) {
+  // Narrow planes at stride 1 without a residual: the whole plane as one long row over the padded
+  // pitch (the columns between output rows computed and dropped), then copied out row by row; one
+  // call per plane with full vectors instead of out_h short rows with masked tails. Each output's
+  // FMA chain and epilogue are those of its own row, so the bits are the same.
+  return c.stride_h == 1 && c.stride_w == 1 && c.z == nullptr && c.out_h > 1 && c.out_w < c.paths.flat_below_width &&
+         !depthwise_runs_chw(c, isa) && !depthwise_runs_blocked(c, isa);
 }
 
 void append_plane_geometry(const DepthwiseConv& c, std::string& out) {
@@ -299,6 +302,7 @@ void depthwise_variant(const DepthwiseConv& c, DepthwiseIsa isa, std::string& ou
   auto it = std::back_inserter(out);
   if (depthwise_runs_blocked(c, isa)) fmt::format_to(it, "_blocked{}", isa == DepthwiseIsa::avx512 ? 16 : 8);
   if (depthwise_runs_chw(c, isa)) out += "_chw";
+  if (depthwise_runs_flat(c, isa)) out += "_flat";
   fmt::format_to(it, "_{}", name);
 }
 
@@ -348,11 +352,7 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
 #endif
   // Pairs of rows share their input rows' loads where consecutive output rows are one input row apart.
   const bool pairs = rows2_fn != nullptr && c.stride_h == 1 && c.dilation_h == 1;
-  // Narrow planes at stride 1 without a residual: the whole plane as one long row over the padded
-  // pitch (the columns between output rows computed and dropped), then copied out row by row; one
-  // call per plane with full vectors instead of out_h short rows with masked tails. Each output's
-  // FMA chain and epilogue are those of its own row, so the bits are the same.
-  const bool flat = c.stride_h == 1 && c.stride_w == 1 && c.z == nullptr && c.out_h > 1 && c.out_w < kFlatBelowWidth;
+  const bool flat = depthwise_runs_flat(c, isa);
   const int64_t flat_n = (c.out_h - 1) * l.phase_width + c.out_w;
   // Every participant's slot sized here, outside the region (grows only); a slot's pads are zeroed
   // once per layout (the copies write only input values).

@@ -25,20 +25,29 @@
 
 namespace onnx_light::runtime::kernels {
 
-// Output widths from which 3x3 planes run the CHW loops on AVX-512 (depthwise_runs_chw); Conv's
-// avx512 keys tune them as depthwise.chw_s1_from_width and depthwise.chw_s2_from_width. Both paths
-// give bit-identical results, so a value only moves time.
-struct DepthwiseChwWidths {
-  // Stride 1 (A/B minima, T=1, CHW against blocked or rows: 24 wide 16.3 / 11.4 us, 28 wide 18.3 /
-  // 16.2, 32 wide 15.4 / 21.7, 40 wide 22.1 / 21.2, 48 wide 14.4 / 18.1, 80 wide 89 / 101, 112 wide
-  // 86 / 115 rows, 160 wide 83 / 117 rows). 5x5 stays blocked or rows: a CHW loop for it measured
-  // slower (20 wide 74 / 37 us) or level (80 wide 136 / 111-128), and the blocked loop's row reuse
-  // (simd/dwconv_f32_blocked.h, row_taps) then took 80 wide to 84-88.
-  int64_t stride_1 = 32;
+// Where a depthwise plane runs which loop on AVX2 / AVX-512 (depthwise_runs_chw,
+// depthwise_runs_blocked, run_depthwise_conv's flat rows). Conv's packed keys tune them as
+// depthwise.* parameters (the CHW widths on avx512 only: AVX2 has no CHW loop). Every path gives
+// bit-identical results, so a value only moves time.
+struct DepthwisePaths {
+  // Output widths from which 3x3 planes run the CHW loops. Stride 1 (A/B minima, T=1, CHW against
+  // blocked or rows: 24 wide 16.3 / 11.4 us, 28 wide 18.3 / 16.2, 32 wide 15.4 / 21.7, 40 wide
+  // 22.1 / 21.2, 48 wide 14.4 / 18.1, 80 wide 89 / 101, 112 wide 86 / 115 rows, 160 wide 83 / 117
+  // rows). 5x5 stays blocked or rows: a CHW loop for it measured slower (20 wide 74 / 37 us) or
+  // level (80 wide 136 / 111-128), and the blocked loop's row reuse (simd/dwconv_f32_blocked.h,
+  // row_taps) then took 80 wide to 84-88.
+  int64_t chw_s1_from_width = 32;
   // Stride 2: narrower rows leave many of the CHW loop's 16 lanes idle, where the blocked path
   // fills them with maps (T=1: 7 wide 26 us CHW against 18 blocked, 10 wide 16 / 14, 12 wide a
   // tie, 14 wide 9 / 11, 15 wide 8 / 11).
-  int64_t stride_2 = 12;
+  int64_t chw_s2_from_width = 12;
+  // Output pixels from which stride-1 planes that do not run CHW keep the row kernels instead of
+  // the channel-blocked loop: their rows are long enough for full vectors and row pairs without a
+  // reorder (16x160x160 rows 164 us, blocked 198 us; 32x112x112 a tie; bench/RESULTS.md).
+  int64_t rows_from_pixels = 10000;
+  // Output widths below which a stride-1 plane on the row kernels runs as one flat row over the
+  // padded pitch (full vectors instead of short rows with masked tails).
+  int64_t flat_below_width = 64;
 };
 
 struct DepthwiseConv {
@@ -55,7 +64,7 @@ struct DepthwiseConv {
   // W and bias hold the same values at the same addresses on every run (initializers): the blocked
   // path packs them on the first run only.
   bool weights_constant = false;
-  DepthwiseChwWidths chw_from_width;
+  DepthwisePaths paths;
 };
 
 enum class DepthwiseIsa { portable, avx2, avx512 };
@@ -102,12 +111,14 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& conv, D
 bool depthwise_runs_blocked(const DepthwiseConv& conv, DepthwiseIsa isa);
 // Whether it runs the planes straight from NCHW (simd::dwconv_f32_plane_*_avx512).
 bool depthwise_runs_chw(const DepthwiseConv& conv, DepthwiseIsa isa);
+// Whether the row kernels run each plane as one flat row over its padded pitch.
+bool depthwise_runs_flat(const DepthwiseConv& conv, DepthwiseIsa isa);
 
 // "3x3s2", "5x5s2x1d2": kernel, stride and dilation as the plane kernels' labels spell them.
 void append_plane_geometry(const DepthwiseConv& conv, std::string& out);
 
 // "dwconv_3x3s1_avx512", "dwconv_5x5s2_blocked16_avx512", "dwconv_3x3s2_chw_avx512",
-// "dwconv_5x5s2_portable": what
+// "dwconv_3x3s1_flat_avx2", "dwconv_5x5s2_portable": what
 // run_depthwise_conv ran, for Kernel::variant().
 std::string depthwise_variant(const DepthwiseConv& conv, DepthwiseIsa isa);
 // The same written into `out` (no allocation once `out` has held a label as long).

@@ -289,15 +289,17 @@ class PackedGemmKernelBase : public Kernel {
   static constexpr simd::GemmF32Epilogue kReluOnly{1.0f, 0.0f, nullptr, 0, 0, true};
 };
 
-// Widest B (columns) a batched MatMul reads in place instead of packing (av [1,4,64,64] x
-// [1,4,64,64]: 0.89 -> 0.84x ORT at T=1, av [4,4,32,32] x [4,4,32,16] 0.83 -> 0.66, av
-// [1,2,512,512] x [1,2,512,16] 1.03 -> 1.01; wide B such as qk [512,16] x [16,512] ran slower in
-// place, 87 -> 98 us at T=1: its B rows are long strides apart).
+// Widest B (columns) a batched MatMul reads in place instead of packing, tuned as
+// matmul.in_place_b_max_columns (av [1,4,64,64] x [1,4,64,64]: 0.89 -> 0.84x ORT at T=1, av
+// [4,4,32,32] x [4,4,32,16] 0.83 -> 0.66, av [1,2,512,512] x [1,2,512,16] 1.03 -> 1.01; wide B
+// such as qk [512,16] x [16,512] ran slower in place, 87 -> 98 us at T=1: its B rows are long
+// strides apart). Both ways give the same bits.
 constexpr int64_t kInPlaceBMaxColumns = 64;
 
 class PackedMatMulKernel final : public PackedGemmKernelBase {
  public:
-  PackedMatMulKernel(const KernelCreateInfo& info, const PackedGemmIsa& isa) : PackedGemmKernelBase(isa) {
+  PackedMatMulKernel(const KernelCreateInfo& info, const PackedGemmIsa& isa)
+      : PackedGemmKernelBase(isa), in_place_variant_(std::string("in_place_b_gemm_") + isa.name) {
     check_attributes(info, {});
     const Tensor* b = info.constant_inputs.size() > 1 ? info.constant_inputs[1] : nullptr;
     if (b != nullptr && b->element_type() == ElementType::float32 && b->rank() >= 1 && b->element_count() > 0) {
@@ -307,7 +309,16 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
     }
   }
 
+  void apply_tuning(const TuningValues& values) override {
+    PackedGemmKernelBase::apply_tuning(values);
+    read_tuning(values, "matmul.in_place_b_max_columns", in_place_b_max_columns_);
+  }
+
+  // The batched narrow-B path names itself; every other path is the implementation's packed GEMM.
+  std::string_view variant() const override { return last_variant_; }
+
   void run(KernelExecution& execution) override {
+    last_variant_ = {};
     const Tensor& a = execution.required_input(0);
     const Tensor& b = execution.required_input(1);
     check_input_type(execution, 1, b, ElementType::float32);
@@ -327,7 +338,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
       return;
     }
     if (!constant_b_matches(b) && isa_.kernel_direct_a_indirect_b != nullptr && n % 16 == 0 &&
-        n <= kInPlaceBMaxColumns) {
+        n <= in_place_b_max_columns_) {
       // Narrow B (attention's values [S, D], D <= 64) read in place through row pointers: no
       // packing region and no zero-padded panels. Columns a multiple of 16 keep every load inside
       // B's rows (the micro-kernel reads 16 or 32 floats from a panel's first column).
@@ -339,6 +350,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
         b_rows_n_ = n;
       }
       const float* const* rows = b_rows_.data();
+      last_variant_ = in_place_variant_;
       packed_gemm(execution, admitted, isa_, blocking_for(k), p.batches, m, n, k, epilogue,
                   [&](int64_t t) {
                     PackedGemmOperands operands{MatrixView{pa + p.matrix_index(t, p.stride_a) * m * k, k, 1}, nullptr,
@@ -432,6 +444,9 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
   std::vector<const float*> b_rows_;  // the narrow-B path's row pointers into B at b_rows_from_
   const float* b_rows_from_ = nullptr;
   int64_t b_rows_n_ = 0;
+  int64_t in_place_b_max_columns_ = kInPlaceBMaxColumns;
+  std::string in_place_variant_;
+  std::string_view last_variant_;
 };
 
 class PackedGemmKernel final : public PackedGemmKernelBase {
@@ -504,9 +519,16 @@ void add_packed(KernelTable& table, const PackedGemmIsa* isa, std::function<std:
   if (isa == nullptr) return;
   constexpr ElementType type = ElementType::float32;
   for (const std::string op_type : {"MatMul", "Gemm"}) {
-    TuningKey key = elementwise_key(op_type, type, 1, isa->name);
-    KernelDef def = make_def(op_type, op_type == "MatMul" ? OpsetRange{1} : OpsetRange{7}, type,
-                             packed_gemm_schema(std::move(key), defaults));
+    // Tuning ABI 2: gemm.row_order_b_floats (and MatMul's matmul.in_place_b_max_columns) were
+    // constants in ABI 1.
+    TuningSchema schema = packed_gemm_schema(elementwise_key(op_type, type, 2, isa->name), defaults);
+    if (op_type == "MatMul")
+      schema.parameters.push_back(tile_parameter("matmul.in_place_b_max_columns", kInPlaceBMaxColumns,
+                                                 {0, 16, 32, 64, 128, 256},
+                                                 "Widest B (columns, a multiple of 16) a batched product reads in "
+                                                 "place through row pointers instead of packing it; 0: always pack "
+                                                 "(same results, other speed)."));
+    KernelDef def = make_def(op_type, op_type == "MatMul" ? OpsetRange{1} : OpsetRange{7}, type, std::move(schema));
     def.implementation = isa->name;
     def.unavailable_reason = needs;
     if (op_type == "MatMul")
@@ -550,6 +572,11 @@ TuningSchema packed_gemm_schema(TuningKey key, const GemmBlocking& defaults) {
                                              "Output columns per task (rounded up to the micro-kernel's columns); "
                                              "MatMul and Gemm widen it for shallow products (K = 16: 512) so that "
                                              "rows of C go out in long runs."));
+  schema.parameters.push_back(tile_parameter("gemm.row_order_b_floats", defaults.row_order_b_floats,
+                                             {0, 2048, 4096, 8192, 16384, 32768},
+                                             "Packed B floats of one task's k-block up to which tiles run along C's "
+                                             "rows (whole rows stored in one run) instead of down its columns; 0: "
+                                             "always down the columns (same results, other speed)."));
   return schema;
 }
 
@@ -558,6 +585,7 @@ void read_packed_gemm_tuning(const TuningValues& values, int64_t& minimum_macs, 
   read_tuning(values, "gemm.block_m", blocking.m);
   read_tuning(values, "gemm.block_k", blocking.k);
   read_tuning(values, "gemm.block_n", blocking.n);
+  read_tuning(values, "gemm.row_order_b_floats", blocking.row_order_b_floats);
 }
 
 void register_matmul_gemm_kernels(KernelTable& table) {

@@ -90,6 +90,7 @@ PackedGemmPlan plan_packed_gemm(const PackedGemmIsa& isa, const GemmBlocking& bl
   plan.row_blocks = single_row_block ? 1 : std::max<int64_t>(1, ceil_div(plan.row_panels, panels_per_row_block));
   plan.col_blocks = std::max<int64_t>(1, ceil_div(plan.col_panels, panels_per_col_block));
   plan.block_k = std::max<int64_t>(1, blocking.k);
+  plan.row_order_b_floats = blocking.row_order_b_floats;
   // With several threads, split further until every thread gets the same number of tasks (tasks
   // are balanced to within one micro-panel). Splitting never changes results.
   if (admitted > 1) {
@@ -202,7 +203,7 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
         // goes out as one run of (q1 - q0) * NR floats rather than NR at a time down the
         // columns (qk [512,16] x [16,512] at T=2: 64 -> 56 us; stores striding down a 2 KB
         // row pitch 128 bytes at a time drained slower, bench/RESULTS.md).
-        if (kc * nr * (q1 - q0) <= kRowOrderBFloats) {
+        if (kc * nr * (q1 - q0) <= plan.row_order_b_floats) {
           for (int64_t tile = 0; tile < row_tiles; ++tile)
             for (int64_t q = q0; q < q1; ++q)
               if (!narrow_panel(q)) regular_tile(q, tile);

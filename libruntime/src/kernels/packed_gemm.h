@@ -60,20 +60,20 @@ struct GemmBlocking {
   int64_t m = 96;
   int64_t k = 256;
   int64_t n = 256;
+  // B floats of one task's k-block up to which the direct-A loop runs along C's rows (every
+  // column panel of a row tile, then the next row tile) instead of down its columns: 32 KiB, the
+  // B panels then stay in L1 while each row of C is written in one run. Tuned as
+  // gemm.row_order_b_floats (0: always down the columns); either order gives the same bits.
+  int64_t row_order_b_floats = int64_t{1} << 13;
 };
 
-// B floats of one task's k-block up to which the direct-A loop runs along C's rows (every
-// column panel of a row tile, then the next row tile) instead of down its columns: 32 KiB, the
-// B panels then stay in L1 while each row of C is written in one run.
-inline constexpr int64_t kRowOrderBFloats = int64_t{1} << 13;
-
 // `blocking` with block_n widened for a shallow product (depth k) until a task's B panels fill
-// kRowOrderBFloats: attention scores with K = 16 ([512,16] x [16,512]) then write whole 512-float
-// rows of C per task (T=2: 56 -> 52 us, bench/RESULTS.md). Deeper products keep block_n.
+// row_order_b_floats: attention scores with K = 16 ([512,16] x [16,512]) then write whole
+// 512-float rows of C per task (T=2: 56 -> 52 us, bench/RESULTS.md). Deeper products keep block_n.
 inline GemmBlocking widened_for_depth(const GemmBlocking& blocking, int nr, int64_t k) {
   GemmBlocking widened = blocking;
   const int64_t depth = std::max<int64_t>(1, std::min(k, blocking.k));
-  widened.n = std::max(blocking.n, kRowOrderBFloats / depth / nr * nr);
+  widened.n = std::max(blocking.n, blocking.row_order_b_floats / depth / nr * nr);
   return widened;
 }
 
@@ -169,6 +169,7 @@ struct PackedGemmPlan {
   int64_t row_panels = 0, col_panels = 0;  // MR-row and NR-column micro-panels
   int64_t row_blocks = 1, col_blocks = 1;
   int64_t block_k = 1;
+  int64_t row_order_b_floats = 0;  // GemmBlocking::row_order_b_floats
   int64_t tasks() const { return batches * row_blocks * col_blocks; }
 };
 // single_row_block: split N only (for B packed in the tasks).
