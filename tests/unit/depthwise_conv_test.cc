@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -24,6 +25,7 @@
 #include "kernels/depthwise_conv.h"
 #include "kernels/simd/dwconv_f32.h"
 #include "onnx_light/runtime/cpu_features.h"
+#include "direct_execution.h"
 #include "test_models.h"
 
 using namespace onnx_light;
@@ -758,3 +760,53 @@ TEST_CASE("depthwise_chw_planes_are_bit_identical_to_the_blocked_kernel_on_every
   CHECK(planes > 1500);
 }
 #endif
+
+TEST_CASE("depthwise_scratch_is_sized_only_in_the_slots_a_run_leases") {
+  // A kernel told it may use two threads keeps three slots; a run whose region is one block leases
+  // one. Only that slot holds scratch: the others are neither allocated nor zeroed (ppocr_cls's
+  // first run at T=1: 11 -> 9 ms). Blocked 3x3 s2 planes (AVX2, AVX-512) and the padded rows
+  // (portable), with the same Y as a second run.
+  using kernels::DepthwiseConv;
+  using kernels::DepthwiseIsa;
+  DepthwiseConv c;
+  c.batch = 1;
+  c.channels = c.maps = 32;
+  c.kernel_h = c.kernel_w = 3;
+  c.stride_h = c.stride_w = 2;
+  c.pad_top = c.pad_left = 1;
+  c.in_h = c.in_w = 20;
+  c.out_h = c.out_w = 10;
+  DepthwiseValues next{777};
+  std::vector<float> x(static_cast<std::size_t>(32 * 20 * 20)), w(static_cast<std::size_t>(32 * 9));
+  for (float& v : x) v = next();
+  for (float& v : w) v = next();
+  c.x = x.data();
+  c.w = w.data();
+  const CpuFeatures& f = host_cpu_features();
+  for (const auto& [isa, name, runs] : {std::tuple{DepthwiseIsa::portable, "portable", true},
+                                        std::tuple{DepthwiseIsa::avx2, "avx2", f.avx2 && f.fma3},
+                                        std::tuple{DepthwiseIsa::avx512, "avx512", f.avx512f}}) {
+    if (!runs) {
+      test::report_untested("depthwise scratch slots", name, "the CPU lacks it");
+      continue;
+    }
+    CAPTURE(name);
+    const bool blocked = kernels::depthwise_runs_blocked(c, isa);
+    CHECK(blocked == (isa != DepthwiseIsa::portable));
+    kernels::DepthwiseWorkspace workspace;
+    test::DirectExecution execution({}, 2);
+    std::vector<float> first(static_cast<std::size_t>(32 * 10 * 10), -1.0f), second(first.size(), -2.0f);
+    c.y = first.data();
+    kernels::run_depthwise_conv(execution, c, isa, 2, workspace);
+    c.y = second.data();
+    kernels::run_depthwise_conv(execution, c, isa, 2, workspace);
+    CHECK(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)) == 0);
+    REQUIRE(workspace.slots.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+      CAPTURE(i);
+      const bool leased = i == 0;
+      CHECK((workspace.slots[i].blocked_in.data() != nullptr) == (leased && blocked));
+      CHECK(workspace.slots[i].plane.empty() == (!leased || blocked));
+    }
+  }
+}

@@ -20,6 +20,7 @@
 #include "onnx_light/runtime/kernel_table.h"
 #include "onnx_light/runtime/session.h"
 #include "implementation_tables.h"
+#include "direct_execution.h"
 #include "test_models.h"
 
 using namespace onnx_light;
@@ -205,32 +206,6 @@ TEST_CASE("fused_conv_rejects_a_bad_activation_and_a_z_of_another_shape") {
 
 namespace {
 
-// Runs one kernel outside a session (serially), so that the test can ask it which path ran.
-class DirectExecution final : public KernelExecution {
- public:
-  DirectExecution(std::vector<const Tensor*> inputs, int threads) : inputs_(std::move(inputs)), threads_(threads) {}
-  std::size_t input_count() const override { return inputs_.size(); }
-  const Tensor* input(std::size_t index) const override { return index < inputs_.size() ? inputs_[index] : nullptr; }
-  std::size_t output_count() const override { return 1; }
-  Tensor& output(std::size_t, ElementType type, const Shape& shape) override {
-    y_ = Tensor(type, shape);
-    return y_;
-  }
-  int threads() const override { return threads_; }
-  int parallel_for(int64_t n, int64_t, int, FunctionRef<void(int64_t, int64_t)> fn) override {
-    if (n > 0) fn(0, n);
-    return 1;
-  }
-  const std::string& label() const override { return label_; }
-  const Tensor& y() const { return y_; }
-
- private:
-  std::vector<const Tensor*> inputs_;
-  int threads_;
-  Tensor y_;
-  std::string label_ = "Conv node 'c'";
-};
-
 struct DirectRun {
   std::string variant;
   Tensor y;
@@ -251,7 +226,7 @@ DirectRun direct_run(const std::string& implementation, const std::string& attri
   std::unique_ptr<Kernel> kernel = choice.def->create(info);
   if (!tuning.empty()) kernel->apply_tuning(tuning);
   const Tensor x = random_tensor(ElementType::float32, x_shape, 1), w = random_tensor(ElementType::float32, w_shape, 2);
-  DirectExecution execution({&x, &w}, 1);
+  test::DirectExecution execution({&x, &w}, 1);
   kernel->run(execution);
   return {std::string(kernel->variant()), execution.y()};
 }
@@ -471,7 +446,7 @@ DirectRun pointwise_run(const std::string& attributes, const Shape& x_shape, con
   std::vector<const Tensor*> inputs{&x, &w};
   if (fused) inputs.push_back(&b);
   if (fused && z_input) inputs.push_back(&z);
-  DirectExecution execution(inputs, threads);
+  test::DirectExecution execution(inputs, threads);
   kernel->run(execution);
   return {std::string(kernel->variant()), execution.y()};
 }

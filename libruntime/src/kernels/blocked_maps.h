@@ -29,7 +29,8 @@ simd::DwconvF32Epilogue vector_epilogue(const Epilogue& epilogue, bool& scalar_a
 class PaddedScratch {
  public:
   using Layout = std::array<int64_t, 8>;
-  // `floats` floats laid out as `layout`; call between parallel regions.
+  // `floats` floats laid out as `layout`; call between parallel regions, or inside one by the only
+  // thread using this scratch (a leased slot).
   void prepare(std::size_t floats, const Layout& layout);
   float* data() const { return buffer_.data(); }
 

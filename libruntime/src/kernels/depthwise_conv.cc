@@ -155,8 +155,12 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
   const bool one_band = bands == 1;
   const PaddedScratch::Layout layout{pitch, c.pad_left, c.in_w, L, one_band ? c.pad_top : -1, one_band ? c.in_h : -1,
                                      one_band ? band_rows : -1, -1};
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    DepthwiseWorkspace::Slot& s = slots[i];
+  const bool residual = c.z != nullptr;
+  const int64_t row_taps = c.dilation_w == 1 && (c.kernel_w == 3 || c.kernel_w == 5) ? c.kernel_w : 0;
+  execution.parallel_for(c.batch * blocks_per_image * bands, 1, admitted, [&](int64_t begin, int64_t end) {
+    ScratchSlots<DepthwiseWorkspace::Slot>::Lease slot(slots);
+    DepthwiseWorkspace::Slot& s = *slot;
+    // Sized by the thread that leased it (only slots a run uses are allocated and zeroed).
     s.blocked_in.prepare(in_floats, layout);
     if (s.blocked_out_floats < out_floats) {
       s.blocked_out.grow(out_floats);
@@ -165,12 +169,6 @@ void run_blocked(KernelExecution& execution, const DepthwiseConv& c, const Block
     s.in_planes.resize(static_cast<std::size_t>(L));
     s.z_planes.resize(static_cast<std::size_t>(L));
     s.out_planes.resize(static_cast<std::size_t>(L));
-  }
-  const bool residual = c.z != nullptr;
-  const int64_t row_taps = c.dilation_w == 1 && (c.kernel_w == 3 || c.kernel_w == 5) ? c.kernel_w : 0;
-  execution.parallel_for(c.batch * blocks_per_image * bands, 1, admitted, [&](int64_t begin, int64_t end) {
-    ScratchSlots<DepthwiseWorkspace::Slot>::Lease slot(slots);
-    DepthwiseWorkspace::Slot& s = *slot;
     // Task = (image, block of maps, band), counted up without a division per task (36 tasks of a
     // 576x7x7 plane: the divisions were 3% of its time).
     int64_t band_index = begin % bands, block_in_image = begin / bands % blocks_per_image;
@@ -354,26 +352,26 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
   const bool pairs = rows2_fn != nullptr && c.stride_h == 1 && c.dilation_h == 1;
   const bool flat = depthwise_runs_flat(c, isa);
   const int64_t flat_n = (c.out_h - 1) * l.phase_width + c.out_w;
-  // Every participant's slot sized here, outside the region (grows only); a slot's pads are zeroed
-  // once per layout (the copies write only input values).
+  // One slot per participant (grows only), sized by the thread that leases it; a slot's pads are
+  // zeroed once per layout (the copies write only input values).
   ScratchSlots<DepthwiseWorkspace::Slot>& slots = workspace.slots;
   slots.ensure(static_cast<std::size_t>(std::max(1, execution.threads())) + 1);
   const std::size_t plane_floats = l.direct ? 0 : static_cast<std::size_t>(c.stride_w * l.rows * l.phase_width);
   const std::array<int64_t, 8> signature{c.stride_w, l.rows, l.phase_width, c.pad_top, c.pad_left, c.in_h, c.in_w,
                                          static_cast<int64_t>(plane_floats)};
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    DepthwiseWorkspace::Slot& s = slots[i];
-    if (s.plane.size() < plane_floats) s.plane.resize(plane_floats);
-    if (s.signature != signature && plane_floats > 0) {
-      std::fill(s.plane.begin(), s.plane.begin() + static_cast<std::ptrdiff_t>(plane_floats), 0.0f);
-      s.signature = signature;
-    }
-    if (flat && s.flat.size() < static_cast<std::size_t>(flat_n)) s.flat.resize(static_cast<std::size_t>(flat_n));
-    s.src.resize(static_cast<std::size_t>(l.taps));
-    s.below.resize(static_cast<std::size_t>(c.kernel_w));
-  }
   execution.parallel_for(planes, 1, admitted, [&](int64_t begin, int64_t end) {
     ScratchSlots<DepthwiseWorkspace::Slot>::Lease slot(slots);
+    {
+      DepthwiseWorkspace::Slot& s = *slot;
+      if (s.plane.size() < plane_floats) s.plane.resize(plane_floats);
+      if (s.signature != signature && plane_floats > 0) {
+        std::fill(s.plane.begin(), s.plane.begin() + static_cast<std::ptrdiff_t>(plane_floats), 0.0f);
+        s.signature = signature;
+      }
+      if (flat && s.flat.size() < static_cast<std::size_t>(flat_n)) s.flat.resize(static_cast<std::size_t>(flat_n));
+      s.src.resize(static_cast<std::size_t>(l.taps));
+      s.below.resize(static_cast<std::size_t>(c.kernel_w));
+    }
     float* scratch = slot->plane.data();
     std::vector<const float*>& src = slot->src;
     std::vector<const float*>& below = slot->below;

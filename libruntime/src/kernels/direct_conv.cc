@@ -58,17 +58,15 @@ void run_direct_conv(KernelExecution& execution, const DirectConv& c, DirectConv
   const auto padded_floats = static_cast<std::size_t>(c.channels * band_rows * pitch);
   // Pad columns are never written by the row copies: zeroed once per layout; pad rows per task.
   const PaddedScratch::Layout layout{pitch, c.pad_left, c.in_w, c.channels, band_rows, -1, -1, -1};
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    DirectConvWorkspace::Slot& s = slots[i];
-    s.padded.prepare(padded_floats, layout);
-    s.z_planes.resize(static_cast<std::size_t>(L));
-    s.out_planes.resize(static_cast<std::size_t>(L));
-  }
   // Columns of an input row that land inside the padded pitch.
   const int64_t copy_w = std::clamp<int64_t>(pitch - c.pad_left, 0, c.in_w);
   execution.parallel_for(c.batch * blocks_per_image * bands, 1, admitted, [&](int64_t begin, int64_t end) {
     ScratchSlots<DirectConvWorkspace::Slot>::Lease slot(slots);
     DirectConvWorkspace::Slot& s = *slot;
+    // Sized by the thread that leased it (only slots a run uses are allocated and zeroed).
+    s.padded.prepare(padded_floats, layout);
+    s.z_planes.resize(static_cast<std::size_t>(L));
+    s.out_planes.resize(static_cast<std::size_t>(L));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t block = task / bands, oy0 = (task % bands) * band, oy1 = std::min(c.out_h, oy0 + band);
       const int64_t image = block / blocks_per_image, block_in_image = block % blocks_per_image;
