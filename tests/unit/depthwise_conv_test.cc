@@ -11,7 +11,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -783,10 +782,16 @@ TEST_CASE("depthwise_scratch_is_sized_only_in_the_slots_a_run_leases") {
   c.x = x.data();
   c.w = w.data();
   const CpuFeatures& f = host_cpu_features();
-  for (const auto& [isa, name, runs] : {std::tuple{DepthwiseIsa::portable, "portable", true},
-                                        std::tuple{DepthwiseIsa::avx2, "avx2", f.avx2 && f.fma3},
-                                        std::tuple{DepthwiseIsa::avx512, "avx512", f.avx512f}}) {
-    if (!runs) {
+  struct Isa {
+    DepthwiseIsa isa;
+    std::string name;
+    bool runs;
+  };
+  for (const Isa& candidate : {Isa{DepthwiseIsa::portable, "portable", true}, Isa{DepthwiseIsa::avx2, "avx2", f.avx2 && f.fma3},
+                               Isa{DepthwiseIsa::avx512, "avx512", f.avx512f}}) {
+    const DepthwiseIsa isa = candidate.isa;
+    const std::string& name = candidate.name;
+    if (!candidate.runs) {
       test::report_untested("depthwise scratch slots", name, "the CPU lacks it");
       continue;
     }
