@@ -164,5 +164,28 @@ if [ "$CONV_IMPL" = avx512 ]; then
 else
   echo "profile: tuned depthwise path not checked: Conv dispatches to $CONV_IMPL here, the CHW loops need AVX-512"
 fi
+# The same for MatMul: attention's values product ([2,20,33] x [2,33,32]) reads B in place by
+# default and names that path; matmul.in_place_b_max_columns=0 packs B (the implementation's name).
+$PY - "$SCRATCH/av.onnx" <<'PYEOF'
+import sys
+from onnx import helper, TensorProto
+n = helper.make_node("MatMul", ["a", "b"], ["y"], name="av")
+g = helper.make_graph([n], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 20, 33]),
+                                 helper.make_tensor_value_info("b", TensorProto.FLOAT, [2, 33, 32])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 20, 32])])
+open(sys.argv[1], "wb").write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+PYEOF
+AV_CACHE="$SCRATCH/av.cache"
+if [ "$CONV_IMPL" = avx512 ]; then
+  av_label() {
+    expect_exit 0 "$TOOL" --cache "$AV_CACHE" run "$SCRATCH/av.onnx" -i a=random:1 -i b=random:2 -t 1 -r 1 --profile --json
+    $PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["profile"]["nodes"][0]["implementation"])' "$SCRATCH/out"
+  }
+  [ "$(av_label)" = in_place_b_gemm_avx512 ] || fail "default MatMul label: $(av_label)"
+  expect_exit 0 "$TOOL" --cache "$AV_CACHE" set MatMul matmul.in_place_b_max_columns=0 --threads 1
+  [ "$(av_label)" = avx512 ] || fail "tuned MatMul label: $(av_label)"
+else
+  echo "profile: MatMul in-place B label not checked: the row-pointer micro-kernel needs AVX-512"
+fi
 
 echo "profile: all checks passed"
