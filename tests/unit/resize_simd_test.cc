@@ -109,6 +109,27 @@ TEST_CASE("resize_nearest_2x_rows_every_tail_width_bit_identical_to_portable") {
       }
 }
 
+TEST_CASE("resize_nearest_2x_rows_blocks_that_split_a_row_pair") {
+  // The threads' blocks of output rows run their whole row pairs in one ISA call; a block that
+  // starts or ends inside a pair writes that row alone. 6 and 10 output rows over 2-4 threads
+  // (blocks of 3, 2 or 1 rows): every split point, bit for bit against the portable loops.
+  const std::string attributes =
+      "mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"";
+  for (const std::string& impl : resize_simd_runnable())
+    for (const Shape& shape : {Shape{1, 1, 3, 17}, Shape{1, 1, 5, 8}, Shape{1, 3, 1, 16}})
+      for (int threads : {2, 3, 4}) {
+        CAPTURE(impl);
+        CAPTURE(shape);
+        CAPTURE(threads);
+        const Tensor x = resize_simd_input(shape, static_cast<uint32_t>(shape[2] * 100 + shape[3] + threads));
+        const std::string text = resize_text(shape, attributes, 2, 2);
+        const ResizeSimdRun portable = run_resize_text(text, x, "portable", 1);
+        const ResizeSimdRun simd = run_resize_text(text, x, impl, threads);
+        CHECK(simd.implementation == "nearest_2x_rows_" + impl);
+        CHECK(same_resize_simd_bits(simd.y, portable.y));
+      }
+}
+
 TEST_CASE("resize_simd_other_factors_and_modes_report_the_portable_loops") {
   // The ISA implementations differ only on 2x nearest rows; everything else runs (and is
   // reported as) the portable loops, with the portable implementation's bits.

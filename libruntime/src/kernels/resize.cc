@@ -422,7 +422,7 @@ void encode_value(double v, ElementType type, void* dst) {
 }
 
 // The 2x nearest rows of an ISA implementation (simd/resize_f32.h); null in the portable one.
-using Repeat2RowsF32 = void (*)(const float* in, float* a, float* b, int64_t in_w);
+using Repeat2RowsF32 = void (*)(const float* in, int64_t in_w, int64_t rows, float* out);
 
 class ResizeKernel final : public ThresholdKernel {
  public:
@@ -655,6 +655,22 @@ class ResizeKernel final : public ThresholdKernel {
     const int64_t lines = shape_element_count(plan.out) / out_w;
     const int64_t* ix = tx.index.data();
     const int64_t* iy = ty.index.data();
+    if constexpr (sizeof(U) == 4) {
+      if (isa_rows_ != nullptr && plan.rows_repeat2 && plan.repeat_last == 2) {
+        // Every output row pair (2j, 2j + 1) repeats input row j of the flattened planes (out_h
+        // = 2 in_h): one ISA call for a block's pairs; a block edge inside a pair writes its row
+        // alone.
+        const auto* src = reinterpret_cast<const float*>(in);
+        auto* dst = reinterpret_cast<float*>(out);
+        for_blocks(execution, lines, threads, [&](int64_t, int64_t begin, int64_t end) {
+          if (begin % 2 != 0) repeat_row(src + begin / 2 * in_w, dst + begin * out_w, in_w, 2);
+          const int64_t first = (begin + 1) / 2, last = end / 2;  // pairs [first, last)
+          if (last > first) isa_rows_(src + first * in_w, in_w, last - first, dst + 2 * first * out_w);
+          if (end % 2 != 0) repeat_row(src + (end - 1) / 2 * in_w, dst + (end - 1) * out_w, in_w, 2);
+        });
+        return;
+      }
+    }
     for_blocks(execution, lines, threads, [&](int64_t, int64_t begin, int64_t end) {
       int64_t plane = begin / out_h, oy = begin % out_h;
       for (int64_t line = begin; line < end;) {
@@ -668,12 +684,7 @@ class ResizeKernel final : public ThresholdKernel {
           while (line + k < end && oy + k < out_h && !ty.outside[y + static_cast<std::size_t>(k)] && iy[oy + k] == iy[oy]) ++k;
           const U* src = in + plane * in_plane + iy[oy] * in_w;
           if (plan.repeat_last == 2 && k == 2) {
-            // 2x nearest: both rows from one read (the ISA rows move any 4-byte element exactly)
-            if (sizeof(U) == 4 && isa_rows_ != nullptr)
-              isa_rows_(reinterpret_cast<const float*>(src), reinterpret_cast<float*>(dst),
-                        reinterpret_cast<float*>(dst + out_w), in_w);
-            else
-              repeat2_rows(src, dst, dst + out_w, in_w);
+            repeat2_rows(src, dst, dst + out_w, in_w);  // 2x nearest: both rows from one read
           } else {
             if (plan.repeat_last > 0) {
               repeat_row(src, dst, in_w, plan.repeat_last);

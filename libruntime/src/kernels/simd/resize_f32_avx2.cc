@@ -8,7 +8,9 @@
 
 namespace onnx_light::runtime::kernels::simd {
 
-void repeat2_rows_f32_avx2(const float* in, float* a, float* b, int64_t in_w) {
+namespace {
+
+inline void repeat2_row(const float* in, float* a, float* b, int64_t in_w) {
   const __m256i first_half = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
   const __m256i second_half = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
   int64_t i = 0;
@@ -21,6 +23,12 @@ void repeat2_rows_f32_avx2(const float* in, float* a, float* b, int64_t in_w) {
     _mm256_storeu_ps(b + 2 * i + 8, hi);
   }
   for (; i < in_w; ++i) a[2 * i] = a[2 * i + 1] = b[2 * i] = b[2 * i + 1] = in[i];
+}
+
+}  // namespace
+
+void repeat2_rows_f32_avx2(const float* in, int64_t in_w, int64_t rows, float* out) {
+  for (int64_t r = 0; r < rows; ++r) repeat2_row(in + r * in_w, out + 4 * r * in_w, out + (4 * r + 2) * in_w, in_w);
 }
 
 }  // namespace onnx_light::runtime::kernels::simd

@@ -8,7 +8,9 @@
 
 namespace onnx_light::runtime::kernels::simd {
 
-void repeat2_rows_f32_avx512(const float* in, float* a, float* b, int64_t in_w) {
+namespace {
+
+inline void repeat2_row(const float* in, float* a, float* b, int64_t in_w) {
   const __m512i first_half = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   const __m512i second_half = _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
   int64_t i = 0;
@@ -31,6 +33,12 @@ void repeat2_rows_f32_avx512(const float* in, float* a, float* b, int64_t in_w) 
     _mm512_mask_storeu_ps(b + 2 * i, lo_mask, lo);
     _mm512_mask_storeu_ps(b + 2 * i + 16, hi_mask, hi);
   }
+}
+
+}  // namespace
+
+void repeat2_rows_f32_avx512(const float* in, int64_t in_w, int64_t rows, float* out) {
+  for (int64_t r = 0; r < rows; ++r) repeat2_row(in + r * in_w, out + 4 * r * in_w, out + (4 * r + 2) * in_w, in_w);
 }
 
 }  // namespace onnx_light::runtime::kernels::simd
