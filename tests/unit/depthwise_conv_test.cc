@@ -32,6 +32,19 @@ using namespace onnx_light::runtime;
 
 namespace {
 
+// A one-image 3x3 stride-2 depthwise plane description of `maps` maps, square in x in -> out x out
+// (no pads; the operands left null).
+kernels::DepthwiseConv depthwise_3x3s2(int64_t maps, int64_t in, int64_t out) {
+  kernels::DepthwiseConv c;
+  c.batch = 1;
+  c.channels = c.maps = maps;
+  c.kernel_h = c.kernel_w = 3;
+  c.stride_h = c.stride_w = 2;
+  c.in_h = c.in_w = in;
+  c.out_h = c.out_w = out;
+  return c;
+}
+
 bool is_conv_or_fused_f32(const KernelDef& def) {
   return (def.op_type == "Conv" || def.op_type == "FusedConv") && def.element_type == ElementType::float32;
 }
@@ -369,13 +382,7 @@ TEST_CASE("depthwise_conv_weights_input_changed_in_place_between_runs_is_repacke
 TEST_CASE("depthwise_variant_names_the_blocked_kernel_and_wide_stride_1_planes_keep_the_rows") {
   using kernels::DepthwiseConv;
   using kernels::DepthwiseIsa;
-  DepthwiseConv c;
-  c.batch = 1;
-  c.channels = c.maps = 32;
-  c.kernel_h = c.kernel_w = 3;
-  c.stride_h = c.stride_w = 2;
-  c.in_h = c.in_w = 160;
-  c.out_h = c.out_w = 80;
+  DepthwiseConv c = depthwise_3x3s2(32, 160, 80);
   // 3x3 stride 2 with at most one left pad column runs the CHW kernel on AVX-512, from 12 outputs
   // across; narrower rows, wider left pads and AVX2 run blocked.
   CHECK(kernels::depthwise_variant(c, DepthwiseIsa::avx512) == "dwconv_3x3s2_chw_avx512");
@@ -767,14 +774,8 @@ TEST_CASE("depthwise_scratch_is_sized_only_in_the_slots_a_run_leases") {
   // (portable), with the same Y as a second run.
   using kernels::DepthwiseConv;
   using kernels::DepthwiseIsa;
-  DepthwiseConv c;
-  c.batch = 1;
-  c.channels = c.maps = 32;
-  c.kernel_h = c.kernel_w = 3;
-  c.stride_h = c.stride_w = 2;
+  DepthwiseConv c = depthwise_3x3s2(32, 20, 10);
   c.pad_top = c.pad_left = 1;
-  c.in_h = c.in_w = 20;
-  c.out_h = c.out_w = 10;
   DepthwiseValues next{777};
   std::vector<float> x(static_cast<std::size_t>(32 * 20 * 20)), w(static_cast<std::size_t>(32 * 9));
   for (float& v : x) v = next();
