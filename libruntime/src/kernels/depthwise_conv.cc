@@ -273,13 +273,21 @@ bool depthwise_runs_blocked(const DepthwiseConv& c, DepthwiseIsa isa) {
 #endif
 }
 
+namespace {
+
+// Whether a plane on the row kernels runs as one flat row: narrow planes at stride 1 without a
+// residual, the whole plane as one long row over the padded pitch (the columns between output rows
+// computed and dropped), then copied out row by row; one call per plane with full vectors instead
+// of out_h short rows with masked tails. Each output's FMA chain and epilogue are those of its own
+// row, so the bits are the same.
+bool rows_run_flat(const DepthwiseConv& c) {
+  return c.stride_h == 1 && c.stride_w == 1 && c.z == nullptr && c.out_h > 1 && c.out_w < c.paths.flat_below_width;
+}
+
+}  // namespace
+
 bool depthwise_runs_flat(const DepthwiseConv& c, DepthwiseIsa isa) {
-  // Narrow planes at stride 1 without a residual: the whole plane as one long row over the padded
-  // pitch (the columns between output rows computed and dropped), then copied out row by row; one
-  // call per plane with full vectors instead of out_h short rows with masked tails. Each output's
-  // FMA chain and epilogue are those of its own row, so the bits are the same.
-  return c.stride_h == 1 && c.stride_w == 1 && c.z == nullptr && c.out_h > 1 && c.out_w < c.paths.flat_below_width &&
-         !depthwise_runs_chw(c, isa) && !depthwise_runs_blocked(c, isa);
+  return rows_run_flat(c) && !depthwise_runs_chw(c, isa) && !depthwise_runs_blocked(c, isa);
 }
 
 void append_plane_geometry(const DepthwiseConv& c, std::string& out) {
@@ -350,7 +358,7 @@ void run_depthwise_conv(KernelExecution& execution, const DepthwiseConv& c, Dept
 #endif
   // Pairs of rows share their input rows' loads where consecutive output rows are one input row apart.
   const bool pairs = rows2_fn != nullptr && c.stride_h == 1 && c.dilation_h == 1;
-  const bool flat = depthwise_runs_flat(c, isa);
+  const bool flat = rows_run_flat(c);  // the CHW and blocked paths returned above
   const int64_t flat_n = (c.out_h - 1) * l.phase_width + c.out_w;
   // One slot per participant (grows only), sized by the thread that leases it; a slot's pads are
   // zeroed once per layout (the copies write only input values).
