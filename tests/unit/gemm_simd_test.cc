@@ -263,7 +263,7 @@ TEST_CASE("schema_threshold_first_then_block_tiles") {
       }
       CHECK(def.schema.parameters[1].name == "gemm.block_m");
       CHECK(def.schema.parameters[2].name == "gemm.block_k");
-      CHECK(def.schema.parameters[2].default_value == TuningValue{int64_t{impl == "avx512" ? 512 : 256}});
+      CHECK(def.schema.parameters[2].default_value == TuningValue{int64_t{256}});
       CHECK(def.schema.parameters[3].name == "gemm.block_n");
       CHECK(def.schema.parameters[4].name == "gemm.row_order_b_floats");
       CHECK(def.schema.parameters[4].default_value == TuningValue{int64_t{8192}});

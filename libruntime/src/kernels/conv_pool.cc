@@ -1285,7 +1285,7 @@ void add_packed_conv(KernelTable& table, const PackedGemmIsa* isa, std::string (
 void register_conv_pool_kernels(KernelTable& table) {
   // Preference order for Conv float32: avx512, avx2, portable.
   for (bool fused : {false, true}) {
-    add_packed_conv(table, packed_gemm_avx512(), needs_avx512, GemmBlocking{96, kAvx512BlockK, 256}, fused);
+    add_packed_conv(table, packed_gemm_avx512(), needs_avx512, GemmBlocking{96, 256, 256}, fused);
     add_packed_conv(table, packed_gemm_avx2(), needs_avx2_fma, GemmBlocking{96, 256, 256}, fused);
   }
   {

@@ -590,7 +590,7 @@ void read_packed_gemm_tuning(const TuningValues& values, int64_t& minimum_macs, 
 
 void register_matmul_gemm_kernels(KernelTable& table) {
   // Preference order for float32: avx512, avx2, portable.
-  add_packed(table, packed_gemm_avx512(), needs_avx512, GemmBlocking{96, kAvx512BlockK, 256});
+  add_packed(table, packed_gemm_avx512(), needs_avx512, GemmBlocking{96, 256, 256});
   add_packed(table, packed_gemm_avx2(), needs_avx2_fma, GemmBlocking{96, 256, 256});
   for_each_type<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>([&](auto t) {
     using T = decltype(t);

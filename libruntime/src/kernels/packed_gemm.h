@@ -56,7 +56,6 @@ const PackedGemmIsa* packed_gemm_avx512();
 // threads, while 2^20 gains (11 -> 8 us).
 inline constexpr int64_t kPackedGemmMinimumMacs = int64_t{1} << 19;
 
-// The AVX-512 GEMM kernels (MatMul, Gemm, Conv) default to kAvx512BlockK; the others keep k.
 struct GemmBlocking {
   int64_t m = 96;
   int64_t k = 256;
@@ -67,13 +66,6 @@ struct GemmBlocking {
   // gemm.row_order_b_floats (0: always down the columns); either order gives the same bits.
   int64_t row_order_b_floats = int64_t{1} << 13;
 };
-
-// Default k-block depth of the AVX-512 packed kernels: a 12 x 32 tile over 512 k-steps keeps one
-// k-block's B panel (64 KiB) in L2 and stores C once where 256 stored it twice. Against 256 (T=1 / T=2,
-// ours / ORT, bench/RESULTS.md session 27): matmul_1024 0.99 -> 0.75 / 1.07 -> 1.04, the MLP
-// 64x512x1024x256 0.95 -> 0.88 / 0.83 -> 0.77, pw 480 -> 480 maps on 3x80 T=2 0.88 -> 0.79, proj
-// [64,512] x [512,512] T=2 1.02 -> 0.95. Calibration still moves it per host (gemm.block_k).
-inline constexpr int64_t kAvx512BlockK = 512;
 
 // `blocking` with block_n widened for a shallow product (depth k) until a task's B panels fill
 // row_order_b_floats: attention scores with K = 16 ([512,16] x [16,512]) then write whole
@@ -156,9 +148,7 @@ struct PackedGemmOperands {
   // panels [q0, q1), panel q at dst + (q - q0) * k * NR (lanes past n zero). A Conv's im2col:
   // gathered a few panels at a time it stays in L2 instead of going to memory and back (a 3x3
   // Conv 96 -> 24 maps on 80x80 has an im2col of 22 MB). With several row blocks every task of a
-  // column block gathers the same panels again (cheap next to its GEMM when M is large). A
-  // pointwise Conv packs its activation's panels this way too: the thread's buffer is shared by
-  // every GEMM it runs, where a buffer per node was faulted in on a model's first run.
+  // column block gathers the same panels again (cheap next to its GEMM when M is large).
   void (*gather_b)(const void* context, int64_t q0, int64_t q1, float* dst) = nullptr;
   const void* gather_context = nullptr;
   // Set (packed_b unused) when B is read in place through row pointers, b(k, j) = b_rows[k][j]
