@@ -148,7 +148,9 @@ struct PackedGemmOperands {
   // panels [q0, q1), panel q at dst + (q - q0) * k * NR (lanes past n zero). A Conv's im2col:
   // gathered a few panels at a time it stays in L2 instead of going to memory and back (a 3x3
   // Conv 96 -> 24 maps on 80x80 has an im2col of 22 MB). With several row blocks every task of a
-  // column block gathers the same panels again (cheap next to its GEMM when M is large).
+  // column block gathers the same panels again (cheap next to its GEMM when M is large). A
+  // pointwise Conv packs its activation's panels this way too: the thread's buffer is shared by
+  // every GEMM it runs, where a buffer per node was faulted in on a model's first run.
   void (*gather_b)(const void* context, int64_t q0, int64_t q1, float* dst) = nullptr;
   const void* gather_context = nullptr;
   // Set (packed_b unused) when B is read in place through row pointers, b(k, j) = b_rows[k][j]
