@@ -32,14 +32,7 @@ def main():
     if not os.path.exists(tool):
         sys.stderr.write(f"{tool}: not built (configure with -DONNX_LIGHT_BUILD_TESTS=ON)\n")
         return 2
-    models = compare.read_models()
-    if args.only:
-        keep = set(args.only.split(","))
-        models = [m for m in models if m["name"] in keep]
-    r = compare.run(["bash", os.path.join(HERE, "fetch.sh")] + [m["name"] for m in models])
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout + r.stderr)
-        return 2
+    models = compare.fetched_models(args.only)
     rows, dirty = [], False
     for model in models:
         with tempfile.TemporaryDirectory() as work:

@@ -180,8 +180,10 @@ def ours_profile(model, work, args):
 
 # --- ORT: reference outputs and profile through onnxruntime-node --------------------------------------------
 
-def ort_reference(model, work, args):
-    spec = {"model": model["file"], "threads": 1, "profile_runs": args.profile_runs, "inputs": []}
+def write_ort_spec(model, work, name, **fields):
+    """The JSON spec the Node scripts read (ort_ref.js): model, inputs (the saved .bin files or a
+    scalar's value) and `fields`, written to work/name; returns its path."""
+    spec = dict(model=model["file"], inputs=[], **fields)
     for j, io in enumerate(model["inputs"]):
         entry = {"name": io["name"], "dtype": io["dtype"], "shape": io["shape"]}
         if "value" in io:
@@ -189,11 +191,30 @@ def ort_reference(model, work, args):
         else:
             entry["file"] = os.path.join(work, f"in{j}.bin")
         spec["inputs"].append(entry)
-    with open(os.path.join(work, "ort_spec.json"), "w") as f:
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
         json.dump(spec, f)
+    return path
+
+
+def fetched_models(only):
+    """models.tsv's models (those named in the comma-separated `only`, when given), fetched into
+    the cache; exits with fetch.sh's output when it fails."""
+    models = read_models()
+    if only:
+        keep = set(only.split(","))
+        models = [m for m in models if m["name"] in keep]
+    r = run(["bash", os.path.join(HERE, "fetch.sh")] + [m["name"] for m in models])
+    if r.returncode != 0:
+        sys.exit(r.stdout + r.stderr)
+    return models
+
+
+def ort_reference(model, work, args):
+    spec = write_ort_spec(model, work, "ort_spec.json", threads=1, profile_runs=args.profile_runs)
     out = os.path.join(work, "ort")
     shutil.rmtree(out, ignore_errors=True)
-    r = run(["node", os.path.join(HERE, "ort_ref.js"), os.path.join(work, "ort_spec.json"), out])
+    r = run(["node", os.path.join(HERE, "ort_ref.js"), spec, out])
     if r.returncode != 0:
         return {"error": last_line(r.stderr) or f"exit {r.returncode}"}
     with open(os.path.join(out, "outputs.json")) as f:
@@ -396,14 +417,7 @@ def main():
     args.build = os.path.abspath(args.build)
     t_start = time.time()
 
-    models = read_models()
-    if args.only:
-        keep = set(args.only.split(","))
-        models = [m for m in models if m["name"] in keep]
-    r = run(["bash", os.path.join(HERE, "fetch.sh")] + [m["name"] for m in models])
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout + r.stderr)
-        return 1
+    models = fetched_models(args.only)
     ours_bench = os.path.join(args.build, "bench", "onnx-light-peer-bench")
     ort_bench = os.path.join(peer_work(), "bin", "ort_c_bench")
     for tool, hint in ((ours_bench, "configure with -DONNX_LIGHT_BUILD_BENCH=ON and build onnx-light-peer-bench"),

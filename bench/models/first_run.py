@@ -35,17 +35,7 @@ def ours_run(cli, model, work, threads, extra):
 
 
 def ort_run(model, work, threads):
-    spec = {"model": model["file"], "threads": threads, "steady_runs": 20, "inputs": []}
-    for j, io in enumerate(model["inputs"]):
-        entry = {"name": io["name"], "dtype": io["dtype"], "shape": io["shape"]}
-        if "value" in io:
-            entry["value"] = io["value"]
-        else:
-            entry["file"] = os.path.join(work, f"in{j}.bin")
-        spec["inputs"].append(entry)
-    path = os.path.join(work, "first_run_spec.json")
-    with open(path, "w") as f:
-        json.dump(spec, f)
+    path = compare.write_ort_spec(model, work, "first_run_spec.json", threads=threads, steady_runs=20)
     r = compare.run(["node", os.path.join(HERE, "first_run_ort.js"), path])
     if r.returncode != 0:
         raise RuntimeError(compare.last_line(r.stderr) or f"exit {r.returncode}")
@@ -68,13 +58,7 @@ def main():
     cli = os.path.join(os.path.abspath(args.build), "apps", "onnx-light-tune", "onnx-light-tune")
     if not os.access(cli, os.X_OK):
         sys.exit(f"first_run.py: {cli} missing (build onnx-light-tune)")
-    models = compare.read_models()
-    if args.only:
-        keep = set(args.only.split(","))
-        models = [m for m in models if m["name"] in keep]
-    r = compare.run(["bash", os.path.join(HERE, "fetch.sh")] + [m["name"] for m in models])
-    if r.returncode != 0:
-        sys.exit(r.stdout + r.stderr)
+    models = compare.fetched_models(args.only)
     lines = ["| model | T | ours first ms | ours steady ms | ours first - steady | ORT create ms | ORT first ms "
              "| ORT steady ms (Node) | ORT first - steady |", "|" + "---|" * 9]
     for m in models:

@@ -7,28 +7,7 @@
 //   node first_run_ort.js SPEC.json      (SPEC as ort_ref.js's, plus "steady_runs")
 // Prints {"create_ms", "first_ms", "steady_ms"} on one line.
 const fs = require('fs');
-const os = require('os');
-const path = require('path');
-const { createRequire } = require('module');
-
-const work = process.env.PEER_WORK ||
-  path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'onnx-light-peer');
-const ort = createRequire(path.join(path.resolve(work), 'package.json'))('onnxruntime-node');
-
-function feedsOf(spec) {
-  const feeds = {};
-  for (const i of spec.inputs) {
-    if (i.dtype === 'float32') {
-      const b = fs.readFileSync(i.file);
-      feeds[i.name] = new ort.Tensor('float32', new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length)), i.shape);
-    } else if (i.dtype === 'int64') {
-      feeds[i.name] = new ort.Tensor('int64', BigInt64Array.from([BigInt(i.value)]), i.shape);
-    } else {
-      throw new Error(`${i.name}: unsupported dtype ${i.dtype}`);
-    }
-  }
-  return feeds;
-}
+const { ort, feedsOf } = require('./ort_ref');
 
 async function main() {
   const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));

@@ -105,4 +105,6 @@ async function main() {
     JSON.stringify({ runs: n, model_run_median_us: modelUs[n >> 1], op_types: ops, trace: file }, null, 1));
 }
 
-main().catch((e) => { console.error(`ort_ref.js: ${e.message}`); process.exit(1); });
+module.exports = { ort, feedsOf };  // for first_run_ort.js
+
+if (require.main === module) main().catch((e) => { console.error(`ort_ref.js: ${e.message}`); process.exit(1); });
