@@ -253,7 +253,9 @@ TEST_CASE("two_k_block_cases_are_deeper_than_every_packed_conv_default_block_k")
     CHECK(*depth < 300);
     ++packed;
   }
-  CHECK(packed == 4);  // Conv and FusedConv, avx2 and avx512
+#if defined(__x86_64__) || defined(__i386__)
+  CHECK(packed == 4);  // Conv and FusedConv, avx2 and avx512 (registered on x86 whatever the host runs)
+#endif
 }
 
 TEST_CASE("conv_avx512_depthwise_chw_widths_are_tuned_and_move_only_the_path") {
