@@ -34,7 +34,8 @@ inline __m512 activate(const GemmF32Epilogue& e, __m512 v) {
 // Direct: A read in place (row r at pa + r * lda, k contiguous) instead of a packed panel; rows
 // are addressed from one pointer per group of three (base + j * lda), so the loop keeps every
 // address in a register. Indirect (with Direct): B row k at b_rows[k] + col instead of pb.
-template <int R, bool Direct, bool Indirect, int V>
+// Plain: a full-width tile with no epilogue, compiled without the epilogue and the masked stores.
+template <int R, bool Direct, bool Indirect, int V, bool Plain = false>
 void kernel_rows_v(int64_t kc, const float* pa, int64_t lda, const float* pb, float* c, int64_t ldc, int n,
                  int accumulate, const GemmF32Epilogue* last, const float* const* b_rows = nullptr,
                  int64_t col = 0) {
@@ -87,7 +88,7 @@ void kernel_rows_v(int64_t kc, const float* pa, int64_t lda, const float* pb, fl
       pb += NR;
     }
   }
-  if (last != nullptr) {
+  if (!Plain && last != nullptr) {
     const __m512 alpha = _mm512_set1_ps(last->alpha);
     const __m512 beta = _mm512_set1_ps(last->beta);
     const bool scale = last->alpha != 1.0f;
@@ -124,7 +125,7 @@ void kernel_rows_v(int64_t kc, const float* pa, int64_t lda, const float* pb, fl
       }
     }
   }
-  if (n == V * 16) {
+  if (Plain || n == V * 16) {
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       _mm512_storeu_ps(c + r * ldc, acc0[r]);
@@ -140,11 +141,18 @@ void kernel_rows_v(int64_t kc, const float* pa, int64_t lda, const float* pb, fl
 }
 
 // The tile for n columns: one vector per row when n <= 16 (identical FMA sequence per element).
+// A full tile without an epilogue (a plain product's every k-block, any product's k-blocks before
+// the last) runs the Plain instance: 2.6 KB of code against 12 KB for the general one, which a
+// shallow product re-enters every few hundred cycles. qk [512,16] x [16,512] at T=1, ours / ORT
+// with both on one vCPU (bench/peer_pair.sh, 120 pairs): 1.01 -> 0.99 when the host core is idle,
+// 1.27 -> 1.12 when it is busy (the generic path then refetched its code; bench/RESULTS.md).
 template <int R, bool Direct, bool Indirect = false>
 void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, float* c, int64_t ldc, int n,
                  int accumulate, const GemmF32Epilogue* last, const float* const* b_rows = nullptr,
                  int64_t col = 0) {
   if (n <= 16) kernel_rows_v<R, Direct, Indirect, 1>(kc, pa, lda, pb, c, ldc, n, accumulate, last, b_rows, col);
+  else if (n == NR && last == nullptr)
+    kernel_rows_v<R, Direct, Indirect, 2, true>(kc, pa, lda, pb, c, ldc, n, accumulate, nullptr, b_rows, col);
   else kernel_rows_v<R, Direct, Indirect, 2>(kc, pa, lda, pb, c, ldc, n, accumulate, last, b_rows, col);
 }
 
