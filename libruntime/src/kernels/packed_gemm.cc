@@ -127,15 +127,25 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
   int64_t packed_batch = -1, packed_row_block = -1;
   const PackedGemmOperands* ops = nullptr;
   int64_t ops_batch = -1;
+  int64_t gathered_batch = -1, gathered_q0 = -1, gathered_q1 = -1;
+  const float* gathered_into = nullptr;  // what this call last gathered, and where
   simd::GemmF32Epilogue tile_epilogue{};
   for (int64_t t = begin; t < end; ++t) {
     const int64_t per_batch = plan.row_blocks * plan.col_blocks;
     const int64_t batch = t / per_batch;
-    const int64_t rb = (t % per_batch) / plan.col_blocks, cb = t % plan.col_blocks;
     if (batch != ops_batch) {
       ops = operands_of(context, batch);
       ops_batch = batch;
     }
+    // With A read in place, a batch's tasks go down each column block's row blocks before the next
+    // column block: consecutive tasks (one thread's run of them) share their B panels instead of
+    // each sweeping all of B. [128,256] x constant [256,1024] at T=2: 1.21 -> 0.94x ORT, each
+    // thread reading half of the 1 MB packed B rather than all of it (bench/RESULTS.md). A packed
+    // by the tasks keeps row blocks outer: it is packed once per row block.
+    const bool a_in_place = isa.kernel_direct_a != nullptr && ops->a.col_stride == 1;
+    const int64_t within = t % per_batch;
+    const int64_t rb = a_in_place ? within % plan.row_blocks : within / plan.col_blocks;
+    const int64_t cb = a_in_place ? within / plan.row_blocks : within % plan.col_blocks;
     const int64_t p0 = rb * plan.row_panels / plan.row_blocks, p1 = (rb + 1) * plan.row_panels / plan.row_blocks;
     const int64_t q0 = cb * plan.col_panels / plan.col_blocks, q1 = (cb + 1) * plan.col_panels / plan.col_blocks;
     const int64_t i0 = p0 * mr, mc = std::min(plan.m, p1 * mr) - i0;
@@ -149,7 +159,14 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
     int64_t q_first = 0;
     if (ops->gather_b != nullptr) {
       float* local = worker_buffer((q1 - q0) * k * nr, WorkerBuffer::b);
-      ops->gather_b(ops->gather_context, q0, q1, local);
+      // The previous task's panels when it gathered the same ones (the next row block of a column).
+      if (batch != gathered_batch || q0 != gathered_q0 || q1 != gathered_q1 || local != gathered_into) {
+        ops->gather_b(ops->gather_context, q0, q1, local);
+        gathered_batch = batch;
+        gathered_q0 = q0;
+        gathered_q1 = q1;
+        gathered_into = local;
+      }
       b_panels = local;
       q_first = q0;
     }
