@@ -16,7 +16,7 @@ const PackedGemmIsa kAvx2{"avx2", simd::kGemmF32Avx2Mr, simd::kGemmF32Avx2Nr, &s
 const PackedGemmIsa kAvx512{"avx512", simd::kGemmF32Avx512Mr, simd::kGemmF32Avx512Nr, &simd::gemm_f32_kernel_avx512,
                             &simd::gemm_f32_kernel_direct_a_avx512, &simd::gemm_f32_kernel_direct_a_indirect_b_avx512,
                             &simd::gemm_f32_pack_a_avx512, &simd::gemm_f32_pack_b_avx512,
-                            &simd::gemm_f32_kernel_narrow_avx512};
+                            &simd::gemm_f32_kernel_narrow_avx512, &simd::gemm_f32_kernel_direct_a_panels_avx512};
 #endif
 
 // A packs rows [i0, i0 + mc) over the whole depth when it fits in this many floats (then tasks of
@@ -187,11 +187,12 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
         };
         // Row tiles as even as the micro-kernel allows (64 rows: 11,11,11,11,10,10 rather than
         // 12,12,12,12,12,4): a short last tile wastes most of its FMA slots on load latency.
+        auto tile_first_row = [&](int64_t tile) { return i0 + tile * mc / row_tiles; };
         auto regular_tile = [&](int64_t q, int64_t tile) {
           const int64_t j = q * nr;
           const int cols = static_cast<int>(std::min(nr, plan.n - j));
-          const int64_t i = i0 + tile * mc / row_tiles;
-          const int rows = static_cast<int>(i0 + (tile + 1) * mc / row_tiles - i);
+          const int64_t i = tile_first_row(tile);
+          const int rows = static_cast<int>(tile_first_row(tile + 1) - i);
           const simd::GemmF32Epilogue* e = tile_epilogue_at(tile_last, i, j, tile_epilogue);
           if (ops->b_rows != nullptr)
             isa.kernel_direct_a_indirect_b(kc, a.data + i * a.row_stride + k0, a.row_stride, ops->b_rows + k0, j,
@@ -221,9 +222,21 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
         // columns (qk [512,16] x [16,512] at T=2: 64 -> 56 us; stores striding down a 2 KB
         // row pitch 128 bytes at a time drained slower, bench/RESULTS.md).
         if (kc * nr * (q1 - q0) <= plan.row_order_b_floats) {
-          for (int64_t tile = 0; tile < row_tiles; ++tile)
-            for (int64_t q = q0; q < q1; ++q)
+          // The full panels of a row tile in one call when no epilogue or hook runs on them.
+          const bool whole_row_calls = isa.kernel_direct_a_panels != nullptr && tile_last == nullptr &&
+                                       !(last && hook != nullptr) && ops->b_rows == nullptr;
+          const int64_t q_full = whole_row_calls ? std::max(q0, std::min(q1, plan.n / nr)) : q0;
+          for (int64_t tile = 0; tile < row_tiles; ++tile) {
+            if (q_full > q0) {
+              const int64_t i = tile_first_row(tile);
+              isa.kernel_direct_a_panels(kc, a.data + i * a.row_stride + k0, a.row_stride, panel_b(q0), k * nr,
+                                         ops->c + i * ops->ldc + q0 * nr, ops->ldc,
+                                         static_cast<int>(tile_first_row(tile + 1) - i), static_cast<int>(q_full - q0),
+                                         k0 > 0 ? 1 : 0);
+            }
+            for (int64_t q = q_full; q < q1; ++q)
               if (!narrow_panel(q)) regular_tile(q, tile);
+          }
         } else {
           for (int64_t q = q0; q < q1; ++q)
             if (!narrow_panel(q))

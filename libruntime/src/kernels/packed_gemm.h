@@ -43,6 +43,10 @@ struct PackedGemmIsa {
   // give A transposed (PackedGemmOperands::a_transposed).
   void (*kernel_narrow)(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc, int m, int n,
                         int accumulate, const simd::GemmF32Epilogue* last) = nullptr;
+  // Optional: kernel_direct_a over a row tile's full panels without an epilogue, in one call
+  // (simd/gemm_f32.h), for tiles run along C's rows.
+  void (*kernel_direct_a_panels)(int64_t kc, const float* a, int64_t lda, const float* pb, int64_t panel_stride,
+                                 float* c, int64_t ldc, int m, int panels, int accumulate) = nullptr;
 };
 
 // nullptr when this build has no such variant (non-x86 targets). Call the functions only after

@@ -283,6 +283,22 @@ void gemm_f32_kernel_direct_a_avx512(int64_t kc, const float* a, int64_t lda, co
   }
 }
 
+void gemm_f32_kernel_direct_a_panels_avx512(int64_t kc, const float* a, int64_t lda, const float* pb,
+                                            int64_t panel_stride, float* c, int64_t ldc, int m, int panels,
+                                            int accumulate) {
+  // The row counts of even row tiles over whole panels (12, 11); the Plain body inlined in the loop.
+  if (m == 12) {
+    for (int p = 0; p < panels; ++p)
+      kernel_rows_v<12, true, false, 2, true>(kc, a, lda, pb + p * panel_stride, c + p * NR, ldc, NR, accumulate, nullptr);
+  } else if (m == 11) {
+    for (int p = 0; p < panels; ++p)
+      kernel_rows_v<11, true, false, 2, true>(kc, a, lda, pb + p * panel_stride, c + p * NR, ldc, NR, accumulate, nullptr);
+  } else {
+    for (int p = 0; p < panels; ++p)
+      gemm_f32_kernel_direct_a_avx512(kc, a, lda, pb + p * panel_stride, c + p * NR, ldc, m, NR, accumulate, nullptr);
+  }
+}
+
 void gemm_f32_kernel_direct_a_indirect_b_avx512(int64_t kc, const float* a, int64_t lda, const float* const* b_rows,
                                                 int64_t col, float* c, int64_t ldc, int m, int n, int accumulate,
                                                 const GemmF32Epilogue* last) {
