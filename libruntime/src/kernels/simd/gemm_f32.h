@@ -65,7 +65,7 @@ void gemm_f32_kernel_direct_a_avx512(int64_t kc, const float* a, int64_t lda, co
 // Full NR-wide panels [0, panels) of one row tile with A read in place and no epilogue: panel p's
 // B at pb + p * panel_stride, its C at c + p * NR; the same bits as a call per panel. One call
 // per row tile rather than per tile: qk [512,16] x [16,512] at T=1, ours / ORT on one vCPU,
-// 1.005 -> 0.978 with the host core idle and 1.20 -> 1.11 with it busy (bench/RESULTS.md).
+// 1.005 -> 0.97 with the host core idle and 1.20 -> 1.08 with it busy (bench/RESULTS.md).
 void gemm_f32_kernel_direct_a_panels_avx512(int64_t kc, const float* a, int64_t lda, const float* pb,
                                             int64_t panel_stride, float* c, int64_t ldc, int m, int panels,
                                             int accumulate);

@@ -236,6 +236,15 @@ void kernel_narrow_cols(int64_t kc, const float* at, int64_t ldat, const float* 
   }
 }
 
+// gemm_f32_kernel_direct_a_panels for R rows: the Plain body inlined (flatten) in the loop over
+// panels, so a row tile costs one call, not one per panel (what the measured figures ran).
+template <int R>
+[[gnu::flatten]] void kernel_rows_panels(int64_t kc, const float* a, int64_t lda, const float* pb,
+                                         int64_t panel_stride, float* c, int64_t ldc, int panels, int accumulate) {
+  for (int p = 0; p < panels; ++p)
+    kernel_rows_v<R, true, false, 2, true>(kc, a, lda, pb + p * panel_stride, c + p * NR, ldc, NR, accumulate, nullptr);
+}
+
 }  // namespace
 
 void gemm_f32_kernel_narrow_avx512(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc,
@@ -286,13 +295,11 @@ void gemm_f32_kernel_direct_a_avx512(int64_t kc, const float* a, int64_t lda, co
 void gemm_f32_kernel_direct_a_panels_avx512(int64_t kc, const float* a, int64_t lda, const float* pb,
                                             int64_t panel_stride, float* c, int64_t ldc, int m, int panels,
                                             int accumulate) {
-  // The row counts of even row tiles over whole panels (12, 11); the Plain body inlined in the loop.
+  // The row counts of even row tiles over whole panels (12, 11); other counts call per panel.
   if (m == 12) {
-    for (int p = 0; p < panels; ++p)
-      kernel_rows_v<12, true, false, 2, true>(kc, a, lda, pb + p * panel_stride, c + p * NR, ldc, NR, accumulate, nullptr);
+    kernel_rows_panels<12>(kc, a, lda, pb, panel_stride, c, ldc, panels, accumulate);
   } else if (m == 11) {
-    for (int p = 0; p < panels; ++p)
-      kernel_rows_v<11, true, false, 2, true>(kc, a, lda, pb + p * panel_stride, c + p * NR, ldc, NR, accumulate, nullptr);
+    kernel_rows_panels<11>(kc, a, lda, pb, panel_stride, c, ldc, panels, accumulate);
   } else {
     for (int p = 0; p < panels; ++p)
       gemm_f32_kernel_direct_a_avx512(kc, a, lda, pb + p * panel_stride, c + p * NR, ldc, m, NR, accumulate, nullptr);
