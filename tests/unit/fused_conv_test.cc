@@ -70,11 +70,11 @@ std::vector<ConvCase> conv_cases() {
       {"group 2, stride 2, batch 2", "group = 2, strides = [2, 2]", {2, 4, 9, 8}, {26, 2, 3, 3}, {2, 26, 4, 3}},
       {"depthwise 5x5", "group = 8, pads = [2, 2, 2, 2]", {1, 8, 6, 21}, {8, 1, 5, 5}, {1, 8, 6, 21}},
       {"1x1", "", {1, 24, 5, 5}, {13, 24, 1, 1}, {1, 13, 5, 5}},
-      // Depth 360 > block_k 256: the epilogue runs on each tile once, after its last k-block.
-      {"dense 3x3 two k-blocks, stride 2", "strides = [2, 2], pads = [1, 0, 1, 1]", {1, 40, 9, 13}, {20, 40, 3, 3},
+      // Depth 576 > block_k (<= 512): the epilogue runs on each tile once, after its last k-block.
+      {"dense 3x3 two k-blocks, stride 2", "strides = [2, 2], pads = [1, 0, 1, 1]", {1, 64, 9, 13}, {20, 64, 3, 3},
        {1, 20, 5, 6}},
       // Stride 1 (AVX-512: the implicit im2col, whose tile copy to Y applies Z and the activation).
-      {"dense 3x3 stride 1, two k-blocks, batch 2", "pads = [1, 1, 0, 2]", {2, 40, 6, 7}, {20, 40, 3, 3},
+      {"dense 3x3 stride 1, two k-blocks, batch 2", "pads = [1, 1, 0, 2]", {2, 64, 6, 7}, {20, 64, 3, 3},
        {2, 20, 5, 8}},
       // Few input channels (SIMD: the direct kernel): a stem with two blocks of maps (the second
       // partial) and rows of one full group of pixels plus a remainder; 4 channels at stride 1.
@@ -240,7 +240,7 @@ std::string variant_after_run(const std::string& implementation, const std::stri
 }  // namespace
 
 TEST_CASE("two_k_block_cases_are_deeper_than_every_packed_conv_default_block_k") {
-  // The "two k-blocks" cases above (depth 360) and the narrow tail's depth-300 case probe the
+  // The "two k-blocks" cases above (depth 576) and the narrow tail's depth-600 case probe the
   // accumulation across k-blocks only while the default gemm.block_k stays below their depth.
   int packed = 0;
   for (const auto& def : cpu_kernel_table().definitions()) {
@@ -250,7 +250,7 @@ TEST_CASE("two_k_block_cases_are_deeper_than_every_packed_conv_default_block_k")
     REQUIRE(block_k != nullptr);
     const auto* depth = std::get_if<int64_t>(&block_k->default_value);
     REQUIRE(depth != nullptr);
-    CHECK(*depth < 300);
+    CHECK(*depth < 576);
     ++packed;
   }
 #if defined(__x86_64__) || defined(__i386__)
@@ -491,8 +491,8 @@ TEST_CASE("pointwise_conv_narrow_tail_n_le_8_is_bit_identical_to_the_wide_tile")
   for (const Case& c : std::vector<Case>{
            // 35 pixels = 32 + 3; 37 maps: two row chunks of 18 and 19 (both vectors, masked rows).
            {"conv_37_maps_tail_3", "", {1, 40, 5, 7}, {37, 40, 1, 1}, false, false},
-           // 100 pixels = 3 x 32 + 4, depth 300 > block_k 256 (the tail accumulates), bias, Z, HardSwish.
-           {"fused_hardswish_z_two_k_blocks_tail_4", "activation = \"HardSwish\"", {1, 300, 10, 10}, {24, 300, 1, 1}, true, true},
+           // 100 pixels = 3 x 32 + 4, depth 600 > block_k 512 (the tail accumulates), bias, Z, HardSwish.
+           {"fused_hardswish_z_two_k_blocks_tail_4", "activation = \"HardSwish\"", {1, 600, 10, 10}, {24, 600, 1, 1}, true, true},
            // The whole product one narrow panel (6 pixels), batch 2, bias and Relu in the micro-kernel's store.
            {"fused_relu_batch_2_n_6", "activation = \"Relu\"", {2, 16, 2, 3}, {20, 16, 1, 1}, true, false},
            // 8 columns, one map (a single masked lane), Clip in the store after the bias.
