@@ -489,8 +489,11 @@ TEST_CASE("pointwise_conv_narrow_tail_n_le_8_is_bit_identical_to_the_wide_tile")
     bool fused, z;
   };
   for (const Case& c : std::vector<Case>{
-           // 35 pixels = 32 + 3; 37 maps: two row chunks of 18 and 19 (both vectors, masked rows).
+           // 35 pixels = 32 + 3; 37 maps: one row chunk of three vectors (masked rows), wide tiles
+           // of 9 and 10 rows reading W^T.
            {"conv_37_maps_tail_3", "", {1, 40, 5, 7}, {37, 40, 1, 1}, false, false},
+           // 97 maps: row chunks of 32, 32 and 33 (two and three vectors).
+           {"conv_97_maps_tail_5", "", {1, 24, 3, 11}, {97, 24, 1, 1}, false, false},
            // 100 pixels = 3 x 32 + 4, depth 600 > block_k 512 (the tail accumulates), bias, Z, HardSwish.
            {"fused_hardswish_z_two_k_blocks_tail_4", "activation = \"HardSwish\"", {1, 600, 10, 10}, {24, 600, 1, 1}, true, true},
            // The whole product one narrow panel (6 pixels), batch 2, bias and Relu in the micro-kernel's store.

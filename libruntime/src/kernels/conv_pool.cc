@@ -736,7 +736,7 @@ class PackedConvKernel final : public Kernel {
     // with the weights transposed, its rows as lanes (PackedGemmOperands::a_transposed).
     const int64_t tail = g.out_size % nr;
     const bool narrow = pointwise && constant_weights_ && isa_.kernel_narrow != nullptr &&
-                        isa_.kernel_direct_a != nullptr && tail > 0 &&
+                        isa_.kernel_transposed_a != nullptr && isa_.kernel_direct_a != nullptr && tail > 0 &&
                         tail <= simd::kGemmF32NarrowCols;
     if (narrow) transpose_weights(r);
     last_variant_ = narrow ? narrow_variant_ : pointwise ? pointwise_variant_ : variant_;

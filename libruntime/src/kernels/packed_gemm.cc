@@ -16,7 +16,8 @@ const PackedGemmIsa kAvx2{"avx2", simd::kGemmF32Avx2Mr, simd::kGemmF32Avx2Nr, &s
 const PackedGemmIsa kAvx512{"avx512", simd::kGemmF32Avx512Mr, simd::kGemmF32Avx512Nr, &simd::gemm_f32_kernel_avx512,
                             &simd::gemm_f32_kernel_direct_a_avx512, &simd::gemm_f32_kernel_direct_a_indirect_b_avx512,
                             &simd::gemm_f32_pack_a_avx512, &simd::gemm_f32_pack_b_avx512,
-                            &simd::gemm_f32_kernel_narrow_avx512, &simd::gemm_f32_kernel_direct_a_panels_avx512};
+                            &simd::gemm_f32_kernel_narrow_avx512, &simd::gemm_f32_kernel_direct_a_panels_avx512,
+                            &simd::gemm_f32_kernel_transposed_a_avx512};
 #endif
 
 // A packs rows [i0, i0 + mc) over the whole depth when it fits in this many floats (then tasks of
@@ -172,8 +173,11 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
     }
     const MatrixView& a = ops->a;
     if (isa.kernel_direct_a != nullptr && a.col_stride == 1) {
-      // Row-major A read in place by the micro-kernel: no packing.
+      // Row-major A read in place by the micro-kernel: no packing. With A^T given as well, every
+      // tile reads A^T instead (the narrow panel must): one copy of the weights in L2, not two
+      // (1x1 Conv 384 -> 384 maps on 10x10: 1.4% faster, bench/RESULTS.md).
       const int64_t row_tiles = ceil_div(mc, mr);
+      const bool transposed_a = ops->a_transposed != nullptr && isa.kernel_transposed_a != nullptr;
       for (int64_t k0 = 0;; k0 += plan.block_k) {
         const int64_t kc = std::min(plan.block_k, k - k0);
         const bool last = k0 + kc >= k;
@@ -194,7 +198,10 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
           const int64_t i = tile_first_row(tile);
           const int rows = static_cast<int>(tile_first_row(tile + 1) - i);
           const simd::GemmF32Epilogue* e = tile_epilogue_at(tile_last, i, j, tile_epilogue);
-          if (ops->b_rows != nullptr)
+          if (transposed_a)
+            isa.kernel_transposed_a(kc, ops->a_transposed + k0 * ops->a_transposed_ld + i, ops->a_transposed_ld,
+                                    panel_b(q), ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
+          else if (ops->b_rows != nullptr)
             isa.kernel_direct_a_indirect_b(kc, a.data + i * a.row_stride + k0, a.row_stride, ops->b_rows + k0, j,
                                            ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
           else
@@ -224,7 +231,7 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
         if (kc * nr * (q1 - q0) <= plan.row_order_b_floats) {
           // The full panels of a row tile in one call when no epilogue or hook runs on them.
           const bool whole_row_calls = isa.kernel_direct_a_panels != nullptr && tile_last == nullptr &&
-                                       !(last && hook != nullptr) && ops->b_rows == nullptr;
+                                       !(last && hook != nullptr) && ops->b_rows == nullptr && !transposed_a;
           const int64_t q_full = whole_row_calls ? std::max(q0, std::min(q1, plan.n / nr)) : q0;
           for (int64_t tile = 0; tile < row_tiles; ++tile) {
             if (q_full > q0) {

@@ -47,6 +47,10 @@ struct PackedGemmIsa {
   // (simd/gemm_f32.h), for tiles run along C's rows.
   void (*kernel_direct_a_panels)(int64_t kc, const float* a, int64_t lda, const float* pb, int64_t panel_stride,
                                  float* c, int64_t ldc, int m, int panels, int accumulate) = nullptr;
+  // Optional: the micro-kernel reading A transposed (simd/gemm_f32.h), for the tiles of operands
+  // that give A^T (PackedGemmOperands::a_transposed).
+  void (*kernel_transposed_a)(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc, int m,
+                              int n, int accumulate, const simd::GemmF32Epilogue* last) = nullptr;
 };
 
 // nullptr when this build has no such variant (non-x86 targets). Call the functions only after
@@ -164,7 +168,8 @@ struct PackedGemmOperands {
   // Optional, with a row-major A read in place: A transposed, a(i, k) = a_transposed[k *
   // a_transposed_ld + i]. A panel of at most kGemmF32NarrowCols columns (a 1x1 Conv's 100 pixels:
   // 3 x 32 + 4) then runs isa.kernel_narrow, the rows as lanes, instead of a vector per row for
-  // its few columns (the same bits).
+  // its few columns (the same bits); the other tiles then read A^T too (isa.kernel_transposed_a).
+  // Needs an ISA with both.
   const float* a_transposed = nullptr;
   int64_t a_transposed_ld = 0;
 };

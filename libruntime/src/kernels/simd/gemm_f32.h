@@ -80,11 +80,18 @@ void gemm_f32_kernel_direct_a_indirect_b_avx512(int64_t kc, const float* a, int6
 // rows as the vector lanes: A given transposed, a(r, k) = at[k * ldat + r] (row k of A^T holds
 // the rows' values, ldat >= m), B a packed panel as above. Each element sees the contract's
 // sequence (fma is exact and commutative in its product), so the bits equal the wide tile's,
-// which spends a whole vector per row on the few columns.
+// which spends a whole vector per row on the few columns. Up to three vectors of rows (12
+// accumulator chains for 4 columns rather than 8 behind the FMA latency; 384 -> 384 maps on
+// 10x10 0.6% faster than 32 rows, bench/RESULTS.md).
 inline constexpr int kGemmF32NarrowCols = 8;
-inline constexpr int kGemmF32NarrowRows = 32;
+inline constexpr int kGemmF32NarrowRows = 48;
 void gemm_f32_kernel_narrow_avx512(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc,
                                    int m, int n, int accumulate, const GemmF32Epilogue* last);
+// The wide tile (gemm_f32_kernel_avx512's contract) with A given transposed as for the narrow
+// tail, a(r, k) = at[k * ldat + r]: the same bits, so the tiles of a product whose narrow panel
+// needs A^T read it too instead of a second copy of A.
+void gemm_f32_kernel_transposed_a_avx512(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c,
+                                         int64_t ldc, int m, int n, int accumulate, const GemmF32Epilogue* last);
 
 // Packs a(i0 + i, k0 + k) for i < mc, k < kc, with a(i, k) = a[i * row_stride + k * col_stride],
 // into MR-row panels (layout above, panel stride kc * MR).

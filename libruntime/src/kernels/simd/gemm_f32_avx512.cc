@@ -35,7 +35,9 @@ inline __m512 activate(const GemmF32Epilogue& e, __m512 v) {
 // are addressed from one pointer per group of three (base + j * lda), so the loop keeps every
 // address in a register. Indirect (with Direct): B row k at b_rows[k] + col instead of pb.
 // Plain: a full-width tile with no epilogue, compiled without the epilogue and the masked stores.
-template <int R, bool Direct, bool Indirect, int V, bool Plain = false>
+// TransposedA (without Direct): A^T read in place, row k of it at pa + k * lda (the tile's rows
+// contiguous, as in a packed panel whose stride is lda instead of MR).
+template <int R, bool Direct, bool Indirect, int V, bool Plain = false, bool TransposedA = false>
 void kernel_rows_v(int64_t kc, const float* pa, int64_t lda, const float* pb, float* c, int64_t ldc, int n,
                  int accumulate, const GemmF32Epilogue* last, const float* const* b_rows = nullptr,
                  int64_t col = 0) {
@@ -84,7 +86,7 @@ void kernel_rows_v(int64_t kc, const float* pa, int64_t lda, const float* pb, fl
         acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
         if constexpr (V == 2) acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
       }
-      pa += MR;
+      pa += TransposedA ? lda : MR;
       pb += NR;
     }
   }
@@ -156,6 +158,16 @@ void kernel_rows(int64_t kc, const float* pa, int64_t lda, const float* pb, floa
   else kernel_rows_v<R, Direct, Indirect, 2>(kc, pa, lda, pb, c, ldc, n, accumulate, last, b_rows, col);
 }
 
+// kernel_rows for A given transposed (row k of A^T at pa + k * lda, the tile's rows contiguous).
+template <int R>
+void kernel_rows_transposed(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc, int n,
+                            int accumulate, const GemmF32Epilogue* last) {
+  if (n <= 16) kernel_rows_v<R, false, false, 1, false, true>(kc, at, ldat, pb, c, ldc, n, accumulate, last);
+  else if (n == NR && last == nullptr)
+    kernel_rows_v<R, false, false, 2, true, true>(kc, at, ldat, pb, c, ldc, n, accumulate, nullptr);
+  else kernel_rows_v<R, false, false, 2, false, true>(kc, at, ldat, pb, c, ldc, n, accumulate, last);
+}
+
 // Rows [16v, 16v + 16) of a strided column (base[row * stride]) as lanes, 0 at rows >= m.
 inline __m512 load_column(const float* base, int64_t stride, int v, int m) {
   alignas(64) float lanes[16];
@@ -189,34 +201,35 @@ inline __m512 narrow_epilogue(const GemmF32Epilogue& e, __m512 acc, int j, int v
 template <int V, int N>
 void kernel_narrow(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c, int64_t ldc, int m,
                    int accumulate, const GemmF32Epilogue* last) {
-  const __mmask16 m0 = low_mask(m), m1 = low_mask(m - 16);
-  __m512 acc0[N], acc1[N];
+  __mmask16 mask[V];
+  __m512 acc[V][N];
+#pragma GCC unroll 4
+  for (int v = 0; v < V; ++v) {
+    mask[v] = low_mask(m - 16 * v);
 #pragma GCC unroll 8
-  for (int j = 0; j < N; ++j) {
-    acc0[j] = accumulate ? load_column(c + j, ldc, 0, m) : _mm512_setzero_ps();
-    if constexpr (V == 2) acc1[j] = accumulate ? load_column(c + j, ldc, 1, m) : _mm512_setzero_ps();
+    for (int j = 0; j < N; ++j) acc[v][j] = accumulate ? load_column(c + j, ldc, v, m) : _mm512_setzero_ps();
   }
 #pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
-    const __m512 a0 = _mm512_maskz_loadu_ps(m0, at);
-    const __m512 a1 = V == 2 ? _mm512_maskz_loadu_ps(m1, at + 16) : a0;
+    __m512 a[V];
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) a[v] = _mm512_maskz_loadu_ps(mask[v], at + 16 * v);
 #pragma GCC unroll 8
     for (int j = 0; j < N; ++j) {
       const __m512 b = _mm512_set1_ps(pb[j]);
-      acc0[j] = _mm512_fmadd_ps(a0, b, acc0[j]);
-      if constexpr (V == 2) acc1[j] = _mm512_fmadd_ps(a1, b, acc1[j]);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[v][j] = _mm512_fmadd_ps(a[v], b, acc[v][j]);
     }
     at += ldat;
     pb += NR;
   }
 #pragma GCC unroll 8
   for (int j = 0; j < N; ++j) {
-    if (last != nullptr) {
-      acc0[j] = narrow_epilogue(*last, acc0[j], j, 0, m);
-      if constexpr (V == 2) acc1[j] = narrow_epilogue(*last, acc1[j], j, 1, m);
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      if (last != nullptr) acc[v][j] = narrow_epilogue(*last, acc[v][j], j, v, m);
+      store_column(acc[v][j], c + j, ldc, v, m);
     }
-    store_column(acc0[j], c + j, ldc, 0, m);
-    if constexpr (V == 2) store_column(acc1[j], c + j, ldc, 1, m);
   }
 }
 
@@ -251,7 +264,8 @@ void gemm_f32_kernel_narrow_avx512(int64_t kc, const float* at, int64_t ldat, co
                                    int m, int n, int accumulate, const GemmF32Epilogue* last) {
   if (m <= 0) return;
   if (m <= 16) kernel_narrow_cols<1>(kc, at, ldat, pb, c, ldc, m, n, accumulate, last);
-  else kernel_narrow_cols<2>(kc, at, ldat, pb, c, ldc, m, n, accumulate, last);
+  else if (m <= 32) kernel_narrow_cols<2>(kc, at, ldat, pb, c, ldc, m, n, accumulate, last);
+  else kernel_narrow_cols<3>(kc, at, ldat, pb, c, ldc, m, n, accumulate, last);
 }
 
 void gemm_f32_kernel_avx512(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int m, int n,
@@ -288,6 +302,25 @@ void gemm_f32_kernel_direct_a_avx512(int64_t kc, const float* a, int64_t lda, co
     case 3: kernel_rows<3, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
     case 2: kernel_rows<2, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
     case 1: kernel_rows<1, true>(kc, a, lda, pb, c, ldc, n, accumulate, last); break;
+    default: break;
+  }
+}
+
+void gemm_f32_kernel_transposed_a_avx512(int64_t kc, const float* at, int64_t ldat, const float* pb, float* c,
+                                         int64_t ldc, int m, int n, int accumulate, const GemmF32Epilogue* last) {
+  switch (m) {
+    case 12: kernel_rows_transposed<12>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 11: kernel_rows_transposed<11>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 10: kernel_rows_transposed<10>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 9: kernel_rows_transposed<9>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 8: kernel_rows_transposed<8>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 7: kernel_rows_transposed<7>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 6: kernel_rows_transposed<6>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 5: kernel_rows_transposed<5>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 4: kernel_rows_transposed<4>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 3: kernel_rows_transposed<3>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 2: kernel_rows_transposed<2>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
+    case 1: kernel_rows_transposed<1>(kc, at, ldat, pb, c, ldc, n, accumulate, last); break;
     default: break;
   }
 }
