@@ -263,7 +263,7 @@ TEST_CASE("schema_threshold_first_then_block_tiles") {
       }
       CHECK(def.schema.parameters[1].name == "gemm.block_m");
       CHECK(def.schema.parameters[2].name == "gemm.block_k");
-      CHECK(def.schema.parameters[2].default_value == TuningValue{int64_t{256}});
+      CHECK(def.schema.parameters[2].default_value == TuningValue{int64_t{impl == "avx512" ? 512 : 256}});
       CHECK(def.schema.parameters[3].name == "gemm.block_n");
       CHECK(def.schema.parameters[4].name == "gemm.row_order_b_floats");
       CHECK(def.schema.parameters[4].default_value == TuningValue{int64_t{8192}});
@@ -491,6 +491,60 @@ TEST_CASE("row_order_b_floats_bounds_the_tiles_run_along_c_s_rows") {
   CHECK(below.tiles == down_columns);
   CHECK(run(0).tiles == down_columns);
   CHECK(std::memcmp(below.c.data(), by_default.c.data(), below.c.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("row_blocks_split_whole_rows_with_a_in_place_and_whole_panels_with_a_packed") {
+  // 128 rows in two row blocks (11 panels of 12, 8 per block): A read in place splits them 64 /
+  // 64 (the tiles inside are evened anyway); A packed needs whole panels, 60 / 68. Same bits.
+  const kernels::PackedGemmIsa* isa = kernels::packed_gemm_avx512();
+  if (isa == nullptr || !host_runs_gemm("avx512")) return;
+  REQUIRE(isa->mr == 12);
+  const int64_t m = 128, k = 16, n = 32;
+  const Tensor a = random_f32({m, k}, 61), b = random_f32({k, n}, 62);
+  std::vector<float> a_transposed(static_cast<std::size_t>(m * k));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t kk = 0; kk < k; ++kk) a_transposed[static_cast<std::size_t>(kk * m + i)] = a.data<float>()[i * k + kk];
+  std::vector<float> packed(static_cast<std::size_t>(kernels::packed_b_floats(*isa, k, n)) + 64);
+  isa->pack_b(b.data<float>(), n, 1, k, n, 0, 1, packed.data());
+  struct Run {
+    std::vector<std::pair<int64_t, int>> tiles;  // (first row, rows) in the order the hook saw them
+    std::vector<float> c;
+  };
+  auto run = [&](const kernels::MatrixView& view) {
+    kernels::GemmBlocking blocking;
+    blocking.m = 96;
+    const kernels::PackedGemmPlan plan = kernels::plan_packed_gemm(*isa, blocking, 1, m, n, k, 1);
+    REQUIRE(plan.row_blocks == 2);
+    REQUIRE(plan.tasks() == 2);
+    Run r;
+    r.c.assign(static_cast<std::size_t>(m * n), 0.0f);
+    const kernels::PackedGemmOperands operands{view, packed.data(), r.c.data(), n};
+    const kernels::PackedGemmTileHook hook{
+        [](const void* context, int64_t, int64_t i, int64_t, int rows, int, float*, int64_t) {
+          static_cast<Run*>(const_cast<void*>(context))->tiles.emplace_back(i, rows);
+        },
+        &r};
+    kernels::run_packed_gemm_tasks(
+        *isa, plan, 0, plan.tasks(),
+        [](const void* context, int64_t) { return static_cast<const kernels::PackedGemmOperands*>(context); },
+        &operands, nullptr, &hook);
+    return r;
+  };
+  // Rows covered by the first task's tiles (they come first: one column block).
+  auto first_block_rows = [](const Run& r, std::size_t tiles) {
+    int64_t rows = 0;
+    for (std::size_t t = 0; t < tiles; ++t) rows += r.tiles[t].second;
+    return rows;
+  };
+  const Run in_place = run(kernels::MatrixView{a.data<float>(), k, 1});
+  REQUIRE(in_place.tiles.size() == 12);  // 64 rows: six tiles of 10 or 11, per block
+  CHECK(first_block_rows(in_place, 6) == 64);
+  CHECK(in_place.tiles[6].first == 64);
+  const Run packed_a = run(kernels::MatrixView{a_transposed.data(), 1, m});  // col_stride != 1: packed
+  REQUIRE(packed_a.tiles.size() == 11);  // five panels, then six (the last one 8 rows)
+  CHECK(first_block_rows(packed_a, 5) == 60);
+  CHECK(packed_a.tiles[5].first == 60);
+  CHECK(std::memcmp(in_place.c.data(), packed_a.c.data(), in_place.c.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("matmul_in_place_b_max_columns_is_tuned_and_names_the_path") {

@@ -1288,6 +1288,7 @@ void register_conv_pool_kernels(KernelTable& table) {
     // AVX-512: depths up to 512 in one k-block. A second k-block stores C and reloads it, and
     // runs the epilogue-capable micro-kernel over it: 1x1 Convs 384 -> 384 maps on 10x10 and
     // 480 -> 480 on 3x80 ran ~2% faster in one block, the real models unchanged (bench/RESULTS.md).
+    // AVX2 keeps 256 (not measured on an AVX2 host).
     add_packed_conv(table, packed_gemm_avx512(), needs_avx512, GemmBlocking{96, 512, 256}, fused);
     add_packed_conv(table, packed_gemm_avx2(), needs_avx2_fma, GemmBlocking{96, 256, 256}, fused);
   }
