@@ -183,6 +183,11 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
       // (1x1 Conv 384 -> 384 maps on 10x10: 1.4% faster, bench/RESULTS.md).
       const int64_t row_tiles = ceil_div(mc, mr);
       const bool transposed_a = ops->a_transposed != nullptr && isa.kernel_transposed_a != nullptr;
+      // Row i's A at a_rows + i * a_row_step + k * a_k_step (the kernels take the other stride).
+      const auto kernel_a = transposed_a ? isa.kernel_transposed_a : isa.kernel_direct_a;
+      const float* a_rows = transposed_a ? ops->a_transposed : a.data;
+      const int64_t a_ld = transposed_a ? ops->a_transposed_ld : a.row_stride;
+      const int64_t a_row_step = transposed_a ? 1 : a.row_stride, a_k_step = transposed_a ? a_ld : 1;
       for (int64_t k0 = 0;; k0 += plan.block_k) {
         const int64_t kc = std::min(plan.block_k, k - k0);
         const bool last = k0 + kc >= k;
@@ -203,15 +208,12 @@ void run_packed_gemm_tasks(const PackedGemmIsa& isa, const PackedGemmPlan& plan,
           const int64_t i = tile_first_row(tile);
           const int rows = static_cast<int>(tile_first_row(tile + 1) - i);
           const simd::GemmF32Epilogue* e = tile_epilogue_at(tile_last, i, j, tile_epilogue);
-          if (transposed_a)
-            isa.kernel_transposed_a(kc, ops->a_transposed + k0 * ops->a_transposed_ld + i, ops->a_transposed_ld,
-                                    panel_b(q), ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
-          else if (ops->b_rows != nullptr)
+          if (ops->b_rows != nullptr)
             isa.kernel_direct_a_indirect_b(kc, a.data + i * a.row_stride + k0, a.row_stride, ops->b_rows + k0, j,
                                            ops->c + i * ops->ldc + j, ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
           else
-            isa.kernel_direct_a(kc, a.data + i * a.row_stride + k0, a.row_stride, panel_b(q), ops->c + i * ops->ldc + j,
-                                ops->ldc, rows, cols, k0 > 0 ? 1 : 0, e);
+            kernel_a(kc, a_rows + i * a_row_step + k0 * a_k_step, a_ld, panel_b(q), ops->c + i * ops->ldc + j, ops->ldc,
+                     rows, cols, k0 > 0 ? 1 : 0, e);
           if (last && hook != nullptr) hook->fn(hook->context, batch, i, j, rows, cols, ops->c + i * ops->ldc + j, ops->ldc);
         };
         for (int64_t q = q0; q < q1; ++q) {
