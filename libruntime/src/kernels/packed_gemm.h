@@ -193,7 +193,7 @@ PackedGemmPlan plan_packed_gemm(const PackedGemmIsa& isa, const GemmBlocking& bl
 // 2 threads: 111 -> 93 us (bench/RESULTS.md). Larger products keep row blocks so that A blocks are
 // reused from L2.
 inline bool pack_b_in_tasks(const GemmBlocking& blocking, int64_t m, int64_t k) {
-  constexpr int64_t kMaxAFloats = int64_t{1} << 17;  // 512 KiB: a quarter of this machine's L2
+  constexpr int64_t kMaxAFloats = int64_t{1} << 17;  // 512 KiB: half of this machine's 1 MiB L2
   return m * std::min(k, blocking.k) <= kMaxAFloats;
 }
 
