@@ -100,6 +100,37 @@ TEST_CASE("seed_scenario_session_copies_threshold_once") {
   CHECK(std::get<int64_t>(resolved[0].values.at("parallel.minimum_elements")) == n / 2);
 }
 
+TEST_CASE("transpose_default_threshold_keeps_a_32k_element_copy_serial_and_splits_2_pow_17") {
+  // Transpose's default parallel.minimum_elements is 2^17 (data_movement.cc): attention's
+  // [1,128,4,64] -> [1,4,128,64] ran 2.5-3 us on one thread and 6 on two.
+  const KernelDef* def = cpu_kernel_table().choose("", "Transpose", 13, ElementType::float32, host_cpu_features()).def;
+  REQUIRE(def != nullptr);
+  CHECK(std::get<int64_t>(def->schema.defaults().at("parallel.minimum_elements")) == int64_t{1} << 17);
+  for (const int64_t heads : {4, 15, 16}) {  // 32768, 122880 and 131072 elements
+    CAPTURE(heads);
+    Model model = test::parse(
+        "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+        "t (float[1,128," + std::to_string(heads) + ",64] x) => (float[1," + std::to_string(heads) +
+        ",128,64] y) { y = Transpose<perm = [0, 2, 1, 3]>(x) }");
+    auto collector = std::make_shared<ParallelRegionCollector>(4);
+    TuningRegistry registry;
+    RuntimeSession session(model, options_with(2, &registry, collector));
+    RuntimeContext context;
+    const Tensor x = ramp({1, 128, heads, 64}, 0.0f, 1.0f);
+    context.set("x", x);
+    session.run(context);
+    const auto events = session.parallel_region_report().events;
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].requested_threads == 2);
+    CHECK(events[0].admitted_threads == (heads == 16 ? 2 : 1));
+    const Tensor& y = context.get("y");
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t s = 0; s < 128; s += 37)
+        for (int64_t d = 0; d < 64; d += 9)
+          REQUIRE(y.data<float>()[(h * 128 + s) * 64 + d] == x.data<float>()[(s * heads + h) * 64 + d]);
+  }
+}
+
 TEST_CASE("profile_for_other_thread_count_is_not_used") {
   TuningRegistry registry;
   registry.publish({{abs_float_key(), 4, abs_values(1)}});

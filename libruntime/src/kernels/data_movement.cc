@@ -91,10 +91,17 @@ class StridedCopy {
   BroadcastPlan plan_;
 };
 
+// Transpose's default parallel.minimum_elements: 4x the elementwise default. A transpose copies
+// runs of the inner dims at ~12 elements per ns on one thread, so a region's wake-up on this
+// project's 2-vCPU KVM guest (several us) outweighed the split: [1,128,4,64] -> [1,4,128,64]
+// (32768 elements) 2.5-3 us on one thread against 6 us on two, [1,128,12,64] (98304) 8 against
+// 13, [1,512,2,64] (65536) 5 against 6 (bench/RESULTS.md). Calibration tunes it per host.
+constexpr int64_t kTransposeMinimumElements = int64_t{1} << 17;
+
 template <typename U>
 class TransposeKernel final : public ThresholdKernel {
  public:
-  explicit TransposeKernel(const KernelCreateInfo& info) : ThresholdKernel(kDefaultMinimumElements) {
+  explicit TransposeKernel(const KernelCreateInfo& info) : ThresholdKernel(kTransposeMinimumElements) {
     check_attributes(info, {"perm"});
     perm_ = info.ints_attribute("perm");
     has_perm_ = info.has_attribute("perm");
@@ -707,10 +714,11 @@ using WorkloadMaker = CalibrationWorkloadFunction (*)(ElementType);
 
 // One definition per element type; Kernel<U> is chosen by the element size.
 template <template <typename> class K>
-void add_sized(KernelTable& table, const std::string& op_type, OpsetRange opsets, WorkloadMaker workload) {
+void add_sized(KernelTable& table, const std::string& op_type, OpsetRange opsets, WorkloadMaker workload,
+               int64_t minimum_elements = kDefaultMinimumElements) {
   for (ElementType type : supported_element_types()) {
     KernelDef def = make_def(op_type, opsets, type,
-                             parallel_threshold_schema(elementwise_key(op_type, type, 1), kDefaultMinimumElements));
+                             parallel_threshold_schema(elementwise_key(op_type, type, 1), minimum_elements));
     def.create = [type](const KernelCreateInfo& info) -> std::unique_ptr<Kernel> {
       std::unique_ptr<Kernel> kernel;
       dispatch_element_size(element_size(type), [&](auto u) { kernel = std::make_unique<K<decltype(u)>>(info); });
@@ -848,7 +856,7 @@ void register_data_movement_kernels(KernelTable& table) {
     def.calibration_workload = unary_workload("Identity", type, 17);
     table.add(std::move(def));
   }
-  add_sized<TransposeKernel>(table, "Transpose", {1}, transpose_workload);
+  add_sized<TransposeKernel>(table, "Transpose", {1}, transpose_workload, kTransposeMinimumElements);
   add_sized<SliceKernel>(table, "Slice", {1}, slice_workload);
   add_sized<GatherElementsKernel>(table, "GatherElements", {11}, gather_elements_workload);
   add_sized<ExpandKernel>(table, "Expand", {8}, expand_workload);
