@@ -469,21 +469,6 @@ void gather_panels(const void* context, int64_t q0, int64_t q1, float* dst) {
   const auto& c = *static_cast<const Im2colPanels*>(context);
   gather_rows_2d(*c.g, c.planes, 0, c.depth, c.depth, c.nr, q0, q1, dst);
 }
-// A pointwise Conv's B (X's rows, depth x positions) packed by the GEMM tasks, each its own panels.
-struct PointwisePanels {
-  const PackedGemmIsa* isa;
-  MatrixView activation;
-  int64_t depth, positions;
-};
-// PackedGemmOperands::gather_b for PointwisePanels: panels [q0, q1) into the task's thread buffer.
-// That buffer serves every GEMM the thread runs, so a model's pointwise Convs share one instead of
-// each holding (and on its first run faulting in) a B of its own (ppocr_cls: 24 of them).
-void pack_pointwise_panels(const void* context, int64_t q0, int64_t q1, float* dst) {
-  const auto& c = *static_cast<const PointwisePanels*>(context);
-  const int64_t first = q0 * c.isa->nr;
-  c.isa->pack_b(c.activation.data + first * c.activation.col_stride, c.activation.row_stride,
-                c.activation.col_stride, c.depth, c.positions - first, 0, q1 - q0, dst);
-}
 // Whether `columns` (NR-wide panels, the last one partial) split among `threads` by whole panels
 // leave the busiest thread at most 20% above the mean: the condition for packing a pointwise
 // Conv's B inside the tasks, which split the columns only. 384 -> 384 maps on 10x10 (100 columns
@@ -764,7 +749,10 @@ class PackedConvKernel final : public Kernel {
         // row by row (per (row, output row) bookkeeping, not per (row, panel)), while they are
         // in L2; the same values in the same places as a whole im2col matrix.
         const Im2colPanels gather_context{&g, planes, r.depth, nr};
-        const PointwisePanels pointwise_context{&isa_, activation, r.depth, g.out_size};
+        // A pointwise Conv's B packed by the tasks into their thread's buffer, which serves every
+        // GEMM the thread runs: a model's pointwise Convs share one instead of each holding (and
+        // on its first run faulting in) a B of its own (ppocr_cls: 24 of them).
+        const BPanelsToPack pointwise_context{&isa_, activation, r.depth, g.out_size};
         if (!pointwise && !gathered) execution.parallel_for(panels, 1, admitted, [&](int64_t begin, int64_t end) {
           int64_t origins[kMaxSpatial * 64];  // NR <= 64 window origins
           for (int64_t q = begin; q < end; ++q) {
@@ -788,7 +776,7 @@ class PackedConvKernel final : public Kernel {
           operands.gather_b = gather_panels;
           operands.gather_context = &gather_context;
         } else if (in_tasks) {
-          operands.gather_b = pack_pointwise_panels;
+          operands.gather_b = pack_b_panels;
           operands.gather_context = &pointwise_context;
         }
         if (narrow) {

@@ -367,7 +367,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
       // parallel region (attention's [B,H,S,S] x [B,H,S,D]: no second region, and a thread's
       // panels stay in its cache). Tasks of different batches write different parts of run_b_.
       // Not for shallow products (K < 64: scores [S,16] x [16,S]), whose B packs in no time and
-      // which measured faster with the row blocks of the two-region plan (bench/RESULTS.md).
+      // which measured faster with row blocks (bench/RESULTS.md): they take the next branch.
       run_b_.grow(static_cast<std::size_t>(p.batches * per_b));
       float* buffer = run_b_.data();
       packed_gemm(
@@ -378,6 +378,24 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
                                       MatrixView{pb + t * k * n, n, 1}};
           },
           /*single_row_block=*/true);
+      return;
+    }
+    if (!constant_b_matches(b) && p.b_matrices == p.batches && admitted > 1 && k < 64) {
+      // Shallow products (scores [S,16] x [16,S]) keep their row blocks, and each thread packs
+      // a batch's B once, into its own buffer, for its run of that batch's tasks (reused by
+      // the next task): no pack region before the GEMM's. [1,2,512,16] x [1,2,16,512] at T=2,
+      // three runs of 9 repetitions: 1.06 / 1.10 / 1.01 -> 0.98 / 1.07 / 0.97x ORT.
+      b_panels_.resize(static_cast<std::size_t>(p.batches));
+      for (int64_t t = 0; t < p.batches; ++t)
+        b_panels_[static_cast<std::size_t>(t)] =
+            BPanelsToPack{&isa_, MatrixView{pb + p.matrix_index(t, p.stride_b) * k * n, n, 1}, k, n};
+      packed_gemm(execution, admitted, isa_, blocking_for(k), p.batches, m, n, k, epilogue, [&](int64_t t) {
+        PackedGemmOperands operands{MatrixView{pa + p.matrix_index(t, p.stride_a) * m * k, k, 1}, nullptr,
+                                    out + t * m * n, n};
+        operands.gather_b = pack_b_panels;
+        operands.gather_context = &b_panels_[static_cast<std::size_t>(t)];
+        return operands;
+      });
       return;
     }
     const float* packed = constant_b_matches(b)
@@ -442,6 +460,7 @@ class PackedMatMulKernel final : public PackedGemmKernelBase {
   ShapePlan plan_;
   bool has_plan_ = false;
   std::vector<const float*> b_rows_;  // the narrow-B path's row pointers into B at b_rows_from_
+  std::vector<BPanelsToPack> b_panels_;  // the shallow path's B per batch, packed by the tasks
   const float* b_rows_from_ = nullptr;
   int64_t b_rows_n_ = 0;
   int64_t in_place_b_max_columns_ = kInPlaceBMaxColumns;

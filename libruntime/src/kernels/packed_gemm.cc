@@ -61,6 +61,12 @@ void PackedBuffer::grow(std::size_t floats) {
 
 void PackedBuffer::Free::operator()(float* block) const noexcept { free_tensor_block(reinterpret_cast<std::byte*>(block)); }
 
+void pack_b_panels(const void* context, int64_t q0, int64_t q1, float* dst) {
+  const auto& c = *static_cast<const BPanelsToPack*>(context);
+  const int64_t first = q0 * c.isa->nr;
+  c.isa->pack_b(c.b.data + first * c.b.col_stride, c.b.row_stride, c.b.col_stride, c.k, c.n - first, 0, q1 - q0, dst);
+}
+
 const PackedGemmIsa* packed_gemm_avx2() {
 #if defined(ONNX_LIGHT_X86_SIMD)
   return &kAvx2;

@@ -155,10 +155,11 @@ struct PackedGemmOperands {
   // buffer of its worker thread: gather_b(gather_context, q0, q1, dst) writes the whole depth of
   // panels [q0, q1), panel q at dst + (q - q0) * k * NR (lanes past n zero). A Conv's im2col:
   // gathered a few panels at a time it stays in L2 instead of going to memory and back (a 3x3
-  // Conv 96 -> 24 maps on 80x80 has an im2col of 22 MB). With several row blocks every task of a
-  // column block gathers the same panels again (cheap next to its GEMM when M is large). A
-  // pointwise Conv packs its activation's panels this way too: the thread's buffer is shared by
-  // every GEMM it runs, where a buffer per node was faulted in on a model's first run.
+  // Conv 96 -> 24 maps on 80x80 has an im2col of 22 MB). A task reuses the panels its thread's
+  // previous task gathered when they are the same (the next row block of a column block). A
+  // pointwise Conv packs its activation's panels this way too (pack_b_panels): the thread's
+  // buffer is shared by every GEMM it runs, where a buffer per node was faulted in on a model's
+  // first run.
   void (*gather_b)(const void* context, int64_t q0, int64_t q1, float* dst) = nullptr;
   const void* gather_context = nullptr;
   // Set (packed_b unused) when B is read in place through row pointers, b(k, j) = b_rows[k][j]
@@ -173,6 +174,16 @@ struct PackedGemmOperands {
   const float* a_transposed = nullptr;
   int64_t a_transposed_ld = 0;
 };
+
+// A B (k x n) whose panels the GEMM tasks pack themselves: PackedGemmOperands::gather_context
+// for gather_b = pack_b_panels.
+struct BPanelsToPack {
+  const PackedGemmIsa* isa = nullptr;
+  MatrixView b;
+  int64_t k = 0, n = 0;
+};
+// gather_b for BPanelsToPack: panels [q0, q1) of b, packed by the ISA's B packer, into dst.
+void pack_b_panels(const void* context, int64_t q0, int64_t q1, float* dst);
 
 // The task grid of one run.
 struct PackedGemmPlan {
